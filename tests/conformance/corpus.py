@@ -1,0 +1,97 @@
+"""Reader for the recorded provider traffic in ``../shared/conformance`` (read, never copied).
+
+Tests skip with a clear message when the corpus is absent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+CORPUS = Path(
+    os.environ.get(
+        "REASONWIRE_CORPUS",
+        str(Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cassettes"),
+    )
+)
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """One recorded request/response pair. ``response_json`` is set for JSON bodies,
+    ``response_text`` for streamed (SSE) bodies."""
+
+    uri: str
+    request: Any
+    status: int
+    response_json: Any
+    response_text: str | None
+
+    @property
+    def streamed(self) -> bool:
+        return self.response_text is not None
+
+
+def corpus_dir() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"conformance corpus not found at {CORPUS} (set REASONWIRE_CORPUS)")
+    return CORPUS
+
+
+def corpus_files(pattern: str = "*") -> list[str]:
+    """File names (not paths) matching ``pattern``; empty when the corpus is absent."""
+    if not CORPUS.is_dir():
+        return []
+    return sorted(p.name for p in CORPUS.glob(pattern))
+
+
+def load_cassette(name: str) -> list[Interaction]:
+    data = yaml.safe_load((corpus_dir() / name).read_text(encoding="utf-8"))
+    out: list[Interaction] = []
+    for it in data["interactions"]:
+        req, resp = it["request"], it["response"]
+        body = resp.get("body") or {}
+        text = body.get("string") if isinstance(body, dict) else None
+        out.append(
+            Interaction(
+                uri=req["uri"],
+                request=req.get("parsed_body"),
+                status=int(resp["status"]["code"]),
+                response_json=resp.get("parsed_body"),
+                response_text=text if "parsed_body" not in resp else None,
+            )
+        )
+    return out
+
+
+def load_json(name: str) -> Any:
+    return json.loads((corpus_dir() / name).read_text(encoding="utf-8"))
+
+
+def load_chunks(name: str) -> list[Any]:
+    """A vercel ``.chunks.txt`` file: one JSON payload per line."""
+    lines = (corpus_dir() / name).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
+
+
+def chunks_as_sse(name: str) -> bytes:
+    """Re-frame a ``.chunks.txt`` file as an SSE byte stream (``data: <json>\\n\\n``).
+
+    Anthropic and Responses streams carry an ``event:`` line naming the payload ``type``;
+    it is added from the payload so the framing matches the providers' own.
+    """
+    parts: list[str] = []
+    for line in (corpus_dir() / name).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        payload = json.loads(line)
+        typ = payload.get("type") if isinstance(payload, dict) else None
+        prefix = f"event: {typ}\n" if isinstance(typ, str) else ""
+        parts.append(f"{prefix}data: {line}\n\n")
+    return "".join(parts).encode("utf-8")
