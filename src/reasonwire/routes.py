@@ -1,0 +1,232 @@
+"""Routes as data: where a provider lives, which dialect it speaks, how it authenticates.
+
+A route is everything reasonwire needs to call a provider without an ``if`` on its name: the
+wire dialect, the chat field profile, the base URL, the credential source, the auth header
+shape, the catalog path and the lane rule (which response ids mean which upstream lane on a
+routing gateway). Users add routes in a TOML file (``[routes.NAME]`` tables with the same
+keys) or on the command line with ``--route custom``.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from reasonwire.errors import ConfigError
+from reasonwire.wire.model import DIALECTS, Dialect
+
+
+@dataclass(frozen=True)
+class KeySource:
+    """Where a route's key comes from, read at call time.
+
+    ``env``: an environment variable (then the same name in ``dotenv``, default
+    ``~/.hermes/.env``). ``auth_file`` + ``key_paths``: a JSON file and dotted paths tried in
+    order (the first present wins). ``None`` everywhere: the route needs no key (local).
+    """
+
+    env: str | None = None
+    auth_file: str | None = None
+    key_paths: tuple[str, ...] = ()
+
+    @property
+    def needs_key(self) -> bool:
+        return bool(self.env or self.auth_file)
+
+
+@dataclass(frozen=True)
+class LaneRule:
+    """Response id prefix -> lane name; an id matching none is the ``default`` lane."""
+
+    prefixes: Mapping[str, str] = field(default_factory=dict)
+    default: str = "direct"
+
+    def lane(self, response_id: str | None) -> str:
+        for prefix, name in self.prefixes.items():
+            if response_id and response_id.startswith(prefix):
+                return name
+        return self.default
+
+
+@dataclass(frozen=True)
+class Route:
+    name: str
+    dialect: Dialect
+    base_url: str
+    key: KeySource = KeySource()
+    profile: str | None = None
+    auth_header: str = "authorization"
+    auth_scheme: str = "Bearer"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    catalog_path: str | None = "/models"
+    lanes: LaneRule = LaneRule()
+    local: bool = False
+
+    def auth_headers(self, key: str | None) -> dict[str, str]:
+        """Headers carrying ``key`` (never logged; see credentials.redact)."""
+        out = dict(self.headers)
+        if key:
+            out[self.auth_header] = f"{self.auth_scheme} {key}" if self.auth_scheme else key
+        return out
+
+    def with_base_url(self, base_url: str) -> Route:
+        return replace(self, base_url=base_url.rstrip("/"))
+
+
+def _chat(name: str, base: str, env: str, profile: str | None = None, **kw: Any) -> Route:
+    return Route(
+        name=name, dialect="chat", base_url=base, key=KeySource(env=env), profile=profile, **kw
+    )
+
+
+_HERMES_AUTH = "~/.hermes/auth.json"
+
+BUILTIN_ROUTES: dict[str, Route] = {
+    r.name: r
+    for r in (
+        Route(
+            name="nous",
+            dialect="chat",
+            base_url="https://inference-api.nousresearch.com/v1",
+            key=KeySource(
+                auth_file=_HERMES_AUTH,
+                key_paths=("providers.nous.agent_key", "providers.nous.access_token"),
+            ),
+            profile="openrouter",
+            lanes=LaneRule(prefixes={"gen-": "openrouter"}, default="direct"),
+        ),
+        _chat("openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY"),
+        Route(
+            name="openai-responses",
+            dialect="responses",
+            base_url="https://api.openai.com/v1",
+            key=KeySource(env="OPENAI_API_KEY"),
+        ),
+        _chat("xai-chat", "https://api.x.ai/v1", "XAI_API_KEY"),
+        Route(
+            name="xai-responses",
+            dialect="responses",
+            base_url="https://api.x.ai/v1",
+            key=KeySource(env="XAI_API_KEY"),
+        ),
+        Route(
+            name="gemini-native",
+            dialect="gemini",
+            base_url="https://generativelanguage.googleapis.com/v1beta",
+            key=KeySource(env="GEMINI_API_KEY"),
+            auth_header="x-goog-api-key",
+            auth_scheme="",
+        ),
+        _chat(
+            "gemini-openai",
+            "https://generativelanguage.googleapis.com/v1beta/openai",
+            "GEMINI_API_KEY",
+            "gemini-openai",
+        ),
+        _chat("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "openrouter"),
+        _chat("huggingface", "https://router.huggingface.co/v1", "HF_TOKEN"),
+        _chat("deepseek", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek"),
+        _chat("moonshot", "https://api.moonshot.ai/v1", "MOONSHOT_API_KEY"),
+        _chat("zai", "https://api.z.ai/api/paas/v4", "ZAI_API_KEY"),
+        _chat(
+            "dashscope",
+            "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
+            "DASHSCOPE_API_KEY",
+        ),
+        _chat("minimax", "https://api.minimax.io/v1", "MINIMAX_API_KEY"),
+        _chat("fireworks", "https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY"),
+        _chat("groq", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+        _chat("cerebras", "https://api.cerebras.ai/v1", "CEREBRAS_API_KEY"),
+        _chat("mistral", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+        Route(
+            name="anthropic",
+            dialect="anthropic",
+            base_url="https://api.anthropic.com/v1",
+            key=KeySource(env="ANTHROPIC_API_KEY"),
+            auth_header="x-api-key",
+            auth_scheme="",
+            headers={"anthropic-version": "2023-06-01"},
+        ),
+        Route(name="local", dialect="chat", base_url="http://127.0.0.1:8080/v1", local=True),
+        # Started by reasonwire itself; base_url is filled in at run time.
+        Route(name="sim", dialect="chat", base_url="", local=True),
+        Route(name="local-llama", dialect="chat", base_url="", profile="llamacpp", local=True),
+    )
+}
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def load_routes(path: str | Path | None = None) -> dict[str, Route]:
+    """Built-in routes plus those in a TOML file (``[routes.NAME]`` tables)."""
+    routes = dict(BUILTIN_ROUTES)
+    if path is None:
+        return routes
+    p = Path(path).expanduser()
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read routes file {p}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"routes file {p} is not valid TOML: {exc}") from None
+    for name, table in (data.get("routes") or {}).items():
+        routes[name] = route_from_table(name, table)
+    return routes
+
+
+def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
+    """Build a route from a TOML table or CLI options, refusing unknown keys."""
+    if not _NAME.match(name):
+        raise ConfigError(f"route name {name!r}: use lowercase letters, digits, . _ -")
+    allowed = {
+        "kind",
+        "dialect",
+        "base_url",
+        "key_env",
+        "auth_file",
+        "key_paths",
+        "profile",
+        "auth_header",
+        "auth_scheme",
+        "headers",
+        "catalog_path",
+        "lanes",
+        "lane_default",
+    }
+    unknown = set(table) - allowed
+    if unknown:
+        raise ConfigError(f"route {name}: unknown keys {sorted(unknown)}")
+    dialect = table.get("dialect") or table.get("kind")
+    if dialect not in DIALECTS:
+        raise ConfigError(f"route {name}: kind must be one of {', '.join(DIALECTS)}")
+    base = table.get("base_url")
+    if not isinstance(base, str) or not base.startswith(("http://", "https://")):
+        raise ConfigError(f"route {name}: base_url must be an http(s) URL")
+    return Route(
+        name=name,
+        dialect=dialect,
+        base_url=base.rstrip("/"),
+        key=KeySource(
+            env=table.get("key_env"),
+            auth_file=table.get("auth_file"),
+            key_paths=tuple(table.get("key_paths", ())),
+        ),
+        profile=table.get("profile"),
+        auth_header=table.get("auth_header", "authorization"),
+        auth_scheme=table.get("auth_scheme", "Bearer"),
+        headers=dict(table.get("headers", {})),
+        catalog_path=table.get("catalog_path", "/models"),
+        lanes=LaneRule(dict(table.get("lanes", {})), table.get("lane_default", "direct")),
+    )
+
+
+def get_route(name: str, routes: Mapping[str, Route] | None = None) -> Route:
+    table = routes if routes is not None else BUILTIN_ROUTES
+    try:
+        return table[name]
+    except KeyError:
+        raise ConfigError(f"unknown route {name!r}; known: {', '.join(sorted(table))}") from None
