@@ -1,0 +1,253 @@
+"""Anthropic Messages: incremental decoder for a streamed (SSE) response.
+
+Events: ``message_start`` (the message shell and first usage), ``content_block_start``,
+``content_block_delta`` (``thinking_delta``, ``signature_delta``, ``text_delta``,
+``input_json_delta``, ``citations_delta``), ``content_block_stop``, ``message_delta``
+(stop reason, cumulative usage), ``message_stop``, ``ping`` and ``error``.
+
+Blocks are assembled in the object that ``content_block_start`` delivered, by appending delta
+strings to its fields. The API opens a thinking block as
+``{"type":"thinking","thinking":"","signature":""}``, so the finished block has the same keys
+in the same order as the block of a non-streamed answer, and the signature string is the
+concatenation of the ``signature_delta`` pieces, unchanged. A ``tool_use`` block's
+``input_json_delta`` fragments are joined and decoded once at ``content_block_stop``.
+
+The final turn is built by :func:`turn_from_message` from the assembled message, the same
+function the non-streaming parser uses, so both paths give the same turn for the same answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from typing import Any
+
+from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire.anthropic_parse import carrier_for, turn_from_message, usage_from
+from reasonwire.wire.model import (
+    CarrierComplete,
+    Done,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Turn,
+    UsageEvent,
+)
+from reasonwire.wire.sse import SSEDecoder, SSEEvent
+
+_DELTA_FIELDS = {"thinking_delta": "thinking", "signature_delta": "signature", "text_delta": "text"}
+
+
+class AnthropicStreamDecoder:
+    """Bytes of one streamed Messages response in, neutral events out.
+
+    ``UsageEvent`` carries the running usage (``message_start`` figures, then merged with each
+    ``message_delta``); the last one is the total, do not sum them. ``ToolCallDelta.index`` is
+    the ordinal of the tool call among the turn's tool calls, not the content block index.
+    """
+
+    def __init__(self) -> None:
+        self._sse = SSEDecoder()
+        self._message: dict[str, Any] = {}
+        self._blocks: dict[int, dict[str, Any]] = {}
+        self._closed_blocks: set[int] = set()
+        self._json_parts: dict[int, list[str]] = {}
+        self._tool_ordinal: dict[int, int] = {}
+        self._finished = False
+        self._error: StreamError | None = None
+
+    # -- protocol --------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in self._sse.feed(data):
+            out.extend(self._on_event(event))
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in self._sse.close():
+            out.extend(self._on_event(event))
+        if not self._finished:
+            why = (
+                f"the provider reported an error ({self._error.message})"
+                if self._error is not None
+                else "the stream ended"
+            )
+            raise TruncatedStream(
+                f"anthropic stream: {why} before message_stop", partial=self.partial_turn()
+            )
+        out.append(Done(self._final_turn()))
+        return out
+
+    def partial_turn(self) -> Turn:
+        """What has arrived so far.
+
+        Only finished blocks go into ``native``, ``carriers`` and ``tool_calls`` (a thinking
+        block without its signature, or half a tool input, cannot be replayed or run); the
+        text and reasoning text of an unfinished block are included.
+        """
+        done = [self._blocks[i] for i in sorted(self._blocks) if i in self._closed_blocks]
+        turn = turn_from_message(self._assembled(done))
+        text: list[str] = []
+        reasoning: list[str] = []
+        for i in sorted(self._blocks):
+            block = self._blocks[i]
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                text.append(block["text"])
+            elif kind == "thinking" and isinstance(block.get("thinking"), str):
+                reasoning.append(block["thinking"])
+        return dataclasses.replace(turn, text="".join(text), reasoning_text="".join(reasoning))
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _assembled(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        """The message in the non-streaming body's shape, holding ``blocks``."""
+        message = dict(self._message)
+        message["content"] = blocks
+        return message
+
+    def _final_turn(self) -> Turn:
+        for index in sorted(self._blocks):
+            if index not in self._closed_blocks:
+                self._stop_block(index, "message_stop")
+        return turn_from_message(self._assembled([self._blocks[i] for i in sorted(self._blocks)]))
+
+    def _on_event(self, event: SSEEvent) -> list[StreamEvent]:
+        try:
+            payload = json.loads(event.data)
+        except json.JSONDecodeError as exc:
+            raise MalformedBody(
+                f"anthropic stream: {event.event!r} event data is not valid JSON ({exc})"
+            ) from None
+        if not isinstance(payload, dict):
+            raise MalformedBody(f"anthropic stream: {event.event!r} event data is not an object")
+        kind = payload.get("type", event.event)
+        if self._finished:
+            return []
+        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        return handler(self, payload) if handler is not None else []
+
+    def _on_message_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        message = payload.get("message")
+        if not isinstance(message, dict):
+            raise MalformedBody("anthropic stream: message_start without a message object")
+        self._message = message
+        usage = usage_from(message.get("usage"))
+        return [UsageEvent(usage)] if usage is not None else []
+
+    def _block(self, payload: dict[str, Any], kind: str) -> tuple[int, dict[str, Any]]:
+        index = payload.get("index")
+        if not isinstance(index, int) or index not in self._blocks:
+            raise MalformedBody(f"anthropic stream: {kind} for unknown content block {index!r}")
+        return index, self._blocks[index]
+
+    def _on_block_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index = payload.get("index")
+        block = payload.get("content_block")
+        if not isinstance(index, int) or not isinstance(block, dict):
+            raise MalformedBody("anthropic stream: content_block_start without index/block")
+        self._blocks[index] = block
+        if block.get("type") != "tool_use":
+            return []
+        ordinal = len(self._tool_ordinal)
+        self._tool_ordinal[index] = ordinal
+        self._json_parts[index] = []
+        return [ToolCallDelta(ordinal, block.get("id"), block.get("name"), "")]
+
+    def _on_block_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index, block = self._block(payload, "content_block_delta")
+        delta = payload.get("delta")
+        if not isinstance(delta, dict):
+            raise MalformedBody("anthropic stream: content_block_delta without a delta object")
+        kind = delta.get("type")
+        if kind in _DELTA_FIELDS:
+            key = _DELTA_FIELDS[kind]
+            piece = delta.get(key)
+            if not isinstance(piece, str):
+                raise MalformedBody(f"anthropic stream: {kind} without a string {key!r}")
+            previous = block.get(key)
+            block[key] = previous + piece if isinstance(previous, str) else piece
+            if not piece:
+                return []
+            if kind == "thinking_delta":
+                return [ReasoningDelta(piece)]
+            if kind == "text_delta":
+                return [TextDelta(piece)]
+            return []
+        if kind == "input_json_delta":
+            piece = delta.get("partial_json")
+            if not isinstance(piece, str) or index not in self._json_parts:
+                raise MalformedBody("anthropic stream: input_json_delta outside a tool_use block")
+            self._json_parts[index].append(piece)
+            return [ToolCallDelta(self._tool_ordinal[index], None, None, piece)] if piece else []
+        if kind == "citations_delta" and "citation" in delta:
+            citations = block.get("citations")
+            if not isinstance(citations, list):
+                citations = block["citations"] = []
+            citations.append(delta["citation"])
+        return []
+
+    def _stop_block(self, index: int, where: str) -> list[StreamEvent]:
+        block = self._blocks[index]
+        self._closed_blocks.add(index)
+        parts = self._json_parts.pop(index, None)
+        if parts is not None:
+            raw = "".join(parts)
+            try:
+                block["input"] = json.loads(raw) if raw.strip() else {}
+            except json.JSONDecodeError as exc:
+                raise MalformedBody(
+                    f"anthropic stream: tool_use input of block {index} is not valid JSON at "
+                    f"{where} ({exc})"
+                ) from None
+        carrier = carrier_for(block, f"content[{sorted(self._blocks).index(index)}]")
+        return [CarrierComplete(carrier)] if carrier is not None else []
+
+    def _on_block_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index, _ = self._block(payload, "content_block_stop")
+        return self._stop_block(index, "content_block_stop")
+
+    def _on_message_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        delta = payload.get("delta")
+        if isinstance(delta, dict):
+            self._message.update(delta)
+        for key, value in payload.items():
+            if key not in ("type", "delta", "usage"):
+                self._message[key] = value
+        extra = payload.get("usage")
+        if not isinstance(extra, dict):
+            return []
+        # message_delta's figures are cumulative: they win wherever they are present.
+        current = self._message.get("usage")
+        merged = dict(current) if isinstance(current, dict) else {}
+        merged.update({k: v for k, v in extra.items() if v is not None})
+        self._message["usage"] = merged
+        usage = usage_from(merged)
+        return [UsageEvent(usage)] if usage is not None else []
+
+    def _on_message_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        self._finished = True
+        return []
+
+    def _on_error(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        err = payload.get("error")
+        err = err if isinstance(err, dict) else {}
+        message = f"{err.get('type', 'error')}: {err.get('message', '(no message)')}"
+        self._error = StreamError(message, raw=payload)
+        return [self._error]
+
+
+_HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, dict[str, Any]], list[StreamEvent]]] = {
+    "message_start": AnthropicStreamDecoder._on_message_start,
+    "content_block_start": AnthropicStreamDecoder._on_block_start,
+    "content_block_delta": AnthropicStreamDecoder._on_block_delta,
+    "content_block_stop": AnthropicStreamDecoder._on_block_stop,
+    "message_delta": AnthropicStreamDecoder._on_message_delta,
+    "message_stop": AnthropicStreamDecoder._on_message_stop,
+    "error": AnthropicStreamDecoder._on_error,
+}
