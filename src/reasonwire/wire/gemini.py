@@ -1,0 +1,246 @@
+"""The Gemini dialect: ``generateContent`` and ``streamGenerateContent``.
+
+Request building, replay and strip live here; parsing is in :mod:`gemini_parse`, stream
+decoding (both stream forms, and the part merge rule) in :mod:`gemini_stream`.
+
+Replay rules:
+
+- A Gemini assistant turn (``native.dialect == "gemini"``) goes back as
+  ``{"role": "model", "parts": [...]}`` with the parts exactly as received: the same dict
+  objects, every ``thoughtSignature`` on the part it came on, thought parts in place.
+- :meth:`GeminiDialect.strip` drops thought parts and removes ``thoughtSignature`` from the
+  remaining parts (copies of those parts; the received ones are never modified).
+- Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
+  text carriers ``Carrier(kind="thought", value=str)`` become ``{"text": .., "thought": true}``
+  parts, then the visible text, then one ``functionCall`` part per tool call. Gemini 3
+  rejects a step whose first ``functionCall`` lacks a signature, and a foreign step has none,
+  so the FIRST ``functionCall`` of each such step carries :data:`STAND_IN_SIGNATURE` (parallel
+  calls: the first only). Signed or opaque carriers of other dialects are never sent.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from reasonwire.errors import MalformedBody
+from reasonwire.wire.dialect import register
+from reasonwire.wire.gemini_parse import (
+    is_thought,
+    parse_body,
+    same_signature,
+    synthetic_call_id,
+)
+from reasonwire.wire.gemini_stream import GeminiStreamDecoder
+from reasonwire.wire.model import (
+    JSON,
+    Assistant,
+    Dialect,
+    Message,
+    RequestOptions,
+    System,
+    ToolCall,
+    ToolResult,
+    Turn,
+    User,
+)
+
+STAND_IN_SIGNATURE = "skip_thought_signature_validator"
+"""Signature put on the first ``functionCall`` of a step built from foreign/synthetic history.
+
+Google documents two stand-in values that make Gemini 3 skip signature validation:
+``"skip_thought_signature_validator"`` (the one we send, as written) and
+``"context_engineering_is_the_way_to_go"``; pydantic-ai sends the base64 of the latter
+(``Y29udGV4dF9lbmdpbmVlcmluZ19pc190aGVfd2F5X3RvX2dv``), as its recorded request shows.
+"""
+
+NO_EFFORT = frozenset({"none"})
+"""Effort values that mean "send no thinkingConfig"."""
+
+SCHEMA_FIELD = "parametersJsonSchema"
+"""FunctionDeclaration field for a tool's schema: takes JSON Schema as written (``parameters``
+takes Gemini's OpenAPI subset and refuses e.g. ``additionalProperties``)."""
+
+
+def _deep_merge(base: dict[str, JSON], extra: Mapping[str, JSON]) -> dict[str, JSON]:
+    """``extra`` merged into ``base``: dicts merge key by key, anything else replaces."""
+    out = dict(base)
+    for key, value in extra.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, Mapping):
+            out[key] = _deep_merge(old, value)
+        else:
+            out[key] = value
+    return out
+
+
+def _native_parts(message: Assistant | Turn) -> tuple[JSON, ...] | None:
+    native = message.native
+    if native is not None and native.dialect == "gemini":
+        return native.items
+    return None
+
+
+def _call_args(call: ToolCall) -> JSON:
+    try:
+        args = call.parsed_arguments()
+    except json.JSONDecodeError as exc:
+        raise MalformedBody(
+            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
+        ) from None
+    if not isinstance(args, dict):
+        raise MalformedBody(
+            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for Gemini"
+        )
+    return args
+
+
+def _foreign_parts(message: Assistant | Turn, *, keep_carriers: bool) -> list[JSON]:
+    parts: list[JSON] = []
+    if keep_carriers:
+        for carrier in message.carriers:
+            if carrier.kind == "thought" and isinstance(carrier.value, str):
+                parts.append({"text": carrier.value, "thought": True})
+    if message.text:
+        parts.append({"text": message.text})
+    for n, call in enumerate(message.tool_calls):
+        part: dict[str, JSON] = {
+            "functionCall": {"name": call.name, "args": _call_args(call), "id": call.id}
+        }
+        if n == 0:
+            part["thoughtSignature"] = STAND_IN_SIGNATURE
+        parts.append(part)
+    return parts
+
+
+def _stripped_parts(parts: Sequence[JSON]) -> list[JSON]:
+    out: list[JSON] = []
+    for part in parts:
+        if isinstance(part, dict):
+            if is_thought(part):
+                continue
+            if "thoughtSignature" in part:
+                part = {k: v for k, v in part.items() if k != "thoughtSignature"}
+        out.append(part)
+    return out
+
+
+def _model_content(parts: list[JSON]) -> list[JSON]:
+    # Gemini refuses a content with no parts, so an empty turn is left out altogether.
+    return [{"role": "model", "parts": parts}] if parts else []
+
+
+class GeminiDialect:
+    """``POST {base}/models/{model}:generateContent`` (or ``:streamGenerateContent``)."""
+
+    name: Dialect = "gemini"
+
+    def request_path(self, options: RequestOptions) -> str:
+        model = options.model.removeprefix("models/")
+        if options.stream:
+            return f"/models/{model}:streamGenerateContent?alt=sse"
+        return f"/models/{model}:generateContent"
+
+    def build_request(
+        self, messages: Sequence[Message], options: RequestOptions, profile: str | None = None
+    ) -> dict[str, JSON]:
+        """The body for ``messages``. ``profile`` is accepted for the protocol; Gemini has one.
+
+        System messages go to ``systemInstruction``; consecutive tool results share one user
+        content of ``functionResponse`` parts, each ``response`` being ``{"output": content}``
+        (Google's documented key). ``functionResponse.id`` is sent when the call had a real
+        id (Gemini's own or a foreign one); never a synthetic id Gemini did not issue.
+        """
+        del profile
+        system: list[JSON] = []
+        contents: list[JSON] = []
+        no_id: set[str] = set()
+        results: list[JSON] | None = None
+        for msg in messages:
+            if isinstance(msg, ToolResult):
+                response: dict[str, JSON] = {"name": msg.name, "response": {"output": msg.content}}
+                if msg.tool_call_id not in no_id:
+                    response = {"id": msg.tool_call_id, **response}
+                if results is None:
+                    results = []
+                    contents.append({"role": "user", "parts": results})
+                results.append({"functionResponse": response})
+                continue
+            results = None
+            if isinstance(msg, System):
+                system.append({"text": msg.text})
+            elif isinstance(msg, User):
+                contents.append({"role": "user", "parts": [{"text": msg.text}]})
+            elif isinstance(msg, Assistant):
+                native = _native_parts(msg)
+                if native is not None:
+                    for i, part in enumerate(native):
+                        fc = part.get("functionCall") if isinstance(part, dict) else None
+                        if isinstance(fc, dict) and not fc.get("id"):
+                            no_id.add(synthetic_call_id(str(fc.get("name")), i))
+                if options.keep_carriers:
+                    contents.extend(self.replay(msg))
+                else:
+                    contents.extend(self.strip(msg))
+            else:  # pragma: no cover - the Message union is closed
+                raise MalformedBody(f"unknown message type {type(msg).__name__}")
+        body: dict[str, JSON] = {"contents": contents}
+        if system:
+            body["systemInstruction"] = {"parts": system}
+        if options.tools:
+            body["tools"] = [
+                {
+                    "functionDeclarations": [
+                        {"name": t.name, "description": t.description, SCHEMA_FIELD: t.parameters}
+                        for t in options.tools
+                    ]
+                }
+            ]
+        config: dict[str, JSON] = {}
+        if options.max_tokens is not None:
+            config["maxOutputTokens"] = options.max_tokens
+        if options.effort is not None and options.effort not in NO_EFFORT:
+            config["thinkingConfig"] = {"includeThoughts": True, "thinkingLevel": options.effort}
+        if config:
+            body["generationConfig"] = config
+        if options.extra_body:
+            body = _deep_merge(body, options.extra_body)
+        return body
+
+    def parse_response(self, body: bytes | str | JSON) -> Turn:
+        return parse_body(body)
+
+    def stream_decoder(self) -> GeminiStreamDecoder:
+        return GeminiStreamDecoder()
+
+    def replay(self, message: Assistant | Turn) -> list[JSON]:
+        """``[{"role": "model", "parts": [...]}]``: native parts as received (same objects)."""
+        native = _native_parts(message)
+        if native is not None:
+            return _model_content(list(native))
+        return _model_content(_foreign_parts(message, keep_carriers=True))
+
+    def strip(self, message: Assistant | Turn) -> list[JSON]:
+        """The replay without thought parts and without ``thoughtSignature`` keys.
+
+        Foreign history keeps its :data:`STAND_IN_SIGNATURE`: it carries no reasoning and
+        without it Gemini 3 refuses the step.
+        """
+        native = _native_parts(message)
+        if native is not None:
+            return _model_content(_stripped_parts(native))
+        return _model_content(_foreign_parts(message, keep_carriers=False))
+
+
+DIALECT = register(GeminiDialect())
+
+__all__ = [
+    "DIALECT",
+    "NO_EFFORT",
+    "SCHEMA_FIELD",
+    "STAND_IN_SIGNATURE",
+    "GeminiDialect",
+    "GeminiStreamDecoder",
+    "same_signature",
+    "synthetic_call_id",
+]

@@ -1,0 +1,288 @@
+"""Incremental decoder for ``streamGenerateContent`` in both of Gemini's stream forms.
+
+Form detection: the first non-whitespace byte decides. ``[`` means one JSON array whose
+elements arrive progressively (no ``alt=sse``), decoded with :class:`JSONArrayDecoder`;
+anything else is SSE (``alt=sse``), decoded with the shared :class:`SSEDecoder`. Either way
+each payload is one ``GenerateContentResponse`` holding the parts new since the last one.
+
+Part merge rule (derived from the recorded streams and what the recorded follow-up requests
+send back, so that the assembled parts equal what the non-streaming answer would hold):
+
+1. An incoming text part without ``thoughtSignature`` and with no keys besides ``text`` and
+   ``thought`` is appended to the previous assembled part when that one is also a plain text
+   part (keys ``text``/``thought``/``thoughtSignature`` only) with the same ``thought`` flag.
+   So streamed thought chunks become one thought part, and the visible-text chunks that
+   follow a signed first text chunk join that signed part, as in the non-streaming answer
+   (``[{thought}, {text, thoughtSignature}]``).
+2. A part carrying ``thoughtSignature`` always starts a new part: the signature stays on the
+   part it came on, and text never moves in front of a signature.
+3. An empty text part with nothing else (the ``{"text": ""}`` that closes a stream alongside
+   ``finishReason``) is dropped: it adds no text, and the recorded follow-up request does not
+   send it back (only the signed ``functionCall`` part).
+4. Every other part (``functionCall``, ``inlineData``, code parts, ...) is appended as is.
+
+Usage: each chunk reports running totals, so the last ``usageMetadata`` wins. The terminal
+event is a ``finishReason`` on ``candidates[0]``; a stream that ends without one raises
+:class:`TruncatedStream` carrying the partial turn. An ``{"error": ..}`` payload yields a
+:class:`StreamError` event; the decoder raises only at :meth:`close`.
+
+Function-call arguments streamed in pieces (Gemini 3 ``partialArgs`` / ``willContinue``) are
+not assembled: such parts are kept as received.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire.gemini_parse import (
+    PARTS_PATH,
+    compact_json,
+    is_thought,
+    parse_body,
+    parse_usage,
+    tool_call_of,
+)
+from reasonwire.wire.jsonarray import JSONArrayDecoder
+from reasonwire.wire.model import (
+    JSON,
+    Carrier,
+    CarrierComplete,
+    Done,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Turn,
+    UsageEvent,
+)
+from reasonwire.wire.sse import SSEDecoder
+
+_PLAIN_TEXT_KEYS = frozenset({"text", "thought"})
+_MERGE_TARGET_KEYS = frozenset({"text", "thought", "thoughtSignature"})
+_WS = b" \t\r\n"
+
+
+def _mergeable(part: dict[str, Any]) -> bool:
+    return isinstance(part.get("text"), str) and part.keys() <= _PLAIN_TEXT_KEYS
+
+
+class GeminiStreamDecoder:
+    """Bytes of one streamed answer (SSE or JSON-array form) in, neutral events out."""
+
+    def __init__(self) -> None:
+        self._head = b""
+        self._sse: SSEDecoder | None = None
+        self._array: JSONArrayDecoder | None = None
+        self._payloads = 0
+        self._parts: list[dict[str, Any]] = []
+        self._candidate: dict[str, Any] = {}
+        self._top: dict[str, Any] = {}
+        self._finished = False
+        self._errors: list[str] = []
+        self._open_thoughts: list[int] = []  # assembled thought parts not yet announced
+        self._calls = 0
+        self._last_usage: JSON = None
+
+    # -- bytes -------------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        if self._sse is None and self._array is None:
+            self._head += data
+            stripped = self._head.lstrip(_WS)
+            if not stripped:
+                return []
+            data, self._head = self._head, b""
+            if stripped[:1] == b"[":
+                self._array = JSONArrayDecoder()
+            else:
+                self._sse = SSEDecoder()
+        if self._array is not None:
+            return self._payloads_in(self._array.feed(data))
+        assert self._sse is not None
+        return self._sse_in(self._sse.feed(data))
+
+    def close(self) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if self._sse is not None:
+            events.extend(self._sse_in(self._sse.close()))
+        elif self._array is not None:
+            try:
+                self._array.close()
+            except TruncatedStream:
+                if not self._finished:
+                    raise TruncatedStream(
+                        "gemini JSON-array stream ended before its closing ']' and without a "
+                        "finishReason",
+                        partial=self.partial_turn(),
+                    ) from None
+        if not self._finished:
+            why = f" (stream error: {'; '.join(self._errors)})" if self._errors else ""
+            raise TruncatedStream(
+                f"gemini stream ended without a finishReason after {self._payloads} "
+                f"payload(s){why}",
+                partial=self.partial_turn(),
+            )
+        turn = self.partial_turn()
+        events.extend(self._announce_thoughts(len(self._parts)))
+        events.append(Done(turn))
+        return events
+
+    def partial_turn(self) -> Turn:
+        return parse_body(self.assembled())
+
+    def assembled(self) -> dict[str, Any]:
+        """The state so far in the non-streaming body's shape (``Turn.raw`` of a stream)."""
+        cand: dict[str, Any] = {"content": {"parts": self._parts, "role": "model"}}
+        cand.update((k, v) for k, v in self._candidate.items() if k != "content")
+        body: dict[str, Any] = {"candidates": [cand]}
+        body.update((k, v) for k, v in self._top.items() if k != "candidates")
+        return body
+
+    # -- payloads ----------------------------------------------------------------------------
+
+    def _sse_in(self, events: list[Any]) -> list[StreamEvent]:
+        payloads: list[JSON] = []
+        for ev in events:
+            data = ev.data.strip()
+            if not data or data == "[DONE]":
+                continue
+            try:
+                payloads.append(json.loads(data))
+            except json.JSONDecodeError as exc:
+                raise MalformedBody(
+                    f"gemini SSE event #{self._payloads + len(payloads) + 1} "
+                    f"({ev.event!r}) is not JSON: {exc.msg}: {data[:80]!r}"
+                ) from None
+        return self._payloads_in(payloads)
+
+    def _payloads_in(self, payloads: list[JSON]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for payload in payloads:
+            self._payloads += 1
+            if not isinstance(payload, dict):
+                raise MalformedBody(
+                    f"gemini stream payload #{self._payloads} must be a JSON object, "
+                    f"got {type(payload).__name__}"
+                )
+            out.extend(self._chunk(payload))
+        return out
+
+    def _chunk(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        if "error" in payload:
+            err = payload["error"]
+            msg = err.get("message") if isinstance(err, dict) else None
+            text = str(msg if msg is not None else err)
+            self._errors.append(text)
+            return [StreamError(text, raw=payload)]
+        out: list[StreamEvent] = []
+        self._top.update((k, v) for k, v in payload.items() if k != "candidates")
+        cands = payload.get("candidates")
+        if cands is not None:
+            if not isinstance(cands, list):
+                raise MalformedBody(f"gemini stream payload #{self._payloads}: bad 'candidates'")
+            for cand in cands:
+                if not isinstance(cand, dict):
+                    raise MalformedBody(
+                        f"gemini stream payload #{self._payloads}: candidate is not an object"
+                    )
+                if cand.get("index", 0) == 0:
+                    out.extend(self._candidate_in(cand))
+        usage = payload.get("usageMetadata")
+        if usage is not None and usage != self._last_usage:
+            self._last_usage = usage
+            parsed = parse_usage(usage)
+            if parsed is not None:
+                out.append(UsageEvent(parsed))
+        return out
+
+    def _candidate_in(self, cand: dict[str, Any]) -> list[StreamEvent]:
+        self._candidate.update((k, v) for k, v in cand.items() if k != "content")
+        if cand.get("finishReason") is not None:
+            self._finished = True
+        content = cand.get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if parts is None:
+            return []
+        if not isinstance(parts, list):
+            raise MalformedBody(f"gemini stream payload #{self._payloads}: parts is not a list")
+        out: list[StreamEvent] = []
+        for part in parts:
+            if not isinstance(part, dict):
+                raise MalformedBody(
+                    f"gemini stream payload #{self._payloads}: part is not an object"
+                )
+            out.extend(self._part_in(part))
+        return out
+
+    def _part_in(self, part: dict[str, Any]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        text = part.get("text")
+        if _mergeable(part) and text == "":
+            return out  # rule 3
+        last = self._parts[-1] if self._parts else None
+        if (
+            _mergeable(part)
+            and last is not None
+            and isinstance(last.get("text"), str)
+            and last.keys() <= _MERGE_TARGET_KEYS
+            and bool(last.get("thought")) == bool(part.get("thought"))
+        ):
+            last["text"] += text  # rule 1
+        else:
+            out.extend(self._announce_thoughts(len(self._parts)))
+            self._parts.append(dict(part))  # rules 2 and 4
+            index = len(self._parts) - 1
+            new = self._parts[index]
+            if is_thought(new):
+                self._open_thoughts.append(index)
+            if "functionCall" in new:
+                path = f"{PARTS_PATH}[{index}]"
+                call = tool_call_of(new["functionCall"], index, path)
+                out.append(ToolCallDelta(self._calls, call.id, call.name, call.arguments))
+                self._calls += 1
+            if "thoughtSignature" in new:
+                sig = new["thoughtSignature"]
+                if not isinstance(sig, str):
+                    raise MalformedBody(
+                        f"gemini {PARTS_PATH}[{index}].thoughtSignature must be a string"
+                    )
+                out.append(CarrierComplete(self._signature_carrier(index, sig)))
+        if isinstance(text, str) and text:
+            out.append(ReasoningDelta(text) if part.get("thought") is True else TextDelta(text))
+        return out
+
+    def _signature_carrier(self, index: int, sig: str) -> Carrier:
+        part = self._parts[index]
+        call_id = None
+        if "functionCall" in part:
+            call_id = tool_call_of(part["functionCall"], index, "").id
+        return Carrier(
+            "gemini",
+            "thoughtSignature",
+            f"{PARTS_PATH}[{index}].thoughtSignature",
+            sig,
+            opaque=True,
+            tool_call_id=call_id,
+        )
+
+    def _announce_thoughts(self, upto: int) -> list[StreamEvent]:
+        """CarrierComplete for thought parts that can no longer grow (a new part started)."""
+        out: list[StreamEvent] = []
+        for index in self._open_thoughts:
+            if index >= upto:
+                continue
+            part = self._parts[index]
+            path = f"{PARTS_PATH}[{index}]"
+            out.append(
+                CarrierComplete(
+                    Carrier("gemini", "thought", path, part, opaque=False, text=part["text"])
+                )
+            )
+        self._open_thoughts = [i for i in self._open_thoughts if i >= upto]
+        return out
+
+
+__all__ = ["GeminiStreamDecoder", "compact_json"]
