@@ -1,0 +1,315 @@
+"""Responses API stream decoder: SSE bytes in, neutral events out.
+
+What the stream says and what we trust:
+
+- ``response.output_item.added`` opens an item. A reasoning item may already carry an
+  ``encrypted_content`` here that is *incomplete*; it is never used. Carriers come from
+  ``response.output_item.done`` (the final item) and the Turn from ``response.completed``.
+- ``response.reasoning_summary_text.delta`` / ``response.reasoning_text.delta`` are reasoning,
+  ``response.output_text.delta`` visible text, ``response.function_call_arguments.delta`` tool
+  arguments. The ``obfuscation`` field that rides on deltas is padding, not content.
+- ``response.completed`` holds the final response object; the Turn is built from it with the
+  same code as a non-streaming body, so both forms give equal Turns.
+- ``response.failed`` and ``response.incomplete`` are terminal: a :class:`StreamError` is
+  emitted and ``close`` still ends in ``Done`` with the turn the provider reported (finish
+  reason ``failed`` or the incomplete reason). An ``error`` event is emitted as
+  :class:`StreamError`; if no terminal event follows, ``close`` raises
+  :class:`TruncatedStream` naming it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire.model import (
+    CarrierComplete,
+    Done,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Turn,
+    UsageEvent,
+)
+from reasonwire.wire.responses_parse import (
+    CARRIER_KIND,
+    TEXT_JOIN,
+    arguments_text,
+    turn_from_items,
+)
+from reasonwire.wire.sse import SSEDecoder, SSEEvent
+
+
+@dataclass
+class _Slot:
+    """One output item being assembled, by output_index."""
+
+    added: dict[str, Any]
+    done: dict[str, Any] | None = None
+    text: dict[int, str] = field(default_factory=dict)
+    summary: dict[int, str] = field(default_factory=dict)
+    content: dict[int, str] = field(default_factory=dict)
+    arguments: str = ""
+    call_index: int | None = None
+
+    def partial_item(self) -> dict[str, Any] | None:
+        """The item as assembled so far; None for an unfinished reasoning item (its
+        encrypted content cannot be trusted, so it must never be replayed)."""
+        if self.done is not None:
+            return self.done
+        typ = self.added.get("type")
+        if typ == "message":
+            parts = [{"type": "output_text", "text": self.text[k]} for k in sorted(self.text)]
+            return {**self.added, "content": parts}
+        if typ == "function_call":
+            return {**self.added, "arguments": self.arguments}
+        return None
+
+    def partial_reasoning(self) -> str:
+        """Readable text streamed so far for an unfinished reasoning item."""
+        if self.done is not None or self.added.get("type") != "reasoning":
+            return ""
+        texts = [self.summary[k] for k in sorted(self.summary)]
+        texts += [self.content[k] for k in sorted(self.content)]
+        return TEXT_JOIN.join(t for t in texts if t)
+
+
+class ResponsesStreamDecoder:
+    """Incremental decoder for one streamed Responses answer (any split of the bytes)."""
+
+    def __init__(self) -> None:
+        self._sse = SSEDecoder()
+        self._response: dict[str, Any] = {}
+        self._slots: dict[int, _Slot] = {}
+        self._by_item_id: dict[str, int] = {}
+        self._calls = 0
+        self._emitted_carriers: set[str] = set()
+        self._errors: list[str] = []
+        self._final: Turn | None = None
+
+    # -- protocol ------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for ev in self._sse.feed(data):
+            out.extend(self._event(ev))
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for ev in self._sse.close():
+            out.extend(self._event(ev))
+        if self._final is None:
+            why = f"; last provider error: {self._errors[-1]}" if self._errors else ""
+            raise TruncatedStream(
+                "responses: stream ended before response.completed"
+                f" (or response.failed/response.incomplete){why}",
+                partial=self.partial_turn(),
+            )
+        out.append(Done(self._final))
+        return out
+
+    def partial_turn(self) -> Turn:
+        if self._final is not None:
+            return self._final
+        items: list[Any] = []
+        extra: list[str] = []
+        for idx in sorted(self._slots):
+            slot = self._slots[idx]
+            item = slot.partial_item()
+            if item is not None:
+                items.append(item)
+            extra.append(slot.partial_reasoning())
+        response = {**self._response, "status": "in_progress", "output": items}
+        return turn_from_items(items, response, extra_reasoning=extra)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _event(self, ev: SSEEvent) -> list[StreamEvent]:
+        if ev.data.strip() == "[DONE]":
+            return []
+        try:
+            payload = json.loads(ev.data)
+        except json.JSONDecodeError as exc:
+            raise MalformedBody(
+                f"responses: payload of SSE event {ev.event!r} is not JSON: {exc}"
+            ) from None
+        if not isinstance(payload, dict):
+            raise MalformedBody(f"responses: payload of SSE event {ev.event!r} is not an object")
+        typ = payload.get("type")
+        typ = typ if isinstance(typ, str) else ev.event
+        if self._final is not None:
+            return []  # nothing after the terminal event changes the answer
+        handler = _HANDLERS.get(typ)
+        return handler(self, payload) if handler is not None else []
+
+    def _on_response(self, p: dict[str, Any]) -> list[StreamEvent]:
+        resp = p.get("response")
+        if isinstance(resp, dict):
+            self._response = resp
+        return []
+
+    def _slot_index(self, p: dict[str, Any]) -> int | None:
+        idx = p.get("output_index")
+        if isinstance(idx, int) and not isinstance(idx, bool):
+            return idx
+        item_id = p.get("item_id")
+        if not isinstance(item_id, str):
+            item = p.get("item")
+            item_id = item.get("id") if isinstance(item, dict) else None
+        return self._by_item_id.get(item_id) if isinstance(item_id, str) else None
+
+    def _item(self, p: dict[str, Any], what: str) -> dict[str, Any]:
+        item = p.get("item")
+        if not isinstance(item, dict):
+            raise MalformedBody(f"responses: {what} event without an item object")
+        return item
+
+    def _on_added(self, p: dict[str, Any]) -> list[StreamEvent]:
+        item = self._item(p, "response.output_item.added")
+        idx = self._slot_index(p)
+        if idx is None:
+            idx = max(self._slots, default=-1) + 1
+        slot = _Slot(added=item)
+        self._slots[idx] = slot
+        if isinstance(item.get("id"), str):
+            self._by_item_id[item["id"]] = idx
+        if item.get("type") == "function_call":
+            return [self._open_call(slot, item)]
+        return []
+
+    def _open_call(self, slot: _Slot, item: dict[str, Any]) -> ToolCallDelta:
+        slot.call_index = self._calls
+        self._calls += 1
+        args = arguments_text(item.get("arguments"))
+        slot.arguments = args
+        call_id = item.get("call_id")
+        name = item.get("name")
+        return ToolCallDelta(
+            index=slot.call_index,
+            id=call_id if isinstance(call_id, str) else None,
+            name=name if isinstance(name, str) else None,
+            arguments=args,
+        )
+
+    def _delta(self, p: dict[str, Any]) -> tuple[_Slot | None, str]:
+        delta = p.get("delta")
+        if not isinstance(delta, str):
+            return None, ""
+        idx = self._slot_index(p)
+        return (self._slots.get(idx) if idx is not None else None), delta
+
+    @staticmethod
+    def _part(p: dict[str, Any], key: str) -> int:
+        v = p.get(key)
+        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+    def _on_summary_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+        slot, delta = self._delta(p)
+        if slot is not None:
+            k = self._part(p, "summary_index")
+            slot.summary[k] = slot.summary.get(k, "") + delta
+        return [ReasoningDelta(delta)] if delta else []
+
+    def _on_reasoning_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+        slot, delta = self._delta(p)
+        if slot is not None:
+            k = self._part(p, "content_index")
+            slot.content[k] = slot.content.get(k, "") + delta
+        return [ReasoningDelta(delta)] if delta else []
+
+    def _on_text_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+        slot, delta = self._delta(p)
+        if slot is not None:
+            k = self._part(p, "content_index")
+            slot.text[k] = slot.text.get(k, "") + delta
+        return [TextDelta(delta)] if delta else []
+
+    def _on_args_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+        slot, delta = self._delta(p)
+        if slot is None or slot.call_index is None or not delta:
+            return []
+        slot.arguments += delta
+        return [ToolCallDelta(index=slot.call_index, id=None, name=None, arguments=delta)]
+
+    def _on_done(self, p: dict[str, Any]) -> list[StreamEvent]:
+        item = self._item(p, "response.output_item.done")
+        idx = self._slot_index(p)
+        out: list[StreamEvent] = []
+        if idx is None or idx not in self._slots:
+            idx = idx if idx is not None else max(self._slots, default=-1) + 1
+            self._slots[idx] = _Slot(added=item)
+            if item.get("type") == "function_call":
+                out.append(self._open_call(self._slots[idx], item))
+        self._slots[idx].done = item
+        if item.get("type") == "reasoning":
+            turn = turn_from_items([item], {})
+            carrier = turn.carriers[0]
+            out.append(CarrierComplete(replace(carrier, path=f"output[{idx}]")))
+            self._emitted_carriers.add(f"output[{idx}]")
+        return out
+
+    def _on_terminal(self, p: dict[str, Any]) -> list[StreamEvent]:
+        typ = p.get("type")
+        resp = p.get("response")
+        resp = resp if isinstance(resp, dict) else {**self._response}
+        out: list[StreamEvent] = []
+        if typ == "response.failed":
+            out.append(StreamError(_failure(resp, "response failed"), raw=p))
+        elif typ == "response.incomplete":
+            out.append(StreamError(_failure(resp, "response incomplete"), raw=p))
+        output = resp.get("output")
+        if not isinstance(output, list) or (not output and self._slots):
+            # Some servers end with an empty output list: the done items are the answer.
+            items = [s.done for _, s in sorted(self._slots.items()) if s.done is not None]
+            resp = {**resp, "output": items}
+        turn = turn_from_items(resp["output"], resp)
+        for c in turn.carriers:
+            if c.kind == CARRIER_KIND and c.path not in self._emitted_carriers:
+                out.append(CarrierComplete(c))
+        if turn.usage is not None:
+            out.append(UsageEvent(turn.usage))
+        self._final = turn
+        return out
+
+    def _on_error(self, p: dict[str, Any]) -> list[StreamEvent]:
+        err = p.get("error")
+        src = err if isinstance(err, dict) else p
+        msg = src.get("message")
+        code = src.get("code")
+        text = msg if isinstance(msg, str) else "provider error event"
+        if isinstance(code, str):
+            text = f"{code}: {text}"
+        self._errors.append(text)
+        return [StreamError(text, raw=p)]
+
+
+def _failure(resp: dict[str, Any], default: str) -> str:
+    err = resp.get("error")
+    if isinstance(err, dict) and isinstance(err.get("message"), str):
+        return str(err["message"])
+    details = resp.get("incomplete_details")
+    if isinstance(details, dict) and isinstance(details.get("reason"), str):
+        return f"{default}: {details['reason']}"
+    return default
+
+
+_HANDLERS = {
+    "response.created": ResponsesStreamDecoder._on_response,
+    "response.in_progress": ResponsesStreamDecoder._on_response,
+    "response.queued": ResponsesStreamDecoder._on_response,
+    "response.output_item.added": ResponsesStreamDecoder._on_added,
+    "response.reasoning_summary_text.delta": ResponsesStreamDecoder._on_summary_delta,
+    "response.reasoning_text.delta": ResponsesStreamDecoder._on_reasoning_delta,
+    "response.output_text.delta": ResponsesStreamDecoder._on_text_delta,
+    "response.function_call_arguments.delta": ResponsesStreamDecoder._on_args_delta,
+    "response.output_item.done": ResponsesStreamDecoder._on_done,
+    "response.completed": ResponsesStreamDecoder._on_terminal,
+    "response.failed": ResponsesStreamDecoder._on_terminal,
+    "response.incomplete": ResponsesStreamDecoder._on_terminal,
+    "error": ResponsesStreamDecoder._on_error,
+}
