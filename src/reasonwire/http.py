@@ -1,0 +1,490 @@
+"""HTTP plumbing: httpx clients, timeouts, a bounded retry policy and typed errors.
+
+Every request reasonwire sends is JSON it built itself (no vendor SDK in the request path), so
+this module is small: :func:`post_json` / :func:`apost_json` for whole answers and
+:func:`stream_post` / :func:`astream_post` for streams. They retry 429, 5xx and connection
+failures with exponential backoff and jitter, honouring ``Retry-After`` (seconds or an HTTP
+date, capped). A stream is retried only until its response head arrives; once the caller holds
+a 2xx response nothing is re-sent (the provider may already be generating and billing).
+
+Errors are the types of :mod:`reasonwire.errors`: a :class:`~reasonwire.errors.ProviderError`
+subclass for an error status (status, redacted body excerpt, the provider's own message, the
+request id header), :class:`~reasonwire.errors.TransportError` when no answer came. Keys travel
+only in the headers the caller passes and never appear in an exception: every message goes
+through :func:`reasonwire.credentials.redact` and URLs lose their query values.
+
+The transport is the extension point (as in httpx itself): :func:`make_client` takes an
+optional ``transport`` so tests, the probe and the gateway can put their own under the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC
+from typing import Any
+
+import httpx
+
+from reasonwire.credentials import SECRET_FIELDS, redact, register_secret
+from reasonwire.errors import ProviderError, RateLimited, TransportError, provider_error_for
+
+REQUEST_ID_HEADERS: tuple[str, ...] = (
+    "x-request-id",
+    "request-id",
+    "x-goog-request-id",
+    "openai-request-id",
+    "x-amzn-requestid",
+    "cf-ray",
+)
+"""Response headers that carry the provider's request id, first match wins."""
+
+
+def default_timeout(
+    *, connect: float = 10.0, read: float = 300.0, write: float = 60.0, pool: float = 30.0
+) -> httpx.Timeout:
+    """Timeouts for LLM calls: a quick connect, a long read (reasoning models think a while
+    before the first byte)."""
+    return httpx.Timeout(connect=connect, read=read, write=write, pool=pool)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to retry a request that got no usable answer.
+
+    ``retries`` is the number of extra attempts (0 = try once). The n-th retry waits
+    ``min(backoff_max, backoff_base * 2**n)`` scaled by a random factor in
+    ``[1 - jitter, 1 + jitter]``, or the provider's ``Retry-After`` capped at
+    ``retry_after_cap`` when it sent one.
+    """
+
+    retries: int = 2
+    backoff_base: float = 0.5
+    backoff_max: float = 8.0
+    jitter: float = 0.25
+    retry_after_cap: float = 60.0
+    retry_statuses: frozenset[int] = field(
+        default_factory=lambda: frozenset({408, 409, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+    )
+    retry_connection_errors: bool = True
+
+    def should_retry_status(self, status: int) -> bool:
+        return status in self.retry_statuses
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``attempt`` (0-based)."""
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.retry_after_cap))
+        base: float = min(self.backoff_max, self.backoff_base * 2.0**attempt)
+        if self.jitter:
+            base *= random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
+        return max(0.0, base)
+
+
+NO_RETRY = RetryPolicy(retries=0)
+DEFAULT_RETRY = RetryPolicy()
+
+
+def _policy(retries: RetryPolicy | int | None) -> RetryPolicy:
+    if retries is None:
+        return DEFAULT_RETRY
+    if isinstance(retries, int):
+        return RetryPolicy(retries=max(0, retries))
+    return retries
+
+
+# --------------------------------------------------------------------------------------------
+# Clients
+# --------------------------------------------------------------------------------------------
+
+
+def make_client(
+    *,
+    base_url: str = "",
+    timeout: httpx.Timeout | float | None = None,
+    transport: httpx.BaseTransport | None = None,
+    http2: bool = True,
+    headers: Mapping[str, str] | None = None,
+    limits: httpx.Limits | None = None,
+) -> httpx.Client:
+    """A sync client: HTTP/2 when the server offers it (ALPN), our default timeouts.
+
+    ``transport`` replaces the network layer (a mock, a recorder, an ASGI app).
+    """
+    return httpx.Client(
+        base_url=base_url,
+        timeout=timeout if timeout is not None else default_timeout(),
+        transport=transport,
+        http2=http2,
+        headers=dict(headers or {}),
+        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        follow_redirects=False,
+    )
+
+
+def make_async_client(
+    *,
+    base_url: str = "",
+    timeout: httpx.Timeout | float | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+    http2: bool = True,
+    headers: Mapping[str, str] | None = None,
+    limits: httpx.Limits | None = None,
+) -> httpx.AsyncClient:
+    """The async twin of :func:`make_client`."""
+    return httpx.AsyncClient(
+        base_url=base_url,
+        timeout=timeout if timeout is not None else default_timeout(),
+        transport=transport,
+        http2=http2,
+        headers=dict(headers or {}),
+        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        follow_redirects=False,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Errors
+# --------------------------------------------------------------------------------------------
+
+
+def safe_url(url: httpx.URL | str) -> str:
+    """The URL without its query values (a key may ride there) and redacted."""
+    u = httpx.URL(str(url))
+    if u.query:
+        names = [k for k, _ in u.params.multi_items()]
+        u = u.copy_with(query=None)
+        return redact(str(u) + "?" + "&".join(f"{n}=..." for n in names))
+    return redact(str(u))
+
+
+def retry_after_seconds(headers: httpx.Headers, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, ``Retry-After`` in seconds or
+    as an HTTP date; None when absent or unparsable."""
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    ref = now if now is not None else time.time()
+    return max(0.0, when.timestamp() - ref)
+
+
+def provider_message(body: bytes | str) -> str | None:
+    """The error message a provider put in its JSON error body, if any.
+
+    Understands ``{"error": {"message": ..}}`` (OpenAI, Anthropic, Gemini), ``{"error": ".."}``,
+    ``{"message": ..}``, ``{"detail": ..}`` and a list holding one such object (Gemini).
+    """
+    try:
+        data = json.loads(body)
+    except (ValueError, TypeError):
+        return None
+    if isinstance(data, list) and data:
+        data = data[0]
+    if not isinstance(data, dict):
+        return None
+    err = data.get("error")
+    if isinstance(err, dict):
+        msg = err.get("message")
+        if isinstance(msg, str) and msg:
+            return msg
+    if isinstance(err, str) and err:
+        return err
+    for key in ("message", "detail"):
+        msg = data.get(key)
+        if isinstance(msg, str) and msg:
+            return msg
+    return None
+
+
+def request_id(headers: httpx.Headers) -> str | None:
+    for name in REQUEST_ID_HEADERS:
+        value = headers.get(name)
+        if value:
+            return redact(value)
+    return None
+
+
+def error_from_response(response: httpx.Response, body: bytes) -> ProviderError:
+    """The typed error for an error-status response whose body has been read."""
+    text = body.decode("utf-8", "replace")
+    cls = provider_error_for(response.status_code)
+    err = cls(
+        response.status_code,
+        text,
+        provider_message=provider_message(body),
+        request_id=request_id(response.headers),
+        url=safe_url(response.request.url) if _has_request(response) else None,
+    )
+    if isinstance(err, RateLimited):
+        err.retry_after = retry_after_seconds(response.headers)
+    return err
+
+
+def _has_request(response: httpx.Response) -> bool:
+    try:
+        response.request  # noqa: B018  (raises when the response was built without one)
+    except RuntimeError:
+        return False
+    return True
+
+
+def transport_error(exc: httpx.TransportError, url: httpx.URL | str) -> TransportError:
+    kind = type(exc).__name__
+    detail = redact(str(exc)) if str(exc) else ""
+    msg = f"{kind} on POST {safe_url(url)}" + (f": {detail}" if detail else "")
+    return TransportError(msg)
+
+
+# --------------------------------------------------------------------------------------------
+# Requests
+# --------------------------------------------------------------------------------------------
+
+
+def encode_body(body: Any) -> bytes:
+    """JSON bytes of ``body`` as we send it: key order kept, UTF-8, compact. ``bytes`` pass
+    through unchanged (an already-encoded body)."""
+    if isinstance(body, bytes | bytearray):
+        return bytes(body)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Request headers; credential values are registered for redaction on the way through,
+    so a server that echoes the key cannot put it into one of our exceptions."""
+    out = {"content-type": "application/json"}
+    if headers:
+        for name, value in headers.items():
+            if name.lower().replace("-", "_") in SECRET_FIELDS:
+                register_secret(value)
+                scheme, _, token = value.partition(" ")
+                if token and scheme.lower() in ("bearer", "basic", "token"):
+                    register_secret(token)
+        out.update(headers)
+    return out
+
+
+def _retry_wait(
+    policy: RetryPolicy, attempt: int, failure: ProviderError | TransportError
+) -> float | None:
+    """Seconds to wait before the next attempt, or None when ``failure`` is final."""
+    if attempt >= policy.retries:
+        return None
+    if isinstance(failure, TransportError):
+        return policy.delay(attempt) if policy.retry_connection_errors else None
+    if not policy.should_retry_status(failure.status):
+        return None
+    retry_after = failure.retry_after if isinstance(failure, RateLimited) else None
+    return policy.delay(attempt, retry_after)
+
+
+def post_json(
+    client: httpx.Client,
+    url: str,
+    body: Any,
+    headers: Mapping[str, str] | None = None,
+    *,
+    retries: RetryPolicy | int | None = None,
+    timeout: httpx.Timeout | float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> httpx.Response:
+    """POST ``body`` as JSON and return the (read) 2xx response, retrying per ``retries``.
+
+    Raises a :class:`~reasonwire.errors.ProviderError` subclass for an error status and
+    :class:`~reasonwire.errors.TransportError` when no answer came, after the retries.
+    """
+    policy = _policy(retries)
+    content = encode_body(body)
+    hdrs = _headers(headers)
+    attempt = 0
+    while True:
+        failure: ProviderError | TransportError
+        try:
+            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+            response = client.post(url, content=content, headers=hdrs, **kw)
+        except httpx.TransportError as exc:
+            failure = transport_error(exc, url)
+        else:
+            if response.status_code < 400:
+                return response
+            failure = error_from_response(response, response.content)
+        wait = _retry_wait(policy, attempt, failure)
+        if wait is None:
+            raise failure
+        sleep(wait)
+        attempt += 1
+
+
+async def apost_json(
+    client: httpx.AsyncClient,
+    url: str,
+    body: Any,
+    headers: Mapping[str, str] | None = None,
+    *,
+    retries: RetryPolicy | int | None = None,
+    timeout: httpx.Timeout | float | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> httpx.Response:
+    """The async twin of :func:`post_json`."""
+    policy = _policy(retries)
+    content = encode_body(body)
+    hdrs = _headers(headers)
+    attempt = 0
+    while True:
+        failure: ProviderError | TransportError
+        try:
+            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+            response = await client.post(url, content=content, headers=hdrs, **kw)
+        except httpx.TransportError as exc:
+            failure = transport_error(exc, url)
+        else:
+            if response.status_code < 400:
+                return response
+            failure = error_from_response(response, response.content)
+        wait = _retry_wait(policy, attempt, failure)
+        if wait is None:
+            raise failure
+        await sleep(wait)
+        attempt += 1
+
+
+@contextmanager
+def stream_post(
+    client: httpx.Client,
+    url: str,
+    body: Any,
+    headers: Mapping[str, str] | None = None,
+    *,
+    retries: RetryPolicy | int | None = None,
+    timeout: httpx.Timeout | float | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Iterator[httpx.Response]:
+    """POST ``body`` and yield the 2xx response unread, for ``iter_bytes()``.
+
+    Error statuses and connection failures before the response head are retried and then
+    raised typed. After the head has arrived nothing is retried; a connection failure while
+    the caller reads the body is raised as :class:`~reasonwire.errors.TransportError`.
+    """
+    policy = _policy(retries)
+    content = encode_body(body)
+    hdrs = _headers(headers)
+    attempt = 0
+    while True:
+        failure: ProviderError | TransportError
+        try:
+            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+            request = client.build_request("POST", url, content=content, headers=hdrs, **kw)
+            response = client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            failure = transport_error(exc, url)
+        else:
+            if response.status_code < 400:
+                break
+            try:
+                err_body = response.read()
+            except httpx.TransportError:
+                err_body = b""
+            finally:
+                response.close()
+            failure = error_from_response(response, err_body)
+        wait = _retry_wait(policy, attempt, failure)
+        if wait is None:
+            raise failure
+        sleep(wait)
+        attempt += 1
+    try:
+        yield response
+    except httpx.TransportError as exc:
+        raise transport_error(exc, url) from None
+    finally:
+        response.close()
+
+
+@asynccontextmanager
+async def astream_post(
+    client: httpx.AsyncClient,
+    url: str,
+    body: Any,
+    headers: Mapping[str, str] | None = None,
+    *,
+    retries: RetryPolicy | int | None = None,
+    timeout: httpx.Timeout | float | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> AsyncIterator[httpx.Response]:
+    """The async twin of :func:`stream_post` (``async for chunk in resp.aiter_bytes()``)."""
+    policy = _policy(retries)
+    content = encode_body(body)
+    hdrs = _headers(headers)
+    attempt = 0
+    while True:
+        failure: ProviderError | TransportError
+        try:
+            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+            request = client.build_request("POST", url, content=content, headers=hdrs, **kw)
+            response = await client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            failure = transport_error(exc, url)
+        else:
+            if response.status_code < 400:
+                break
+            try:
+                err_body = await response.aread()
+            except httpx.TransportError:
+                err_body = b""
+            finally:
+                await response.aclose()
+            failure = error_from_response(response, err_body)
+        wait = _retry_wait(policy, attempt, failure)
+        if wait is None:
+            raise failure
+        await sleep(wait)
+        attempt += 1
+    try:
+        yield response
+    except httpx.TransportError as exc:
+        raise transport_error(exc, url) from None
+    finally:
+        await response.aclose()
+
+
+__all__ = [
+    "DEFAULT_RETRY",
+    "NO_RETRY",
+    "REQUEST_ID_HEADERS",
+    "RetryPolicy",
+    "apost_json",
+    "astream_post",
+    "default_timeout",
+    "encode_body",
+    "error_from_response",
+    "make_async_client",
+    "make_client",
+    "post_json",
+    "provider_message",
+    "request_id",
+    "retry_after_seconds",
+    "safe_url",
+    "stream_post",
+]
