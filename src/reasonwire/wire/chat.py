@@ -1,0 +1,209 @@
+"""The OpenAI-compatible Chat Completions dialect (``POST {base}/chat/completions``).
+
+Reasoning rides on the assistant message (``reasoning_content``, ``reasoning``,
+``reasoning_details``) and on tool calls (``extra_content``). Which of them a route reads, and
+how it takes an effort level, is data in :mod:`reasonwire.wire.chat_profiles`; parsing is in
+:mod:`reasonwire.wire.chat_parse`, stream assembly in :mod:`reasonwire.wire.chat_stream`.
+
+Replay builds the assistant message from what was received: ``role``, ``content``,
+``tool_calls`` as received, and each carrier field the profile returns, with the very value
+objects that arrived. ``reasoning_content: null`` is never sent (llama.cpp answers it with 500).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reasonwire.errors import ConfigError
+from reasonwire.wire.chat_parse import load_body, turn_from_body
+from reasonwire.wire.chat_profiles import (
+    CARRIER_FIELDS,
+    CHAT_PROFILES,
+    TOOL_CALL_CARRIER,
+    ChatProfile,
+    get_profile,
+)
+from reasonwire.wire.chat_stream import ChatStreamDecoder, DetailsMerger, merge_reasoning_details
+from reasonwire.wire.dialect import register
+from reasonwire.wire.model import (
+    JSON,
+    Assistant,
+    Dialect,
+    Message,
+    RequestOptions,
+    System,
+    ToolResult,
+    Turn,
+    User,
+)
+
+_TEXT_KINDS = ("reasoning_content", "reasoning")
+_OFF = ("none",)
+
+
+class ChatDialect:
+    """Chat Completions: request building, parsing, stream decoding and replay."""
+
+    name: Dialect = "chat"
+
+    def request_path(self, options: RequestOptions) -> str:
+        return "/chat/completions"
+
+    # -- requests -----------------------------------------------------------------------
+
+    def build_request(
+        self, messages: Sequence[Message], options: RequestOptions, profile: str | None = None
+    ) -> dict[str, JSON]:
+        """The request body for ``messages`` on a route of the given profile."""
+        prof = get_profile(profile)
+        body: dict[str, JSON] = {
+            "model": options.model,
+            "messages": [self._message(m, options, prof) for m in messages],
+        }
+        if options.max_tokens is not None:
+            body[prof.max_tokens_field] = options.max_tokens
+        if options.tools:
+            body["tools"] = [_tool(t.name, t.description, t.parameters) for t in options.tools]
+        if options.effort is not None and options.effort not in _OFF:
+            _deep_merge(body, prof.effort_fragment(options.effort))
+        body["stream"] = options.stream
+        if options.stream:
+            body["stream_options"] = {"include_usage": True}
+        _deep_merge(body, options.extra_body)
+        return body
+
+    def _message(self, msg: Message, options: RequestOptions, prof: ChatProfile) -> JSON:
+        if isinstance(msg, System | User):
+            return {"role": msg.role, "content": msg.text}
+        if isinstance(msg, ToolResult):
+            return {"role": "tool", "tool_call_id": msg.tool_call_id, "content": msg.content}
+        if isinstance(msg, Assistant):
+            return _assistant(msg, prof, keep=options.keep_carriers)
+        raise ConfigError(f"chat cannot send a message of type {type(msg).__name__}")
+
+    # -- responses ----------------------------------------------------------------------
+
+    def parse_response(self, body: bytes | str | JSON) -> Turn:
+        return turn_from_body(load_body(body))
+
+    def stream_decoder(self) -> ChatStreamDecoder:
+        return ChatStreamDecoder()
+
+    # -- replay -------------------------------------------------------------------------
+
+    def replay(self, message: Assistant | Turn, profile: str | None = None) -> list[JSON]:
+        """``[assistant_message]`` with every carrier the profile returns, as received."""
+        return [_assistant(_as_assistant(message), get_profile(profile), keep=True)]
+
+    def strip(self, message: Assistant | Turn, profile: str | None = None) -> list[JSON]:
+        """``[assistant_message]`` without any reasoning carrier."""
+        return [_assistant(_as_assistant(message), get_profile(profile), keep=False)]
+
+
+def _as_assistant(message: Assistant | Turn) -> Assistant:
+    return message.as_message() if isinstance(message, Turn) else message
+
+
+def _assistant(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
+    if msg.native is not None and msg.native.dialect == "chat" and msg.native.items:
+        source = msg.native.items[0]
+        if isinstance(source, dict):
+            return _from_native(source, prof, keep=keep)
+    return _from_parts(msg, prof, keep=keep)
+
+
+def _from_native(src: Mapping[str, JSON], prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
+    calls = src.get("tool_calls")
+    has_calls = isinstance(calls, list) and bool(calls)
+    content = src.get("content")
+    out: dict[str, JSON] = {
+        "role": "assistant",
+        "content": "" if content is None and not has_calls else content,
+    }
+    if keep:
+        for name in CARRIER_FIELDS:
+            value = src.get(name)
+            if value is not None and prof.returns_field(name):
+                out[name] = value
+    if has_calls:
+        assert isinstance(calls, list)
+        if keep and prof.returns_field(TOOL_CALL_CARRIER):
+            out["tool_calls"] = calls
+        elif any(isinstance(c, dict) and TOOL_CALL_CARRIER in c for c in calls):
+            out["tool_calls"] = [
+                {k: v for k, v in c.items() if k != TOOL_CALL_CARRIER} if isinstance(c, dict) else c
+                for c in calls
+            ]
+        else:
+            out["tool_calls"] = calls
+    return out
+
+
+def _from_parts(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
+    """A chat assistant message from neutral parts (history from another dialect, or built).
+
+    Readable text carriers (``reasoning_content``, ``reasoning``) are expressed whatever
+    dialect they came from; ``reasoning_details`` and ``extra_content`` may hold signed or
+    encrypted state and are sent only when they were received from a chat route.
+    """
+    out: dict[str, JSON] = {
+        "role": "assistant",
+        "content": msg.text if msg.text or not msg.tool_calls else None,
+    }
+    extra: dict[str, JSON] = {}
+    if keep:
+        for c in msg.carriers:
+            if not prof.returns_field(c.kind) or c.value is None:
+                continue
+            readable = c.kind in _TEXT_KINDS and isinstance(c.value, str)
+            own_details = c.kind == "reasoning_details" and c.dialect == "chat"
+            if readable or own_details:
+                out.setdefault(c.kind, c.value)
+            elif c.kind == TOOL_CALL_CARRIER and c.dialect == "chat" and c.tool_call_id:
+                extra.setdefault(c.tool_call_id, c.value)
+    if msg.tool_calls:
+        calls: list[JSON] = []
+        for tc in msg.tool_calls:
+            call: dict[str, JSON] = {
+                "id": tc.id,
+                "type": "function",
+                "function": {"name": tc.name, "arguments": tc.arguments},
+            }
+            if tc.id in extra:
+                call[TOOL_CALL_CARRIER] = extra[tc.id]
+            calls.append(call)
+        out["tool_calls"] = calls
+    return out
+
+
+def _tool(name: str, description: str, parameters: JSON) -> dict[str, JSON]:
+    fn: dict[str, JSON] = {"name": name}
+    if description:
+        fn["description"] = description
+    fn["parameters"] = parameters
+    return {"type": "function", "function": fn}
+
+
+def _deep_merge(body: dict[str, Any], extra: Mapping[str, JSON]) -> None:
+    """Merge ``extra`` into ``body``: dicts merge key by key, anything else replaces."""
+    for key, value in extra.items():
+        have = body.get(key)
+        if isinstance(value, Mapping) and isinstance(have, dict):
+            _deep_merge(have, value)
+        else:
+            body[key] = value
+
+
+DIALECT = register(ChatDialect())
+
+__all__ = [
+    "CHAT_PROFILES",
+    "DIALECT",
+    "ChatDialect",
+    "ChatProfile",
+    "ChatStreamDecoder",
+    "DetailsMerger",
+    "get_profile",
+    "merge_reasoning_details",
+]

@@ -1,0 +1,320 @@
+"""Incremental decoder for streamed Chat Completions (``choices[0].delta`` chunks over SSE).
+
+The decoder assembles the final state in the non-streaming body's shape and hands it to
+:func:`~reasonwire.wire.chat_parse.turn_from_body`, so a stream and the same answer sent
+whole give the same Turn.
+
+Assembly rules:
+
+- ``content``, ``reasoning_content``, ``reasoning``: string fragments concatenated in order;
+  ``null`` fragments are skipped; a field that never had a string fragment stays absent
+  (``content`` then is ``null``).
+- ``tool_calls``: keyed by ``index``; the first non-null ``id``, ``type`` and
+  ``function.name`` win, ``function.arguments`` fragments are concatenated; any other key
+  (``extra_content``) takes its first non-null value. ``index`` itself addresses the delta
+  and is not part of the assembled tool call.
+- ``reasoning_details``: merged by :class:`DetailsMerger` (see there).
+- Terminal: ``data: [DONE]`` or a non-null ``finish_reason``. A stream with neither is
+  truncated. An ``{"error": ...}`` payload yields a StreamError event, and close() then raises
+  TruncatedStream carrying the partial turn: the answer did not complete.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire.chat_parse import (
+    arguments_text,
+    details_text,
+    parse_usage,
+    turn_from_body,
+)
+from reasonwire.wire.model import (
+    JSON,
+    CarrierComplete,
+    Done,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Turn,
+    UsageEvent,
+)
+from reasonwire.wire.sse import SSEDecoder, SSEEvent
+
+_CONCAT_KEYS = frozenset({"text", "summary", "data"})
+_TEXT_FIELDS = ("reasoning_content", "reasoning")
+
+
+class DetailsMerger:
+    """Merges streamed ``reasoning_details`` fragments into the list a replay must send.
+
+    Fragments with the same ``(type, index)`` are one entry (OpenRouter streams a thinking
+    block as many fragments; replaying them unmerged is answered with 400). Within an entry:
+
+    - ``text``, ``summary`` and ``data`` strings are concatenated in arrival order;
+    - ``signature``: the last non-empty string wins. The recorded OpenRouter/Anthropic stream
+      opens the block with ``"signature": ""`` and sends the real signature in a later
+      fragment with empty text; ``""`` or ``null`` never overwrite a value already held;
+    - every other key takes the first non-null value it was given;
+    - keys keep the position of their first appearance.
+
+    Entries keep the order in which their first fragment arrived. A non-object fragment is
+    kept as its own entry.
+    """
+
+    __slots__ = ("_by_key", "entries")
+
+    def __init__(self) -> None:
+        self.entries: list[JSON] = []
+        self._by_key: dict[tuple[JSON, JSON], dict[str, JSON]] = {}
+
+    def add(self, fragment: JSON) -> None:
+        if not isinstance(fragment, dict):
+            self.entries.append(fragment)
+            return
+        key = (_hashable(fragment.get("type")), _hashable(fragment.get("index")))
+        entry = self._by_key.get(key)
+        if entry is None:
+            entry = dict(fragment)
+            self._by_key[key] = entry
+            self.entries.append(entry)
+            return
+        for name, value in fragment.items():
+            have = entry.get(name)
+            if name not in entry:
+                entry[name] = value
+            elif name in _CONCAT_KEYS and isinstance(value, str):
+                entry[name] = have + value if isinstance(have, str) else value
+            elif name == "signature":
+                if isinstance(value, str) and value:
+                    entry[name] = value
+            elif have is None and value is not None:
+                entry[name] = value
+
+
+def merge_reasoning_details(fragments: list[JSON]) -> list[JSON]:
+    """The merged ``reasoning_details`` list for fragments in arrival order."""
+    merger = DetailsMerger()
+    for fragment in fragments:
+        merger.add(fragment)
+    return merger.entries
+
+
+def _hashable(value: JSON) -> JSON:
+    return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
+
+
+class _ToolCallState:
+    __slots__ = ("arguments", "extra", "id", "name", "type")
+
+    def __init__(self) -> None:
+        self.id: JSON = None
+        self.type: JSON = None
+        self.name: JSON = None
+        self.arguments: list[str] = []
+        self.extra: dict[str, JSON] = {}
+
+    def assembled(self) -> dict[str, JSON]:
+        out: dict[str, JSON] = {}
+        if self.id is not None:
+            out["id"] = self.id
+        out["type"] = self.type if self.type is not None else "function"
+        out["function"] = {
+            "name": self.name if self.name is not None else "",
+            "arguments": "".join(self.arguments),
+        }
+        out.update(self.extra)
+        return out
+
+
+class ChatStreamDecoder:
+    """Feed SSE bytes of one streamed chat completion; see the module doc for the rules."""
+
+    def __init__(self) -> None:
+        self._sse = SSEDecoder()
+        self._events_seen = 0
+        self._top: dict[str, JSON] | None = None
+        self._role: JSON = None
+        self._content: list[str] | None = None
+        self._reasoning: dict[str, list[str]] = {}
+        self._details: DetailsMerger | None = None
+        self._order: list[str] = []
+        self._calls: dict[JSON, _ToolCallState] = {}
+        self._finish: JSON = None
+        self._usage: JSON = None
+        self._done = False
+        self._errors: list[StreamError] = []
+
+    # -- public -------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in self._sse.feed(data):
+            self._event(event, out)
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        for event in self._sse.close():
+            self._event(event, out)
+        if self._errors:
+            raise TruncatedStream(
+                f"chat stream reported an error: {self._errors[0].message}",
+                partial=self.partial_turn(),
+            )
+        if not self._done and self._finish is None:
+            raise TruncatedStream(
+                "chat stream ended without [DONE] and without a finish_reason",
+                partial=self.partial_turn(),
+            )
+        turn = self.partial_turn()
+        out.extend(CarrierComplete(c) for c in turn.carriers)
+        out.append(Done(turn))
+        return out
+
+    def partial_turn(self) -> Turn:
+        return turn_from_body(self.assembled())
+
+    def assembled(self) -> dict[str, JSON]:
+        """The state so far in the non-streaming body's shape."""
+        message: dict[str, JSON] = {
+            "role": self._role if self._role is not None else "assistant",
+            "content": "".join(self._content) if self._content is not None else None,
+        }
+        for name in self._order:
+            if name == "reasoning_details":
+                assert self._details is not None
+                # copies: the merger keeps mutating its entries while the stream goes on
+                message[name] = [
+                    dict(e) if isinstance(e, dict) else e for e in self._details.entries
+                ]
+            else:
+                message[name] = "".join(self._reasoning[name])
+        if self._calls:
+            message["tool_calls"] = [c.assembled() for c in self._calls.values()]
+        body: dict[str, JSON] = dict(self._top or {})
+        if "object" in body:
+            body["object"] = "chat.completion"
+        body["choices"] = [{"index": 0, "message": message, "finish_reason": self._finish}]
+        if self._usage is not None:
+            body["usage"] = self._usage
+        return body
+
+    # -- internals ----------------------------------------------------------------------
+
+    def _event(self, event: SSEEvent, out: list[StreamEvent]) -> None:
+        self._events_seen += 1
+        data = event.data.strip()
+        if not data or self._done:
+            return
+        if data == "[DONE]":
+            self._done = True
+            return
+        try:
+            payload = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise MalformedBody(
+                f"chat stream event #{self._events_seen} ({event.event!r}) is not JSON "
+                f"({exc.msg}): {data[:120]!r}"
+            ) from None
+        if not isinstance(payload, dict):
+            raise MalformedBody(
+                f"chat stream event #{self._events_seen} ({event.event!r}) is not a JSON object"
+            )
+        if payload.get("error") is not None:
+            err = payload["error"]
+            msg = err.get("message") if isinstance(err, dict) else err
+            ev = StreamError(str(msg) if msg is not None else json.dumps(err), raw=payload)
+            self._errors.append(ev)
+            out.append(ev)
+            return
+        if self._top is None:
+            self._top = {k: v for k, v in payload.items() if k not in ("choices", "usage")}
+        choices = payload.get("choices")
+        if isinstance(choices, list):
+            for choice in choices:
+                if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                    self._choice(choice, out)
+        usage = payload.get("usage")
+        if usage is not None:
+            self._usage = usage
+            parsed = parse_usage(usage)
+            if parsed is not None:
+                out.append(UsageEvent(parsed))
+
+    def _choice(self, choice: dict[str, Any], out: list[StreamEvent]) -> None:
+        delta = choice.get("delta")
+        if isinstance(delta, dict):
+            self._delta(delta, out)
+        finish = choice.get("finish_reason")
+        if finish is not None:
+            self._finish = finish
+
+    def _delta(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+        if self._role is None and isinstance(delta.get("role"), str):
+            self._role = delta["role"]
+        reasoning_piece = ""
+        for name in _TEXT_FIELDS:
+            value = delta.get(name)
+            if isinstance(value, str):
+                if name not in self._reasoning:
+                    self._reasoning[name] = []
+                    self._order.append(name)
+                self._reasoning[name].append(value)
+                if not reasoning_piece:
+                    reasoning_piece = value
+        details = delta.get("reasoning_details")
+        if isinstance(details, list):
+            if self._details is None:
+                self._details = DetailsMerger()
+                self._order.append("reasoning_details")
+            for fragment in details:
+                self._details.add(fragment)
+            if not reasoning_piece:
+                reasoning_piece = details_text(details)
+        if reasoning_piece:
+            out.append(ReasoningDelta(reasoning_piece))
+        content = delta.get("content")
+        if isinstance(content, str):
+            if self._content is None:
+                self._content = []
+            self._content.append(content)
+            if content:
+                out.append(TextDelta(content))
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            for position, call in enumerate(calls):
+                if isinstance(call, dict):
+                    out.append(self._tool_call(call, position))
+
+    def _tool_call(self, call: dict[str, Any], position: int) -> ToolCallDelta:
+        index = call.get("index", position)
+        state = self._calls.get(index)
+        if state is None:
+            state = self._calls[index] = _ToolCallState()
+        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
+        assert isinstance(fn, dict)
+        if state.id is None and call.get("id") is not None:
+            state.id = call["id"]
+        if state.type is None and call.get("type") is not None:
+            state.type = call["type"]
+        name = fn.get("name")
+        if state.name is None and name is not None:
+            state.name = name
+        args = fn.get("arguments")
+        piece = arguments_text(args) if args is not None else ""
+        state.arguments.append(piece)
+        for key, value in call.items():
+            if key not in ("index", "id", "type", "function") and value is not None:
+                state.extra.setdefault(key, value)
+        call_id = call.get("id")
+        return ToolCallDelta(
+            index=index if isinstance(index, int) else position,
+            id=call_id if isinstance(call_id, str) else None,
+            name=name if isinstance(name, str) else None,
+            arguments=piece,
+        )
