@@ -70,7 +70,17 @@ class AnthropicStreamDecoder:
     def close(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         for event in self._sse.close():
-            out.extend(self._on_event(event))
+            try:
+                out.extend(self._on_event(event))
+            except MalformedBody as exc:
+                if self._finished:
+                    raise
+                # An event without its closing blank line, cut mid-payload: the connection
+                # dropped, which is a truncation, not a malformed answer.
+                raise TruncatedStream(
+                    f"anthropic stream: cut off inside its last event ({exc})",
+                    partial=self.partial_turn(),
+                ) from None
         if not self._finished:
             why = (
                 f"the provider reported an error ({self._error.message})"
