@@ -34,7 +34,7 @@ _SHAPES = re.compile(
     r"|(?<![A-Za-z0-9+/_\-])xai-[A-Za-z0-9_\-]{20,}"
     r"|(?<![A-Za-z0-9+/_\-])AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9+/_\-=])"
     r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,}"
-    r"|\b[Bb]earer\s+[A-Za-z0-9._~+/\-]+=*"
+    r"|(?<=[Bb]earer )[A-Za-z0-9._~+/\-]+=*"
 )
 
 # Record fields whose values are credentials whatever they look like (compared lower-case,

@@ -238,8 +238,11 @@ def error_from_response(response: httpx.Response, body: bytes) -> ProviderError:
         request_id=request_id(response.headers),
         url=safe_url(response.request.url) if _has_request(response) else None,
     )
+    wait = retry_after_seconds(response.headers)
     if isinstance(err, RateLimited):
-        err.retry_after = retry_after_seconds(response.headers)
+        err.retry_after = wait
+    # Any status may carry Retry-After (503 often does); the retry loop reads it from here.
+    err._retry_after = wait  # type: ignore[attr-defined]
     return err
 
 
@@ -296,8 +299,7 @@ def _retry_wait(
         return policy.delay(attempt) if policy.retry_connection_errors else None
     if not policy.should_retry_status(failure.status):
         return None
-    retry_after = failure.retry_after if isinstance(failure, RateLimited) else None
-    return policy.delay(attempt, retry_after)
+    return policy.delay(attempt, getattr(failure, "_retry_after", None))
 
 
 def post_json(
