@@ -8,8 +8,12 @@ What the stream says and what we trust:
 - ``response.reasoning_summary_text.delta`` / ``response.reasoning_text.delta`` are reasoning,
   ``response.output_text.delta`` visible text, ``response.function_call_arguments.delta`` tool
   arguments. The ``obfuscation`` field that rides on deltas is padding, not content.
-- ``response.completed`` holds the final response object; the Turn is built from it with the
-  same code as a non-streaming body, so both forms give equal Turns.
+- ``response.completed`` holds the final response object (usage, status, the output list).
+  The Turn is built from it with the same code as a non-streaming body, except that each
+  output item is taken from its ``response.output_item.done`` event when that event came:
+  the provider re-encrypts ``encrypted_content`` per serialisation, and the done copy is the
+  one announced as a carrier (and the one recorded clients replay successfully).
+  ``Turn.raw`` is the completed response with its output replaced by those items.
 - ``response.failed`` and ``response.incomplete`` are terminal: a :class:`StreamError` is
   emitted and ``close`` still ends in ``Done`` with the turn the provider reported (finish
   reason ``failed`` or the incomplete reason). An ``error`` event is emitted as
@@ -262,12 +266,14 @@ class ResponsesStreamDecoder:
             out.append(StreamError(_failure(resp, "response failed"), raw=p))
         elif typ == "response.incomplete":
             out.append(StreamError(_failure(resp, "response incomplete"), raw=p))
+        done = {i: slot.done for i, slot in self._slots.items() if slot.done is not None}
         output = resp.get("output")
-        if not isinstance(output, list) or (not output and self._slots):
-            # Some servers end with an empty output list: the done items are the answer.
-            items = [s.done for _, s in sorted(self._slots.items()) if s.done is not None]
-            resp = {**resp, "output": items}
-        turn = turn_from_items(resp["output"], resp)
+        if isinstance(output, list) and output:
+            items = [_prefer_done(done.get(i), item) for i, item in enumerate(output)]
+        else:  # some servers end with an empty output list: the done items are the answer
+            items = [done[i] for i in sorted(done)]
+        resp = {**resp, "output": items}
+        turn = turn_from_items(items, resp)
         for c in turn.carriers:
             if c.kind == CARRIER_KIND and c.path not in self._emitted_carriers:
                 out.append(CarrierComplete(c))
@@ -286,6 +292,24 @@ class ResponsesStreamDecoder:
             text = f"{code}: {text}"
         self._errors.append(text)
         return [StreamError(text, raw=p)]
+
+
+def _prefer_done(done: dict[str, Any] | None, final: Any) -> Any:
+    """The ``output_item.done`` item when it is the same item (type and id) as ``final``.
+
+    OpenAI re-encrypts ``encrypted_content`` each time it serialises an item, so the copy in
+    ``response.completed`` differs byte-wise from the one in ``output_item.done`` (same length,
+    same state). Recorded tool loops replay the ``output_item.done`` copy and are accepted; we
+    keep that one so a carrier announced by :class:`CarrierComplete` is the value replayed.
+    """
+    if (
+        isinstance(done, dict)
+        and isinstance(final, dict)
+        and done.get("type") == final.get("type")
+        and done.get("id") == final.get("id")
+    ):
+        return done
+    return final
 
 
 def _failure(resp: dict[str, Any], default: str) -> str:
