@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.chat_parse import load_body, turn_from_body
+from reasonwire.wire.chat_parse import detail_is_opaque, load_body, turn_from_body
 from reasonwire.wire.chat_profiles import (
     CARRIER_FIELDS,
     CHAT_PROFILES,
@@ -204,6 +204,7 @@ __all__ = [
     "ChatProfile",
     "ChatStreamDecoder",
     "DetailsMerger",
+    "detail_is_opaque",
     "get_profile",
     "merge_reasoning_details",
 ]
