@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.model import (
     Assistant,
+    Carrier,
     CarrierComplete,
     Done,
     ReasoningDelta,
@@ -362,7 +363,7 @@ def test_modified_history_400_and_text_fallback() -> None:
     # our foreign-history form of the same text is a readable summary item without id
     foreign = Assistant(
         text="The meaning of life is 42",
-        carriers=(type(carrier)("responses", "summary_text", "x", turn.reasoning_text, False),),
+        carriers=(Carrier("responses", "summary_text", "x", turn.reasoning_text, False),),
     )
     assert DIALECT.replay(foreign)[0] == {
         "type": "reasoning",
