@@ -13,12 +13,13 @@ from reasonwire.errors import MalformedBody
 from reasonwire.wire.model import JSON
 
 _WS = " \t\r\n"
+_NUMBER_CHARS = "0123456789.eE+-"
 
 
 class JSONArrayDecoder:
     """Feed bytes of one top-level JSON array; get its elements as they complete."""
 
-    __slots__ = ("_raw", "_text", "_pos", "_started", "_ended", "_decoder")
+    __slots__ = ("_decoder", "_ended", "_pos", "_raw", "_started", "_text")
 
     def __init__(self) -> None:
         self._raw = b""
@@ -58,7 +59,7 @@ class JSONArrayDecoder:
             ch = text[pos]
             if not self._started:
                 if ch != "[":
-                    raise MalformedBody(f"expected a JSON array, found {text[pos:pos + 20]!r}")
+                    raise MalformedBody(f"expected a JSON array, found {text[pos : pos + 20]!r}")
                 self._started = True
                 pos += 1
                 continue
@@ -73,6 +74,12 @@ class JSONArrayDecoder:
                 value, end = self._decoder.raw_decode(text, pos)
             except json.JSONDecodeError:
                 break  # element not complete yet
+            if (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and (end == n or text[end] in _NUMBER_CHARS)
+            ):
+                break  # a number is complete only once a non-number character follows it
             out.append(value)
             pos = end
         # Drop consumed text so memory stays bounded on long streams.
@@ -82,6 +89,10 @@ class JSONArrayDecoder:
 
     def close(self) -> None:
         """Raise if the array did not end or left undecodable bytes."""
+        if self._raw:
+            raise MalformedBody("stream ended inside a UTF-8 character")
+        if self._ended and self._text.strip():
+            raise MalformedBody(f"data after the closing ']': {self._text.strip()[:80]!r}")
         if self._text.strip() and not self._ended:
             raise MalformedBody(f"undecodable array element: {self._text.strip()[:80]!r}")
         if not self._ended:

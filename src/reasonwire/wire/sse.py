@@ -4,10 +4,11 @@ Follows the WHATWG event-stream rules: lines end in CRLF, LF or CR; a line start
 is a comment; ``field: value`` strips one space after the colon; several ``data`` lines join
 with ``\\n``; a blank line dispatches the event; ``event``, ``id`` and ``retry`` are kept.
 
-Bytes may be split anywhere, including inside a CRLF pair or a multi-byte UTF-8 character:
-lines are cut on bytes (no line terminator can occur inside a UTF-8 sequence) and decoded
-only once complete. The decoder works on whole chunks with ``bytes.split`` so the per-event
-cost stays small; that is what makes it several times faster than a line-at-a-time loop.
+A leading UTF-8 byte order mark is skipped. Bytes may be split anywhere, including inside a
+CRLF pair or a multi-byte UTF-8 character: lines are cut on bytes (no line terminator can
+occur inside a UTF-8 sequence) and decoded only once complete. The decoder works on whole
+chunks with ``bytes.split`` so the per-event cost stays small; that is what makes it several
+times faster than a line-at-a-time loop.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass
 
 from reasonwire.errors import TruncatedStream
+
+_BOM = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +34,17 @@ class SSEEvent:
 class SSEDecoder:
     """Feed bytes, get complete events. Call :meth:`close` at end of stream."""
 
-    __slots__ = ("_buf", "_data", "_event", "_id", "_retry", "_skip_lf", "_has_data", "bytes_in")
+    __slots__ = (
+        "_at_start",
+        "_buf",
+        "_data",
+        "_event",
+        "_has_data",
+        "_id",
+        "_retry",
+        "_skip_lf",
+        "bytes_in",
+    )
 
     def __init__(self) -> None:
         self._buf = b""
@@ -41,6 +54,7 @@ class SSEDecoder:
         self._retry: int | None = None
         self._skip_lf = False
         self._has_data = False
+        self._at_start = True
         self.bytes_in = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
@@ -48,6 +62,17 @@ class SSEDecoder:
         if not chunk:
             return []
         self.bytes_in += len(chunk)
+        if self._at_start:
+            # The spec strips one leading UTF-8 BOM; it may itself arrive split.
+            head = self._buf + chunk
+            if len(head) < len(_BOM) and _BOM.startswith(head):
+                self._buf = head
+                return []
+            self._at_start = False
+            self._buf = b""
+            chunk = head[len(_BOM) :] if head.startswith(_BOM) else head
+            if not chunk:
+                return []
         if self._skip_lf:
             self._skip_lf = False
             if chunk[:1] == b"\n":
