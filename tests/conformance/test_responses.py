@@ -531,7 +531,7 @@ def test_replay_keeps_every_item_byte_identical(name: str, index: int) -> None:
         ]
 
 
-_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=40)
+_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=40)
 _item = st.fixed_dictionaries(
     {
         "id": st.from_regex(r"rs_[0-9a-f]{8}", fullmatch=True),
