@@ -1,0 +1,71 @@
+"""Run the simulator in-process: uvicorn in a background thread on a free loopback port."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from types import TracebackType
+
+import uvicorn
+
+from reasonwire.errors import TransportError
+from reasonwire.sim.app import build_app
+
+
+class SimServer:
+    """Context manager: ``with SimServer(seed=0) as sim: httpx.get(sim.base_url + "/models")``.
+
+    ``base_url`` ends in ``/v1`` (OpenAI, Anthropic and OpenRouter-style clients append their
+    paths); ``root_url`` is the bare origin (Gemini clients add ``/v1beta``).
+    """
+
+    def __init__(self, seed: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.seed = seed
+        self.host = host
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, port))
+        self.port: int = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            build_app(seed), log_level="warning", access_log=False, lifespan="off", http="h11"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def start(self) -> SimServer:
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise TransportError(f"simulator did not start on {self.root_url}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._sock.close()
+
+    def __enter__(self) -> SimServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
