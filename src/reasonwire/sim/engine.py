@@ -7,6 +7,8 @@ holds after the behaviour decided which replayed carriers to keep. :func:`plan` 
   ``The verification word for this task is <word>.`` is in what the model saw, else ``NONE``;
 - tools are offered and the last input is a fresh user task -> reasoning (holding the canary
   sentence for this task) and one tool call;
+- the last input is a tool result saying ``next tool: <name>`` for an offered tool -> short
+  reasoning and a call of that tool (so a client can drive a multi-round tool loop);
 - otherwise -> short reasoning and a final answer.
 """
 
@@ -28,6 +30,7 @@ CANARY = "The verification word for this task is {word}."
 CANARY_RE = re.compile(r"The verification word for this task is ([A-Za-z]+)\.")
 PROBE_RE = re.compile(r"verification word", re.IGNORECASE)
 EARLIER_RE = re.compile(r"earlier reasoning", re.IGNORECASE)
+NEXT_TOOL_RE = re.compile(r"next tool: ([A-Za-z_][A-Za-z0-9_-]*)")
 WORDS = (
     "amber", "basalt", "cobalt", "dahlia", "ember", "fjord", "garnet", "harbor", "indigo",
     "juniper", "kelp", "lantern", "marble", "nectar", "onyx", "pebble", "quartz", "raven",
@@ -165,6 +168,15 @@ def plan(
             reasoning=reasoning if reasons else "",
             text=f"Let me use {name}.",
             tool=(name, tool_arguments(schema)),
+        )
+    follow = NEXT_TOOL_RE.search(last) if not fresh else None
+    offered = dict(tools)
+    if follow and follow.group(1) in offered:
+        name = follow.group(1)
+        return Plan(
+            reasoning=f"The tool result asks for {name} next; I call it." if reasons else "",
+            text=f"Now {name}.",
+            tool=(name, tool_arguments(offered[name])),
         )
     gist = " ".join(last.split()[:10])
     return Plan(
