@@ -1,7 +1,8 @@
 """reasonwire: reasoning state on the wire between AI agents and LLM providers.
 
 The public API is small and pinned by ``tests/test_public_api.py``: the neutral wire types,
-the dialect registry, the SSE decoder and the exception tree.
+the stream events a dialect's decoder yields, the dialect registry, the SSE decoder and the
+exception tree.
 """
 
 from reasonwire.errors import (
@@ -26,17 +27,25 @@ from reasonwire.wire import (
     DIALECTS,
     Assistant,
     Carrier,
+    CarrierComplete,
+    Done,
     Message,
     Native,
+    ReasoningDelta,
     RequestOptions,
     SSEDecoder,
     SSEEvent,
+    StreamError,
+    StreamEvent,
     System,
+    TextDelta,
     ToolCall,
+    ToolCallDelta,
     ToolResult,
     ToolSpec,
     Turn,
     Usage,
+    UsageEvent,
     User,
     get_dialect,
 )
@@ -50,8 +59,10 @@ __all__ = [
     "BadRequest",
     "BudgetExceeded",
     "Carrier",
+    "CarrierComplete",
     "ConfigError",
     "CredentialError",
+    "Done",
     "MalformedBody",
     "Message",
     "Native",
@@ -59,13 +70,18 @@ __all__ = [
     "PolicyRefusal",
     "ProviderError",
     "RateLimited",
+    "ReasoningDelta",
     "ReasonwireError",
     "RequestOptions",
     "SSEDecoder",
     "SSEEvent",
     "ServerError",
+    "StreamError",
+    "StreamEvent",
     "System",
+    "TextDelta",
     "ToolCall",
+    "ToolCallDelta",
     "ToolResult",
     "ToolSpec",
     "TransportError",
@@ -73,6 +89,7 @@ __all__ = [
     "Turn",
     "UnknownDialect",
     "Usage",
+    "UsageEvent",
     "User",
     "WireError",
     "__version__",

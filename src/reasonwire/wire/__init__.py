@@ -58,4 +58,5 @@ __all__ = [
     "UsageEvent",
     "User",
     "WireDialect",
+    "get_dialect",
 ]
