@@ -1,0 +1,129 @@
+"""Render a chat template the way Hugging Face transformers does.
+
+Why: vLLM, SGLang and transformers itself render open models' prompts with this environment,
+and llama.cpp's own jinja engine follows it. A template's verdict is only worth citing if the
+offline render matches what those servers feed the model, so the environment copies
+transformers' documented choices: a sandboxed, immutable jinja2 environment with
+``trim_blocks`` and ``lstrip_blocks``, the loop-controls extension, a ``tojson`` filter that
+does not escape HTML and does not force ASCII (with ``indent``, ``separators`` and
+``sort_keys``), the ``raise_exception`` and ``strftime_now`` globals, the
+``{% generation %}`` block tag (rendered as its body; transformers uses it only to mark
+assistant spans), and ``bos_token``/``eos_token`` plus any other keyword (``tools``,
+``add_generation_prompt``, ``enable_thinking``, ``documents`` ...) as template variables.
+
+A template that raises gets a :class:`TemplateRenderError` carrying the template's own message
+(``raise_exception`` text or the jinja2 error), never a bare traceback.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+import jinja2
+import jinja2.ext
+import jinja2.nodes
+from jinja2.parser import Parser
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from reasonwire.errors import ConfigError
+
+
+class TemplateRenderError(ConfigError):
+    """A chat template refused the messages or failed to render; ``str()`` is its message."""
+
+
+class _RaisedByTemplate(Exception):
+    """What ``raise_exception(...)`` raises inside a template."""
+
+
+def _raise_exception(message: str) -> None:
+    raise _RaisedByTemplate(message)
+
+
+def _strftime_now(fmt: str) -> str:
+    return datetime.now().strftime(fmt)
+
+
+def _tojson(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | str | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    return json.dumps(
+        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+    )
+
+
+class _GenerationTag(jinja2.ext.Extension):
+    """``{% generation %}...{% endgeneration %}``: renders its body unchanged."""
+
+    tags = {"generation"}  # noqa: RUF012 - jinja2's Extension API declares it this way
+
+    def parse(self, parser: Parser) -> jinja2.nodes.Node:
+        lineno = next(parser.stream).lineno
+        body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+        call = self.call_method("_body", [])
+        return jinja2.nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+
+    def _body(self, caller: Any) -> str:
+        return str(caller())
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True,
+        lstrip_blocks=True,
+        extensions=[_GenerationTag, jinja2.ext.loopcontrols],
+    )
+    env.filters["tojson"] = _tojson
+    env.globals["raise_exception"] = _raise_exception
+    env.globals["strftime_now"] = _strftime_now
+    return env
+
+
+_ENV = _environment()
+
+
+@lru_cache(maxsize=256)
+def compile_template(template: str) -> jinja2.Template:
+    """Compile once per template text (a scan renders each template dozens of times)."""
+    try:
+        return _ENV.from_string(template)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+
+
+def render_chat_template(
+    template: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    add_generation_prompt: bool = True,
+    **kwargs: Any,
+) -> str:
+    """Render ``messages`` (OpenAI-style dicts) with ``template`` as transformers would.
+
+    ``kwargs`` become template variables (``bos_token``, ``eos_token``, ``enable_thinking``,
+    ...); ``bos_token`` and ``eos_token`` default to ``""`` so templates that reference them
+    render. Raises :class:`TemplateRenderError` with the template's own message.
+    """
+    compiled = compile_template(template)
+    variables: dict[str, Any] = {"bos_token": "", "eos_token": ""}
+    variables.update(kwargs)
+    variables["messages"] = messages
+    variables["tools"] = tools
+    variables["add_generation_prompt"] = add_generation_prompt
+    try:
+        return compiled.render(**variables)
+    except _RaisedByTemplate as exc:
+        raise TemplateRenderError(str(exc)) from exc
+    except jinja2.TemplateError as exc:
+        raise TemplateRenderError(f"{type(exc).__name__}: {exc}") from exc
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
+        raise TemplateRenderError(f"{type(exc).__name__}: {exc}") from exc
+    except RecursionError as exc:
+        raise TemplateRenderError("template recursion too deep") from exc
