@@ -1,0 +1,142 @@
+"""Observe a byte stream without httpx: for stacks that hand us an iterable of bytes.
+
+``observe_bytes(chunks, dialect="anthropic", session_id="s1")`` returns an iterator (or an
+async iterator, for an async iterable) that yields the very same chunks in order and writes
+one ledger row when the stream ends, fails or is abandoned.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
+from pathlib import Path
+from typing import overload
+
+from reasonwire.probe.observer import CallObserver, make_writer, parse_request_body
+from reasonwire.probe.settings import ledger_dir, load_settings
+from reasonwire.wire.model import Dialect
+
+
+def _observer(
+    dialect: Dialect,
+    session_id: str,
+    purpose: str | None,
+    provider: str | None,
+    model: str | None,
+    request_body: bytes | None,
+    stream: bool,
+    ledger: str | os.PathLike[str] | None,
+) -> CallObserver | None:
+    try:
+        settings = load_settings()
+        if not settings.observes(provider or "", provider or ""):
+            return None
+        body, sent = parse_request_body(request_body, dialect)
+        if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
+            model = body["model"]
+        return CallObserver(
+            session_id=session_id,
+            dialect=dialect,
+            provider=provider,
+            model=model,
+            purpose=purpose,
+            stream=stream,
+            sent=sent,
+            http_status=200,
+            writer=make_writer(Path(ledger_dir(ledger)), session_id, settings.cap_bytes),
+        )
+    except Exception:
+        return None
+
+
+def _sync(chunks: Iterable[bytes], obs: CallObserver | None) -> Iterator[bytes]:
+    if obs is None:
+        yield from chunks
+        return
+    try:
+        for chunk in chunks:
+            obs.feed(chunk)
+            yield chunk
+        obs.mark_complete()
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        obs.mark_failed(exc)
+        raise
+    finally:
+        obs.finish()
+
+
+async def _async(chunks: AsyncIterable[bytes], obs: CallObserver | None) -> AsyncIterator[bytes]:
+    if obs is None:
+        async for chunk in chunks:
+            yield chunk
+        return
+    try:
+        async for chunk in chunks:
+            obs.feed(chunk)
+            yield chunk
+        obs.mark_complete()
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        obs.mark_failed(exc)
+        raise
+    finally:
+        obs.finish()
+
+
+@overload
+def observe_bytes(
+    chunks: AsyncIterable[bytes],
+    *,
+    dialect: Dialect,
+    session_id: str,
+    purpose: str | None = ...,
+    provider: str | None = ...,
+    model: str | None = ...,
+    request_body: bytes | None = ...,
+    stream: bool = ...,
+    ledger_dir: str | os.PathLike[str] | None = ...,
+) -> AsyncIterator[bytes]: ...
+
+
+@overload
+def observe_bytes(
+    chunks: Iterable[bytes],
+    *,
+    dialect: Dialect,
+    session_id: str,
+    purpose: str | None = ...,
+    provider: str | None = ...,
+    model: str | None = ...,
+    request_body: bytes | None = ...,
+    stream: bool = ...,
+    ledger_dir: str | os.PathLike[str] | None = ...,
+) -> Iterator[bytes]: ...
+
+
+def observe_bytes(
+    chunks: Iterable[bytes] | AsyncIterable[bytes],
+    *,
+    dialect: Dialect,
+    session_id: str,
+    purpose: str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    request_body: bytes | None = None,
+    stream: bool = True,
+    ledger_dir: str | os.PathLike[str] | None = None,
+) -> Iterator[bytes] | AsyncIterator[bytes]:
+    """Yield ``chunks`` unchanged while counting them as one call of ``dialect``.
+
+    ``request_body`` (the JSON sent) lets the row include the carriers the call sent back;
+    ``stream=False`` treats the bytes as one non-streaming JSON body.
+    """
+    obs = _observer(dialect, session_id, purpose, provider, model, request_body, stream, ledger_dir)
+    if hasattr(chunks, "__aiter__"):
+        return _async(chunks, obs)  # type: ignore[arg-type]
+    return _sync(chunks, obs)
+
+
+__all__ = ["observe_bytes"]
