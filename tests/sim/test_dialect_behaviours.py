@@ -12,8 +12,14 @@ import pytest
 
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."
 TASK = "Find the population of Lyon."
-R_TOOLS = [{"type": "function", "name": "lookup", "description": "Look up.",
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]  # fmt: skip
+R_TOOLS = [
+    {
+        "type": "function",
+        "name": "lookup",
+        "description": "Look up.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+]
 
 
 # ---- responses -------------------------------------------------------------------------
@@ -23,9 +29,15 @@ def resp(client: httpx.Client, **body: Any) -> httpx.Response:
 
 
 def first_turn(client: httpx.Client, model: str = "sim-gpt", **extra: Any) -> dict[str, Any]:
-    r = resp(client, model=model, input=TASK, store=False,
-             include=["reasoning.encrypted_content"], reasoning={"effort": "medium", "summary": "auto"},
-             **extra)  # fmt: skip
+    r = resp(
+        client,
+        model=model,
+        input=TASK,
+        store=False,
+        include=["reasoning.encrypted_content"],
+        reasoning={"effort": "medium", "summary": "auto"},
+        **extra,
+    )
     assert r.status_code == 200, r.text
     return r.json()
 
@@ -35,9 +47,12 @@ def loop_input(out: list[dict[str, Any]], probe: bool = True) -> list[dict[str, 
     return [
         {"role": "user", "content": TASK},
         *out,
-        {"type": "function_call_output", "call_id": call["call_id"],
-         "output": "522000. " + (PROBE if probe else "")},
-    ]  # fmt: skip
+        {
+            "type": "function_call_output",
+            "call_id": call["call_id"],
+            "output": "522000. " + (PROBE if probe else ""),
+        },
+    ]
 
 
 def test_responses_encrypted_reasoning_is_unsealed_and_counted_in_loop(
@@ -52,8 +67,10 @@ def test_responses_encrypted_reasoning_is_unsealed_and_counted_in_loop(
     assert with_rs["usage"]["input_tokens"] > without["usage"]["input_tokens"]
     assert with_rs["output"][-1]["content"][0]["text"] != "NONE"
     assert without["output"][-1]["content"][0]["text"] == "NONE"
-    count = client.post("/v1/responses/input_tokens",
-                        json={"model": "sim-gpt", "input": loop_input(out), "tools": R_TOOLS})  # fmt: skip
+    count = client.post(
+        "/v1/responses/input_tokens",
+        json={"model": "sim-gpt", "input": loop_input(out), "tools": R_TOOLS},
+    )
     assert count.json()["input_tokens"] == with_rs["usage"]["input_tokens"]
 
 
@@ -106,16 +123,23 @@ def test_responses_context_all_turns_and_low_effort(client: httpx.Client) -> Non
 def test_responses_cross_turn_truth(client: httpx.Client) -> None:
     for model, kept in (("sim-gpt", False), ("sim-gpt-allturns", True)):
         out = first_turn(client, model)["output"]
-        items = [*loop_input(out, probe=False),
-                 {"role": "assistant", "content": "About 522000."},
-                 {"role": "user", "content": PROBE}]  # fmt: skip
+        items = [
+            *loop_input(out, probe=False),
+            {"role": "assistant", "content": "About 522000."},
+            {"role": "user", "content": PROBE},
+        ]
         answer = resp(client, model=model, input=items, store=False).json()["output"][-1]
         assert (answer["content"][0]["text"] != "NONE") is kept, model
 
 
 # ---- anthropic -------------------------------------------------------------------------
-A_TOOLS = [{"name": "lookup", "description": "Look up.",
-            "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}]  # fmt: skip
+A_TOOLS = [
+    {
+        "name": "lookup",
+        "description": "Look up.",
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+]
 
 
 def msgs(
@@ -171,13 +195,20 @@ def test_anthropic_signature_verified(client: httpx.Client) -> None:
 def test_anthropic_earlier_turn_thinking_regimes(
     client: httpx.Client, model: str, kept: bool
 ) -> None:
-    history, first = a_loop(client, model)
+    history, _first = a_loop(client, model)
     final = msgs(client, model, history).json()
-    turn2 = [*history, {"role": "assistant", "content": final["content"]},
-             {"role": "user", "content": PROBE}]  # fmt: skip
+    turn2 = [
+        *history,
+        {"role": "assistant", "content": final["content"]},
+        {"role": "user", "content": PROBE},
+    ]
     with_t = msgs(client, model, turn2).json()
-    stripped = [dict(m, content=[b for b in m["content"] if b["type"] != "thinking"])
-                if m["role"] == "assistant" else m for m in turn2]  # fmt: skip
+    stripped = [
+        dict(m, content=[b for b in m["content"] if b["type"] != "thinking"])
+        if m["role"] == "assistant"
+        else m
+        for m in turn2
+    ]
     without = msgs(client, model, stripped).json()
 
     def billed(u: dict[str, int]) -> int:  # input_tokens excludes cache reads
@@ -204,23 +235,41 @@ def test_anthropic_redacted_thinking(client: httpx.Client) -> None:
 
 
 # ---- gemini ----------------------------------------------------------------------------
-G_TOOLS = [{"functionDeclarations": [{"name": "lookup", "description": "Look up.",
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}]}]  # fmt: skip
+G_TOOLS = [
+    {
+        "functionDeclarations": [
+            {
+                "name": "lookup",
+                "description": "Look up.",
+                "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+            }
+        ]
+    }
+]
 G_CFG = {"thinkingConfig": {"includeThoughts": True}}
 
 
 def gen(client: httpx.Client, model: str, contents: list[Any], cfg: Any = G_CFG) -> httpx.Response:
-    return client.post(f"/v1beta/models/{model}:generateContent",
-                       json={"contents": contents, "tools": G_TOOLS, "generationConfig": cfg})  # fmt: skip
+    return client.post(
+        f"/v1beta/models/{model}:generateContent",
+        json={"contents": contents, "tools": G_TOOLS, "generationConfig": cfg},
+    )
 
 
 def g_loop(client: httpx.Client) -> list[Any]:
     first = gen(client, "sim-gemini", [{"role": "user", "parts": [{"text": TASK}]}]).json()
     parts = first["candidates"][0]["content"]["parts"]
     assert parts[0]["thought"] is True and "thoughtSignature" in parts[1]
-    return [{"role": "user", "parts": [{"text": TASK}]}, {"role": "model", "parts": parts},
-            {"role": "user", "parts": [{"functionResponse": {"name": "lookup",
-             "response": {"result": "522000. " + PROBE}}}]}]  # fmt: skip
+    return [
+        {"role": "user", "parts": [{"text": TASK}]},
+        {"role": "model", "parts": parts},
+        {
+            "role": "user",
+            "parts": [
+                {"functionResponse": {"name": "lookup", "response": {"result": "522000. " + PROBE}}}
+            ],
+        },
+    ]
 
 
 def test_gemini_thought_signature_rules(client: httpx.Client) -> None:
@@ -298,10 +347,18 @@ def test_faults(client: httpx.Client) -> None:
         chat(client, "sim-qwen3@malformed", TASK).json()
     with pytest.raises(httpx.RemoteProtocolError):
         chat(client, "sim-qwen3@drop", TASK).read()
-    with pytest.raises(httpx.RemoteProtocolError), client.stream(
-        "POST", "/v1/chat/completions",
-        json={"model": "sim-qwen3@drop", "stream": True, "messages": [{"role": "user", "content": TASK}]},
-    ) as s:  # fmt: skip
+    with (
+        pytest.raises(httpx.RemoteProtocolError),
+        client.stream(
+            "POST",
+            "/v1/chat/completions",
+            json={
+                "model": "sim-qwen3@drop",
+                "stream": True,
+                "messages": [{"role": "user", "content": TASK}],
+            },
+        ) as s,
+    ):
         for _ in s.iter_bytes():
             pass
 

@@ -22,15 +22,29 @@ KEY = "sk-sim-not-a-real-key"
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_chat_tool_loop(sim_server: SimServer, stream: bool) -> None:
     client = openai.OpenAI(base_url=sim_server.base_url, api_key=KEY, max_retries=0)
-    tools: Any = [{"type": "function", "function": {"name": "lookup", "parameters": {
-        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}]  # fmt: skip
+    tools: Any = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"q": {"type": "string"}},
+                    "required": ["q"],
+                },
+            },
+        }
+    ]
     messages: list[Any] = [{"role": "user", "content": TASK}]
     if stream:
         reasoning, args, call_id, name = "", "", "", ""
         with client.chat.completions.create(
-            model="sim-qwen3", messages=messages, tools=tools, stream=True,
+            model="sim-qwen3",
+            messages=messages,
+            tools=tools,
+            stream=True,
             stream_options={"include_usage": True},
-        ) as s:  # fmt: skip
+        ) as s:
             usage = None
             for chunk in s:
                 usage = chunk.usage or usage
@@ -41,9 +55,14 @@ def test_openai_chat_tool_loop(sim_server: SimServer, stream: bool) -> None:
                         name = (tc.function and tc.function.name) or name
                         args += (tc.function and tc.function.arguments) or ""
         assert usage is not None and usage.completion_tokens_details is not None
-        assistant = {"role": "assistant", "content": "", "reasoning_content": reasoning,
-                     "tool_calls": [{"id": call_id, "type": "function",
-                                     "function": {"name": name, "arguments": args}}]}  # fmt: skip
+        assistant = {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": reasoning,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": name, "arguments": args}}
+            ],
+        }
     else:
         first = client.chat.completions.create(model="sim-qwen3", messages=messages, tools=tools)
         msg = first.choices[0].message
@@ -61,11 +80,21 @@ def test_openai_chat_tool_loop(sim_server: SimServer, stream: bool) -> None:
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_responses_tool_loop(sim_server: SimServer, stream: bool) -> None:
     client = openai.OpenAI(base_url=sim_server.base_url, api_key=KEY, max_retries=0)
-    tools: Any = [{"type": "function", "name": "lookup", "strict": False, "parameters": {
-        "type": "object", "properties": {"q": {"type": "string"}}}}]  # fmt: skip
-    kw: Any = {"model": "sim-gpt", "tools": tools, "store": False,
-               "include": ["reasoning.encrypted_content"],
-               "reasoning": {"effort": "medium", "summary": "auto"}}  # fmt: skip
+    tools: Any = [
+        {
+            "type": "function",
+            "name": "lookup",
+            "strict": False,
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        }
+    ]
+    kw: Any = {
+        "model": "sim-gpt",
+        "tools": tools,
+        "store": False,
+        "include": ["reasoning.encrypted_content"],
+        "reasoning": {"effort": "medium", "summary": "auto"},
+    }
     if stream:
         with client.responses.stream(input=TASK, **kw) as s:
             kinds = {e.type for e in s}
@@ -87,10 +116,19 @@ def test_openai_responses_tool_loop(sim_server: SimServer, stream: bool) -> None
 @pytest.mark.parametrize("stream", [False, True])
 def test_anthropic_tool_loop(sim_server: SimServer, stream: bool) -> None:
     client = anthropic.Anthropic(base_url=sim_server.root_url, api_key=KEY, max_retries=0)
-    tools: Any = [{"name": "lookup", "description": "Look up.",
-                   "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}]  # fmt: skip
-    kw: Any = {"model": "sim-claude", "max_tokens": 2048, "tools": tools,
-               "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
+    tools: Any = [
+        {
+            "name": "lookup",
+            "description": "Look up.",
+            "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+        }
+    ]
+    kw: Any = {
+        "model": "sim-claude",
+        "max_tokens": 2048,
+        "tools": tools,
+        "thinking": {"type": "enabled", "budget_tokens": 1024},
+    }
     messages: list[Any] = [{"role": "user", "content": TASK}]
     if stream:
         with client.messages.stream(messages=messages, **kw) as s:
@@ -102,9 +140,11 @@ def test_anthropic_tool_loop(sim_server: SimServer, stream: bool) -> None:
     assert tool.type == "tool_use" and first.stop_reason == "tool_use"
     messages += [
         {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": tool.id,
-                                      "content": "1. " + PROBE}]},
-    ]  # fmt: skip
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": "1. " + PROBE}],
+        },
+    ]
     final = client.messages.create(messages=messages, **kw)
     text = [b for b in final.content if b.type == "text"][-1]
     assert text.type == "text" and text.text != "NONE"
@@ -118,9 +158,12 @@ def test_google_genai_tool_loop(sim_server: SimServer, stream: bool) -> None:
         http_options=types.HttpOptions(base_url=sim_server.root_url, api_version="v1beta"),
     )
     lookup = types.FunctionDeclaration(
-        name="lookup", description="Look up.",
-        parameters=types.Schema(type=types.Type.OBJECT, properties={"q": types.Schema(type=types.Type.STRING)}),
-    )  # fmt: skip
+        name="lookup",
+        description="Look up.",
+        parameters=types.Schema(
+            type=types.Type.OBJECT, properties={"q": types.Schema(type=types.Type.STRING)}
+        ),
+    )
     config = types.GenerateContentConfig(
         tools=[types.Tool(function_declarations=[lookup])],
         thinking_config=types.ThinkingConfig(include_thoughts=True),
@@ -146,9 +189,13 @@ def test_google_genai_tool_loop(sim_server: SimServer, stream: bool) -> None:
     assert any(p.thought for p in model_turn.parts)
     contents += [
         model_turn,
-        types.Content(role="user", parts=[types.Part.from_function_response(
-            name="lookup", response={"result": "1. " + PROBE})]),
-    ]  # fmt: skip
+        types.Content(
+            role="user",
+            parts=[
+                types.Part.from_function_response(name="lookup", response={"result": "1. " + PROBE})
+            ],
+        ),
+    ]
     final = client.models.generate_content(model="sim-gemini", contents=contents, config=config)
     assert final.text and final.text != "NONE"
     assert json.dumps(final.model_dump(mode="json"))  # typed model round-trips

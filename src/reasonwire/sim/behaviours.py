@@ -30,14 +30,20 @@ class FieldTruth:
     cross_turn: Verdict
 
 
-C, D, R = "consumed", "dropped", "rejected"
+C: Verdict = "consumed"
+D: Verdict = "dropped"
+R: Verdict = "rejected"
 
 
 def _t(**fields: tuple[Verdict, Verdict]) -> Mapping[str, FieldTruth]:
     return MappingProxyType({k: FieldTruth(*v) for k, v in fields.items()})
 
 
-_CHAT_DROP = {"reasoning_content": (D, D), "reasoning": (D, D), "reasoning_details": (D, D)}
+_CHAT_DROP: dict[str, tuple[Verdict, Verdict]] = {
+    "reasoning_content": (D, D),
+    "reasoning": (D, D),
+    "reasoning_details": (D, D),
+}
 
 
 @dataclass(frozen=True)

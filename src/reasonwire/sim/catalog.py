@@ -22,13 +22,30 @@ ALIASES: dict[str, str] = {
 NON_TEXT: dict[str, list[str]] = {"sim-image": ["image"], "sim-tts": ["audio"]}
 
 _SUPPORTED = {
-    "chat": ["max_tokens", "temperature", "tools", "tool_choice", "stream", "reasoning",
-             "include_reasoning", "reasoning_effort", "response_format"],
-    "responses": ["max_output_tokens", "tools", "tool_choice", "stream", "reasoning",
-                  "include", "store", "previous_response_id"],
+    "chat": [
+        "max_tokens",
+        "temperature",
+        "tools",
+        "tool_choice",
+        "stream",
+        "reasoning",
+        "include_reasoning",
+        "reasoning_effort",
+        "response_format",
+    ],
+    "responses": [
+        "max_output_tokens",
+        "tools",
+        "tool_choice",
+        "stream",
+        "reasoning",
+        "include",
+        "store",
+        "previous_response_id",
+    ],
     "anthropic": ["max_tokens", "tools", "tool_choice", "stream", "thinking", "temperature"],
     "gemini": ["maxOutputTokens", "tools", "thinkingConfig", "temperature"],
-}  # fmt: skip
+}
 
 
 def resolve(model: str) -> Behaviour | None:

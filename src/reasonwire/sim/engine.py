@@ -32,10 +32,33 @@ PROBE_RE = re.compile(r"verification word", re.IGNORECASE)
 EARLIER_RE = re.compile(r"earlier reasoning", re.IGNORECASE)
 NEXT_TOOL_RE = re.compile(r"next tool: ([A-Za-z_][A-Za-z0-9_-]*)")
 WORDS = (
-    "amber", "basalt", "cobalt", "dahlia", "ember", "fjord", "garnet", "harbor", "indigo",
-    "juniper", "kelp", "lantern", "marble", "nectar", "onyx", "pebble", "quartz", "raven",
-    "saffron", "thistle", "umber", "velvet", "willow", "xenon", "yarrow", "zephyr",
-)  # fmt: skip
+    "amber",
+    "basalt",
+    "cobalt",
+    "dahlia",
+    "ember",
+    "fjord",
+    "garnet",
+    "harbor",
+    "indigo",
+    "juniper",
+    "kelp",
+    "lantern",
+    "marble",
+    "nectar",
+    "onyx",
+    "pebble",
+    "quartz",
+    "raven",
+    "saffron",
+    "thistle",
+    "umber",
+    "velvet",
+    "willow",
+    "xenon",
+    "yarrow",
+    "zephyr",
+)
 
 
 class SimError(Exception):

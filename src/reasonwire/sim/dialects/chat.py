@@ -156,8 +156,15 @@ def _message(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> dict[str, 
 
 
 def _details(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> list[dict[str, Any]]:
+    sig = state.sealer.sign(beh.model, p.reasoning)
     out: list[dict[str, Any]] = [
-        {"type": "reasoning.text", "text": p.reasoning, "format": "unknown", "index": 0}
+        {
+            "type": "reasoning.text",
+            "text": p.reasoning,
+            "signature": sig,
+            "format": "unknown",
+            "index": 0,
+        }
     ]
     if "reasoning.encrypted" in beh.emits:
         out.append(
@@ -258,16 +265,18 @@ def _stream(
 
     ev = [chunk({"role": "assistant", "content": ""})]
     if p.reasoning:
-        for piece in chunks(p.reasoning):
+        pieces = chunks(p.reasoning)
+        for k, piece in enumerate(pieces):
             d: dict[str, Any] = {}
             if "reasoning_content" in beh.emits:
                 d["reasoning_content"] = piece
             if "reasoning" in beh.emits:
                 d["reasoning"] = piece
             if "reasoning_details" in beh.emits:
-                d["reasoning_details"] = [
-                    {"type": "reasoning.text", "text": piece, "format": "unknown", "index": 0}
-                ]
+                detail = {"type": "reasoning.text", "text": piece, "format": "unknown", "index": 0}
+                if k == len(pieces) - 1:  # the signature rides on the last fragment
+                    detail["signature"] = state.sealer.sign(beh.model, p.reasoning)
+                d["reasoning_details"] = [detail]
             if d:
                 ev.append(chunk(d))
         if "reasoning.encrypted" in beh.emits:

@@ -21,8 +21,14 @@ from reasonwire.sim.tokens import chunks, count
 NAME = "gemini"
 SKIP = "skip_thought_signature_validator"
 _AAD = "gemini.thought"
-_STATUS = {400: "INVALID_ARGUMENT", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
-           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}  # fmt: skip
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
 
 
 def error_body(err: SimError) -> dict[str, Any]:

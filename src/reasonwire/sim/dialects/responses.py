@@ -294,6 +294,8 @@ def _events(
     def obf(i: int) -> str:
         return "x" * (4 + i % 9)
 
+    resp = {k: v for k, v in resp.items() if k != "billing"}  # recorded streams have none
+    final = {k: v for k, v in final.items() if k != "billing"}
     emit("response.created", response=resp)
     emit("response.in_progress", response=resp)
     for oi, item in enumerate(output):
