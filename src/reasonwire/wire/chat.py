@@ -174,6 +174,8 @@ def _from_parts(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, J
                 call[TOOL_CALL_CARRIER] = extra[tc.id]
             calls.append(call)
         out["tool_calls"] = calls
+        for name in prof.required_on_tool_calls:
+            out.setdefault(name, "")
     return out
 
 

@@ -46,6 +46,9 @@ class ChatProfile:
     effort_value: JSON = LEVEL
     max_tokens_field: str = "max_tokens"
     note: str = ""
+    required_on_tool_calls: tuple[str, ...] = ()
+    """Carrier fields the route requires on every assistant message with tool calls; a
+    message built without one (neutral history) sends it as ``""``."""
 
     def returns_field(self, name: str) -> bool:
         """True when a replay to this route carries the field ``name``."""
@@ -90,6 +93,7 @@ CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
                 ("thinking", "type"),
                 "enabled",
                 note="DeepSeek thinking mode: reasoning_content is required after tool calls.",
+                required_on_tool_calls=("reasoning_content",),
             ),
             ChatProfile(
                 "zai",
