@@ -1,0 +1,60 @@
+"""Continuity: an agent tool loop that never loses reasoning state.
+
+Pick a model (``openai``, ``openrouter``, ``openai_compatible``, ``anthropic``, ``gemini`` or
+``from_route``), give an :class:`Agent` some tools, call ``run``. Response ids, thinking blocks,
+thought signatures and reasoning items stay on the wire, in a per-turn :class:`Session`; the
+application sees the answer and a provider-neutral transcript.
+
+    from reasonwire import agent
+
+    @agent.tool
+    def get_weather(city: str) -> str:
+        "Current weather for a city."
+        return "sunny"
+
+    bot = agent.Agent(agent.anthropic("claude-sonnet-4-5"), [get_weather])
+    print(bot.run("Weather in Paris?").answer)
+"""
+
+from __future__ import annotations
+
+from reasonwire.agent.loop import Agent, RunResult, ToolLoopLimit
+from reasonwire.agent.models import (
+    KeyLike,
+    Model,
+    anthropic,
+    from_route,
+    gemini,
+    openai,
+    openai_compatible,
+    openrouter,
+)
+from reasonwire.agent.policy import CrossTurnPolicy
+from reasonwire.agent.session import Prepared, Session
+from reasonwire.agent.strategy import SERVER_STATE, Strategy, strategy_for
+from reasonwire.agent.tools import Tool, spec_from_callable, tool
+from reasonwire.agent.transport import StreamFailed
+
+__all__ = [
+    "SERVER_STATE",
+    "Agent",
+    "CrossTurnPolicy",
+    "KeyLike",
+    "Model",
+    "Prepared",
+    "RunResult",
+    "Session",
+    "Strategy",
+    "StreamFailed",
+    "Tool",
+    "ToolLoopLimit",
+    "anthropic",
+    "from_route",
+    "gemini",
+    "openai",
+    "openai_compatible",
+    "openrouter",
+    "spec_from_callable",
+    "strategy_for",
+    "tool",
+]
