@@ -62,16 +62,72 @@ TOOLS: Final[list[dict[str, Any]]] = [
 ]
 
 _FILLER: Final = (
-    "amber", "basalt", "cobalt", "dunlin", "egret", "fjord", "garnet", "heron", "isobar",
-    "juniper", "kestrel", "lichen", "meridian", "nimbus", "obsidian", "plover", "quartz",
-    "rill", "sorrel", "tundra", "umber", "vireo", "wren", "xylem", "yarrow", "zephyr",
-    "barometer", "cirrus", "drizzle", "estuary", "front", "gust", "humidity", "inversion",
-    "jetstream", "katabatic", "lull", "mistral", "north", "ocean", "pressure", "squall",
-    "thermal", "updraft", "veer", "westerly", "coastal", "harbour", "tagus", "ridge",
+    "amber",
+    "basalt",
+    "cobalt",
+    "dunlin",
+    "egret",
+    "fjord",
+    "garnet",
+    "heron",
+    "isobar",
+    "juniper",
+    "kestrel",
+    "lichen",
+    "meridian",
+    "nimbus",
+    "obsidian",
+    "plover",
+    "quartz",
+    "rill",
+    "sorrel",
+    "tundra",
+    "umber",
+    "vireo",
+    "wren",
+    "xylem",
+    "yarrow",
+    "zephyr",
+    "barometer",
+    "cirrus",
+    "drizzle",
+    "estuary",
+    "front",
+    "gust",
+    "humidity",
+    "inversion",
+    "jetstream",
+    "katabatic",
+    "lull",
+    "mistral",
+    "north",
+    "ocean",
+    "pressure",
+    "squall",
+    "thermal",
+    "updraft",
+    "veer",
+    "westerly",
+    "coastal",
+    "harbour",
+    "tagus",
+    "ridge",
 )
 _CANARIES: Final = (
-    "marzipan", "tamarind", "quillwort", "bergamot", "cardamom", "lodestar", "porphyry",
-    "saltmarsh", "windlass", "hawthorn", "pimpernel", "sandpiper", "bracken", "gossamer",
+    "marzipan",
+    "tamarind",
+    "quillwort",
+    "bergamot",
+    "cardamom",
+    "lodestar",
+    "porphyry",
+    "saltmarsh",
+    "windlass",
+    "hawthorn",
+    "pimpernel",
+    "sandpiper",
+    "bracken",
+    "gossamer",
 )
 
 
@@ -126,7 +182,11 @@ class Fixture:
         ]
         if position == "in_loop":
             msgs.append(
-                {"role": "tool", "tool_call_id": TOOL_CALL_ID, "content": TOOL_RESULT + "\n\n" + self.probe}
+                {
+                    "role": "tool",
+                    "tool_call_id": TOOL_CALL_ID,
+                    "content": TOOL_RESULT + "\n\n" + self.probe,
+                }
             )
         else:
             msgs.append({"role": "tool", "tool_call_id": TOOL_CALL_ID, "content": TOOL_RESULT})

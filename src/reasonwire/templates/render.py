@@ -11,6 +11,11 @@ does not escape HTML and does not force ASCII (with ``indent``, ``separators`` a
 assistant spans), and ``bos_token``/``eos_token`` plus any other keyword (``tools``,
 ``add_generation_prompt``, ``enable_thinking``, ``documents`` ...) as template variables.
 
+:func:`render_llama_cpp_compat` is the second attempt the scan makes for templates written
+for llama.cpp's own jinja engine, which is more permissive than transformers' sandbox: lists
+are mutable (``ns.items.append(x)``) and ``tojson`` accepts the lazy results of ``map`` and
+``select``. Rows rendered that way say so.
+
 A template that raises gets a :class:`TemplateRenderError` carrying the template's own message
 (``raise_exception`` text or the jinja2 error), never a bare traceback.
 """
@@ -26,7 +31,7 @@ import jinja2
 import jinja2.ext
 import jinja2.nodes
 from jinja2.parser import Parser
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 
 from reasonwire.errors import ConfigError
 
@@ -74,26 +79,54 @@ class _GenerationTag(jinja2.ext.Extension):
         return str(caller())
 
 
-def _environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+def _lazy_to_list(value: Any) -> Any:
+    if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
+        return value
+    if hasattr(value, "__iter__"):
+        return list(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _tojson_compat(
+    value: Any,
+    ensure_ascii: bool = False,
+    indent: int | str | None = None,
+    separators: tuple[str, str] | None = None,
+    sort_keys: bool = False,
+) -> str:
+    return json.dumps(
+        _lazy_to_list(value),
+        ensure_ascii=ensure_ascii,
+        indent=indent,
+        separators=separators,
+        sort_keys=sort_keys,
+        default=_lazy_to_list,
+    )
+
+
+def _environment(*, compat: bool) -> SandboxedEnvironment:
+    cls = SandboxedEnvironment if compat else ImmutableSandboxedEnvironment
+    env = cls(
         trim_blocks=True,
         lstrip_blocks=True,
         extensions=[_GenerationTag, jinja2.ext.loopcontrols],
     )
-    env.filters["tojson"] = _tojson
+    env.filters["tojson"] = _tojson_compat if compat else _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     return env
 
 
-_ENV = _environment()
+_HF_ENV = _environment(compat=False)
+_COMPAT_ENV = _environment(compat=True)
 
 
-@lru_cache(maxsize=256)
-def compile_template(template: str) -> jinja2.Template:
+@lru_cache(maxsize=512)
+def compile_template(template: str, *, compat: bool = False) -> jinja2.Template:
     """Compile once per template text (a scan renders each template dozens of times)."""
+    env = _COMPAT_ENV if compat else _HF_ENV
     try:
-        return _ENV.from_string(template)
+        return env.from_string(template)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
 
@@ -111,7 +144,28 @@ def render_chat_template(
     ...); ``bos_token`` and ``eos_token`` default to ``""`` so templates that reference them
     render. Raises :class:`TemplateRenderError` with the template's own message.
     """
-    compiled = compile_template(template)
+    return _render(compile_template(template), messages, tools, add_generation_prompt, kwargs)
+
+
+def render_llama_cpp_compat(
+    template: str,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    add_generation_prompt: bool = True,
+    **kwargs: Any,
+) -> str:
+    """Like :func:`render_chat_template`, in the permissive environment described above."""
+    compiled = compile_template(template, compat=True)
+    return _render(compiled, messages, tools, add_generation_prompt, kwargs)
+
+
+def _render(
+    compiled: jinja2.Template,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None,
+    add_generation_prompt: bool,
+    kwargs: dict[str, Any],
+) -> str:
     variables: dict[str, Any] = {"bos_token": "", "eos_token": ""}
     variables.update(kwargs)
     variables["messages"] = messages

@@ -6,7 +6,7 @@ ships real vocabularies as ``ggml-vocab-*.gguf`` files, together with ``.inp``/`
 recorded from the reference tokenizers; those pairs are the ground truth the tests check.
 
 How: tokens, merges, token types and the pre-tokenizer name (``tokenizer.ggml.pre``) are read
-with the ``gguf`` package. For byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``)
+from the GGUF metadata (:func:`read_gguf_metadata`, using the ``gguf`` package's type codes). For byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``)
 the HF ``tokenizers`` engine is assembled from that data: a sequence of regex splits chosen by
 the pre-tokenizer name (each split keeps both the matches and the text between them, as
 llama.cpp does), byte-level mapping, BPE over the GGUF merges. Control and user-defined tokens
@@ -116,14 +116,20 @@ _IGNORE_MERGES = frozenset({"llama3", "llama-bpe", "llama-v3"})
 
 # GGUF token types (llama.cpp's LLAMA_TOKEN_TYPE_*)
 _TYPE_NORMAL, _TYPE_UNKNOWN, _TYPE_CONTROL, _TYPE_USER_DEFINED, _TYPE_UNUSED, _TYPE_BYTE = (
-    1, 2, 3, 4, 5, 6,
+    1,
+    2,
+    3,
+    4,
+    5,
+    6,
 )
 
 
 class TokenCounter(Protocol):
     """Anything that turns text into a token count (a vocabulary or the chars/4 estimate)."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def count(self, text: str) -> int: ...
 
@@ -157,7 +163,10 @@ def _read_gguf(path: Path) -> _GGUFVocab:
         raise ConfigError(f"{path} has no tokenizer.ggml.tokens")
     types = meta.get("tokenizer.ggml.token_type") or [_TYPE_NORMAL] * len(tokens)
     scores = meta.get("tokenizer.ggml.scores") or [0.0] * len(tokens)
-    bos_id, eos_id = meta.get("tokenizer.ggml.bos_token_id"), meta.get("tokenizer.ggml.eos_token_id")
+    bos_id, eos_id = (
+        meta.get("tokenizer.ggml.bos_token_id"),
+        meta.get("tokenizer.ggml.eos_token_id"),
+    )
     return _GGUFVocab(
         model=str(meta.get("tokenizer.ggml.model") or ""),
         pre=str(meta.get("tokenizer.ggml.pre") or "default"),
@@ -185,10 +194,17 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> dict[str, Any]:
     except OSError as exc:
         raise ConfigError(f"cannot read GGUF file {path}: {exc}") from exc
     scalar = {
-        GGUFValueType.UINT8: "<B", GGUFValueType.INT8: "<b", GGUFValueType.UINT16: "<H",
-        GGUFValueType.INT16: "<h", GGUFValueType.UINT32: "<I", GGUFValueType.INT32: "<i",
-        GGUFValueType.FLOAT32: "<f", GGUFValueType.BOOL: "<?", GGUFValueType.UINT64: "<Q",
-        GGUFValueType.INT64: "<q", GGUFValueType.FLOAT64: "<d",
+        GGUFValueType.UINT8: "<B",
+        GGUFValueType.INT8: "<b",
+        GGUFValueType.UINT16: "<H",
+        GGUFValueType.INT16: "<h",
+        GGUFValueType.UINT32: "<I",
+        GGUFValueType.INT32: "<i",
+        GGUFValueType.FLOAT32: "<f",
+        GGUFValueType.BOOL: "<?",
+        GGUFValueType.UINT64: "<Q",
+        GGUFValueType.INT64: "<q",
+        GGUFValueType.FLOAT64: "<d",
     }
     unpack = struct.unpack_from
     try:
@@ -250,16 +266,14 @@ class _ByteLevelBPE:
         if patterns is None:
             raise ConfigError(f"no pre-tokenizer known for tokenizer.ggml.pre={vocab.pre!r}")
         ids = {tok: i for i, tok in enumerate(vocab.tokens)}
-        merges = [tuple(m.split(" ", 1)) for m in vocab.merges]
+        merges = [(a, b) for a, _, b in (m.partition(" ") for m in vocab.merges)]
         bpe = models.BPE(
             vocab=ids,
             merges=merges,
             ignore_merges=vocab.pre in _IGNORE_MERGES,
         )
         tok = Tokenizer(bpe)
-        splits: list[Any] = [
-            pre_tokenizers.Split(Regex(p), behavior="isolated") for p in patterns
-        ]
+        splits: list[Any] = [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in patterns]
         splits.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
         tok.pre_tokenizer = pre_tokenizers.Sequence(splits)
         specials = [
@@ -303,9 +317,7 @@ class _SentencePiece:
             key=len,
             reverse=True,
         )
-        self._unk = next(
-            (i for i, ty in enumerate(vocab.types) if ty == _TYPE_UNKNOWN), 0
-        )
+        self._unk = next((i for i, ty in enumerate(vocab.types) if ty == _TYPE_UNKNOWN), 0)
 
     def encode(self, text: str, parse_special: bool) -> list[int]:
         out: list[int] = []

@@ -1,0 +1,111 @@
+"""``reasonwire templates scan``: the offline chat-template consumption scan from the shell."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from reasonwire.errors import ReasonwireError
+from reasonwire.templates.fixture import FIELDS
+from reasonwire.templates.scan import (
+    DEFAULT_RATIO,
+    Row,
+    ScanOptions,
+    ScanResult,
+    resolve_sources,
+    scan,
+    write_outputs,
+)
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+
+_STYLE = {
+    "consumes-all-turns": "bold green",
+    "in-loop-only": "yellow",
+    "cross-turn-only": "magenta",
+    "accepted-ignored": "dim",
+    "error": "bold red",
+}
+
+
+@app.callback()
+def _group() -> None:
+    """Offline consumption scan of chat templates."""
+
+
+@app.command("scan")
+def scan_command(
+    sources: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help=".jinja files, tokenizer_config.json, model dirs or local HF cache model ids "
+            "(default: the 71 llama.cpp corpus templates)",
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="where templates.md/.json go")] = Path(
+        "reasonwire-templates"
+    ),
+    ratio: Annotated[
+        float, typer.Option(help="consumed when delta >= RATIO x trace tokens")
+    ] = DEFAULT_RATIO,
+    seed: Annotated[int | None, typer.Option(help="fixture seed")] = None,
+    thinking: Annotated[
+        bool, typer.Option("--thinking/--no-thinking", help="enable_thinking template kwarg")
+    ] = True,
+    chars: Annotated[
+        bool, typer.Option("--chars", help="count chars/4 even where a vocabulary fits")
+    ] = False,
+) -> None:
+    """Render every template with the harness fixture and report which fields it consumes."""
+    console = Console()
+    if not 0 < ratio <= 1:
+        console.print("[red]error:[/] --ratio must be in (0, 1]")
+        raise typer.Exit(2)
+    opts = ScanOptions(ratio=ratio, seed=seed, enable_thinking=thinking, chars_only=chars)
+    try:
+        resolved = resolve_sources(sources or [])
+        with console.status("scanning templates") as status:
+            result = scan(resolved, opts, progress=lambda n: status.update(f"scanning {n}"))
+        jpath, mpath = write_outputs(result, out)
+    except ReasonwireError as exc:
+        console.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(2) from exc
+    console.print(_table(result))
+    errors = result.errors()
+    console.print(
+        f"{len(result.rows)} rows, {len({r.template for r in result.rows})} templates, "
+        f"{len(errors)} all-error templates, {result.seconds:.1f} s. "
+        f"Wrote {jpath} and {mpath}."
+    )
+
+
+def _table(result: ScanResult) -> Table:
+    table = Table(title="chat-template consumption (in_loop / cross_turn token deltas)")
+    table.add_column("template")
+    table.add_column("tokenizer", style="dim")
+    table.add_column("T", justify="right")
+    for f in FIELDS:
+        table.add_column(f)
+    by: dict[str, dict[str, Row]] = {}
+    for r in result.rows:
+        by.setdefault(r.template, {})[r.field] = r
+    for name, fields in by.items():
+        cells: list[str] = []
+        for f in FIELDS:
+            row = fields.get(f)
+            if row is None:
+                cells.append("")
+            elif row.verdict == "error":
+                cells.append(f"[{_STYLE['error']}]error[/]")
+            else:
+                style = _STYLE.get(row.verdict, "")
+                cells.append(
+                    f"[{style}]{row.verdict}[/] {row.in_loop_delta}/{row.cross_turn_delta}"
+                )
+        first = next(iter(fields.values()))
+        table.add_row(name, first.tokenizer, str(first.trace_tokens), *cells)
+    return table
