@@ -208,12 +208,12 @@ class CallObserver:
                 status = "failed"
             elif self.http_status is not None and self.http_status >= 400:
                 status = "http_error"
+            elif complaint is None and (turn is not None or self.complete):
+                status = "ok"  # the answer's terminal event came (an SDK may close after it)
             elif not self.complete:
                 status = "aborted"
-            elif complaint is not None:
-                status = "incomplete"
             else:
-                status = "ok"
+                status = "incomplete"
         reasoning = text = tools = 0
         usage = None
         model = self.model

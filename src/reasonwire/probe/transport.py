@@ -13,7 +13,9 @@ the inner transport untouched.
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -28,8 +30,29 @@ from reasonwire.wire.request_carriers import dialect_for_path, model_in_request
 
 _STREAM_TYPES = ("text/event-stream",)
 
+# Some SDK releases ship their own fork of httpx (``httpx2``) with the same API and refuse
+# ``httpx`` objects. The probe's transports and streams subclass both packages' base classes
+# (when the fork is installed), so one ProbeTransport serves either kind of client.
+_SYNC_T: tuple[type, ...] = (httpx.BaseTransport,)
+_ASYNC_T: tuple[type, ...] = (httpx.AsyncBaseTransport,)
+_SYNC_S: tuple[type, ...] = (httpx.SyncByteStream,)
+_ASYNC_S: tuple[type, ...] = (httpx.AsyncByteStream,)
+try:
+    _fork: Any = importlib.import_module("httpx2")
+    _SYNC_T += (_fork.BaseTransport,)
+    _ASYNC_T += (_fork.AsyncBaseTransport,)
+    _SYNC_S += (_fork.SyncByteStream,)
+    _ASYNC_S += (_fork.AsyncByteStream,)
+except ImportError:  # pragma: no cover - the fork is optional
+    pass
 
-def provider_for(url: httpx.URL) -> str:
+
+def _package_of(request: Any) -> Any:
+    """The httpx package (``httpx`` or its fork) a request object comes from."""
+    return importlib.import_module(type(request).__module__.partition(".")[0])
+
+
+def provider_for(url: Any) -> str:
     """The built-in route whose base URL the request goes to, else the host (and port)."""
     try:
         from reasonwire.routes import BUILTIN_ROUTES
@@ -45,10 +68,10 @@ def provider_for(url: httpx.URL) -> str:
             return name
     except Exception:
         pass
-    return url.netloc.decode("ascii", "replace")
+    return str(url.netloc.decode("ascii", "replace"))
 
 
-def _is_stream(request: httpx.Request, response: httpx.Response, dialect: Dialect) -> bool:
+def _is_stream(request: Any, response: Any, dialect: Dialect) -> bool:
     ctype = response.headers.get("content-type", "").lower()
     if ctype.startswith(_STREAM_TYPES):
         return True
@@ -69,7 +92,7 @@ class _Probe:
         self.purpose = purpose
         self._ledger_dir = ledger_dir_
 
-    def start(self, request: httpx.Request) -> tuple[dict[str, Any], ProbeSettings] | None:
+    def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
         try:
             dialect = dialect_for_path(request.url.path)
@@ -82,7 +105,7 @@ class _Probe:
                 return None
             try:
                 content: bytes | None = request.content
-            except httpx.RequestNotRead:
+            except Exception:  # a streamed upload that was not read: no request side
                 content = None
             body, sent = parse_request_body(content, dialect)
             return (
@@ -101,8 +124,8 @@ class _Probe:
         self,
         info: dict[str, Any],
         settings: ProbeSettings,
-        request: httpx.Request,
-        response: httpx.Response | None,
+        request: Any,
+        response: Any,
     ) -> CallObserver:
         directory = Path(ledger_dir(self._ledger_dir))
         stream = False
@@ -123,7 +146,7 @@ class _Probe:
         )
 
 
-def _already_read(response: httpx.Response, obs: CallObserver) -> bool:
+def _already_read(response: Any, obs: CallObserver) -> bool:
     """A transport may return a response whose body is already in memory (a mock, a cache):
     count it now, since the client will never iterate the stream."""
     if not hasattr(response, "_content"):
@@ -134,8 +157,8 @@ def _already_read(response: httpx.Response, obs: CallObserver) -> bool:
     return True
 
 
-class _SyncStream(httpx.SyncByteStream):
-    def __init__(self, inner: httpx.SyncByteStream, obs: CallObserver) -> None:
+class _SyncStream(*_SYNC_S):  # type: ignore[misc]
+    def __init__(self, inner: Any, obs: CallObserver) -> None:
         self._inner = inner
         self._obs = obs
 
@@ -161,8 +184,8 @@ class _SyncStream(httpx.SyncByteStream):
             self._obs.finish()
 
 
-class _AsyncStream(httpx.AsyncByteStream):
-    def __init__(self, inner: httpx.AsyncByteStream, obs: CallObserver) -> None:
+class _AsyncStream(*_ASYNC_S):  # type: ignore[misc]
+    def __init__(self, inner: Any, obs: CallObserver) -> None:
         self._inner = inner
         self._obs = obs
 
@@ -188,11 +211,12 @@ class _AsyncStream(httpx.AsyncByteStream):
             self._obs.finish()
 
 
-class ProbeTransport(httpx.BaseTransport):
+class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
     """A sync httpx transport that records one ledger row per model call.
 
-    ``inner`` defaults to ``httpx.HTTPTransport()``; the ledger directory is ``ledger_dir``,
-    else ``$REASONWIRE_HOME/probe``, else the user data directory.
+    ``inner`` defaults to the package's own ``HTTPTransport()`` (created on first use, for
+    ``httpx`` or its ``httpx2`` fork, whichever the client is); the ledger directory is
+    ``ledger_dir``, else ``$REASONWIRE_HOME/probe``, else the user data directory.
     """
 
     def __init__(
@@ -200,18 +224,27 @@ class ProbeTransport(httpx.BaseTransport):
         session_id: str,
         purpose: str | None = None,
         ledger_dir: str | os.PathLike[str] | None = None,
-        inner: httpx.BaseTransport | None = None,
+        inner: Any = None,
     ) -> None:
-        self._inner = inner if inner is not None else httpx.HTTPTransport()
+        self._inner = inner
+        self._lock = threading.Lock()
         self._probe = _Probe(session_id, purpose, ledger_dir)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def _transport(self, request: Any) -> Any:
+        if self._inner is None:
+            with self._lock:
+                if self._inner is None:
+                    self._inner = _package_of(request).HTTPTransport()
+        return self._inner
+
+    def handle_request(self, request: Any) -> Any:
+        inner = self._transport(request)
         start = self._probe.start(request)
         if start is None:
-            return self._inner.handle_request(request)
+            return inner.handle_request(request)
         info, settings = start
         try:
-            response = self._inner.handle_request(request)
+            response = inner.handle_request(request)
         except BaseException as exc:
             try:
                 obs = self._probe.observer(info, settings, request, None)
@@ -222,38 +255,46 @@ class ProbeTransport(httpx.BaseTransport):
             raise
         try:
             obs = self._probe.observer(info, settings, request, response)
-            if _already_read(response, obs):
-                return response
-            assert isinstance(response.stream, httpx.SyncByteStream)
-            response.stream = _SyncStream(response.stream, obs)
+            if not _already_read(response, obs):
+                response.stream = _SyncStream(response.stream, obs)
         except Exception:
             pass
         return response
 
     def close(self) -> None:
-        self._inner.close()
+        if self._inner is not None:
+            self._inner.close()
 
 
-class AsyncProbeTransport(httpx.AsyncBaseTransport):
-    """The async twin of :class:`ProbeTransport` (default inner: ``httpx.AsyncHTTPTransport``)."""
+class AsyncProbeTransport(*_ASYNC_T):  # type: ignore[misc]
+    """The async twin of :class:`ProbeTransport` (default inner: ``AsyncHTTPTransport()``)."""
 
     def __init__(
         self,
         session_id: str,
         purpose: str | None = None,
         ledger_dir: str | os.PathLike[str] | None = None,
-        inner: httpx.AsyncBaseTransport | None = None,
+        inner: Any = None,
     ) -> None:
-        self._inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        self._inner = inner
+        self._lock = threading.Lock()
         self._probe = _Probe(session_id, purpose, ledger_dir)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    def _transport(self, request: Any) -> Any:
+        if self._inner is None:
+            with self._lock:
+                if self._inner is None:
+                    self._inner = _package_of(request).AsyncHTTPTransport()
+        return self._inner
+
+    async def handle_async_request(self, request: Any) -> Any:
+        inner = self._transport(request)
         start = self._probe.start(request)
         if start is None:
-            return await self._inner.handle_async_request(request)
+            return await inner.handle_async_request(request)
         info, settings = start
         try:
-            response = await self._inner.handle_async_request(request)
+            response = await inner.handle_async_request(request)
         except BaseException as exc:
             try:
                 obs = self._probe.observer(info, settings, request, None)
@@ -264,13 +305,12 @@ class AsyncProbeTransport(httpx.AsyncBaseTransport):
             raise
         try:
             obs = self._probe.observer(info, settings, request, response)
-            if _already_read(response, obs):
-                return response
-            assert isinstance(response.stream, httpx.AsyncByteStream)
-            response.stream = _AsyncStream(response.stream, obs)
+            if not _already_read(response, obs):
+                response.stream = _AsyncStream(response.stream, obs)
         except Exception:
             pass
         return response
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        if self._inner is not None:
+            await self._inner.aclose()
