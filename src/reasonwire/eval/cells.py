@@ -1,0 +1,117 @@
+"""Cells: one request of the method, its body, and the record of its answer.
+
+A cell is (route, model, step, position, variant, wording, effort, extra, attempt). The
+``text`` step sends the fixture with a text variant's carriers; the ``opaque`` step sends the
+live turn 1 (``position="turn1"``) and then turn 2 with the carriers it returned, ``verbatim``,
+``stripped`` or (where the dialect documents one) with a ``stand_in`` signature.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonwire.eval.params import ParamFix
+from reasonwire.routes import Route
+from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.model import JSON, Message, RequestOptions, ToolSpec, Turn
+
+FILTER_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
+"""Finish reasons that mean a safety layer replaced the answer."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    route: Route
+    model: str
+    step: str  # "text" | "opaque"
+    position: str  # "in_loop" | "cross_turn" | "turn1"
+    variant: str  # text variant, or "turn1" / "verbatim" / "stripped" / "stand_in"
+    wording: str
+    effort: str | None
+    transcript: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...]
+    params: dict[str, JSON]
+    fix: ParamFix
+    extra: str = ""  # opaque extra pair name ("" or e.g. "all_turns")
+    keep_carriers: bool = True
+    attempt: int = 0
+
+    def options(self) -> RequestOptions:
+        return RequestOptions(
+            model=self.model,
+            tools=self.tools,
+            extra_body=self.params,
+            keep_carriers=self.keep_carriers,
+        )
+
+    def body(self) -> dict[str, JSON]:
+        """The exact request body: permissive carrier profile, route params as extra_body."""
+        dialect = get_dialect(self.route.dialect)
+        return dialect.build_request(list(self.transcript), self.options(), None)
+
+    def path(self) -> str:
+        return get_dialect(self.route.dialect).request_path(self.options())
+
+    def labels(self) -> dict[str, Any]:
+        return {
+            "route": self.route.name,
+            "model": self.model,
+            "dialect": self.route.dialect,
+            "step": self.step,
+            "position": self.position,
+            "variant": self.variant,
+            "wording": self.wording,
+            "effort": self.effort,
+            "extra": self.extra,
+            "attempt": self.attempt,
+            "params_sig": self.fix.signature(),
+            "fix_notes": list(self.fix.notes),
+        }
+
+
+@dataclass
+class Outcome:
+    """What one call gave: the turn (when it parsed) or the error, and the record written."""
+
+    record: dict[str, Any]
+    turn: Turn | None = None
+    reused: bool = False
+    skipped: bool = False  # not sent (budget stop)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.record.get("ok"))
+
+    @property
+    def status(self) -> int | None:
+        s = self.record.get("status")
+        return int(s) if isinstance(s, int) else None
+
+    @property
+    def filtered(self) -> bool:
+        return bool(self.record.get("filtered"))
+
+
+@dataclass
+class CallStats:
+    sent: int = 0
+    reused: int = 0
+    errors: int = 0
+    started: float = field(default_factory=time.monotonic)
+
+
+def carrier_summary(turn: Turn) -> list[dict[str, Any]]:
+    """Carriers of a turn as the report shows them: kind, path, opaque, size, digest."""
+    return [
+        {
+            "kind": c.kind,
+            "path": c.path,
+            "opaque": c.opaque,
+            "size": c.size,
+            "digest": c.digest,
+            "tool_call_id": c.tool_call_id,
+        }
+        for c in turn.carriers
+    ]
