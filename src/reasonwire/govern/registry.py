@@ -10,7 +10,7 @@ version needs a new record.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from reasonwire.errors import PolicyRefusal
@@ -36,7 +36,10 @@ class RuntimeAdapter:
 @dataclass(frozen=True)
 class RouteRegistration:
     """An exact provider/model route. ``levels`` maps each qualified level to the body
-    fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``)."""
+    fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``).
+
+    The gateway authenticates upstream with the key in environment variable
+    ``credential_env`` (read at call time), sent as ``auth_header: auth_scheme key``."""
 
     route_id: str
     provider: str
@@ -47,6 +50,12 @@ class RouteRegistration:
     levels: Mapping[Level, Mapping[str, Any]]
     credential_env: str | None = None
     revoked: bool = False
+    auth_header: str = "authorization"
+    auth_scheme: str = "Bearer"
+    headers: Mapping[str, str] = field(default_factory=dict)
+    price_per_mtok: Mapping[str, float] | None = None
+    """USD per million tokens by usage figure (``input_uncached``, ``cache_read``,
+    ``cache_write``, ``output``) for an *estimated* cost when the provider reports none."""
 
 
 @dataclass
@@ -89,4 +98,4 @@ class Registry:
 
     def revoke(self, route_id: str) -> None:
         r = self.route(route_id)
-        self.routes[route_id] = RouteRegistration(**{**r.__dict__, "revoked": True})
+        self.routes[route_id] = replace(r, revoked=True)

@@ -49,32 +49,42 @@ NON_ESCALATING: Mapping[Dialect, Mapping[str, JSON]] = {
 reasoning: they can only lower effort, never raise it."""
 
 
-def strip_controls(dialect: Dialect, body: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """A copy of ``body`` without any reasoning control, and the dotted names removed."""
-    out: dict[str, Any] = copy.deepcopy(dict(body))
-    removed: list[str] = []
+def strip_controls(
+    dialect: Dialect, body: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, JSON]]:
+    """``body`` without any reasoning control, and the removed values by dotted name.
+
+    Only the dicts along a removed path are copied (copy-on-write): the caller's body is never
+    changed and a large history is not deep-copied.
+    """
+    out: dict[str, Any] = dict(body)
+    removed: dict[str, JSON] = {}
     for path in CONTROL_PATHS[dialect]:
-        if _pop_path(out, path):
-            removed.append(".".join(path))
+        found, value = _pop_path(out, path)
+        if found:
+            removed[".".join(path)] = value
     return out, removed
 
 
-def _pop_path(body: dict[str, Any], path: ControlPath) -> bool:
-    parents: list[tuple[dict[str, Any], str]] = []
+def _pop_path(body: dict[str, Any], path: ControlPath) -> tuple[bool, JSON]:
     node: Any = body
     for key in path[:-1]:
-        if not isinstance(node, dict) or key not in node:
-            return False
-        parents.append((node, key))
-        node = node[key]
+        node = node.get(key) if isinstance(node, dict) else None
     if not isinstance(node, dict) or path[-1] not in node:
-        return False
-    del node[path[-1]]
+        return False, None
+    # Present: copy each parent on the way down (copy-on-write), delete, prune emptied parents.
+    parents: list[tuple[dict[str, Any], str]] = []
+    node = body
+    for key in path[:-1]:
+        child = dict(node[key])
+        node[key] = child
+        parents.append((node, key))
+        node = child
+    value = node.pop(path[-1])
     for parent, key in reversed(parents):
-        child = parent[key]
-        if isinstance(child, dict) and not child:
+        if not parent[key]:
             del parent[key]
-    return True
+    return True, value
 
 
 def is_non_escalating(dialect: Dialect, removed_values: Mapping[str, JSON]) -> bool:
@@ -89,7 +99,19 @@ def merge_fragment(body: dict[str, Any], fragment: Mapping[str, Any]) -> dict[st
     """Deep-merge a route's effort fragment (e.g. ``{"reasoning": {"effort": "low"}}``)."""
     for key, value in fragment.items():
         if isinstance(value, Mapping) and isinstance(body.get(key), dict):
-            merge_fragment(body[key], value)
+            body[key] = merge_fragment(dict(body[key]), value)
         else:
             body[key] = copy.deepcopy(value)
     return body
+
+
+STREAM_USAGE: Mapping[Dialect, Mapping[str, Any]] = {
+    "chat": {"stream_options": {"include_usage": True}},
+}
+"""What a streamed request needs so the provider reports usage at the end (merged by the
+gateway so evidence has reported figures rather than none)."""
+
+
+def wants_stream(dialect: Dialect, body: Mapping[str, Any]) -> bool:
+    """Whether a request body asks for a streamed answer (Gemini says so in its path)."""
+    return dialect != "gemini" and body.get("stream") is True

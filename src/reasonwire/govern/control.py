@@ -1,0 +1,50 @@
+"""Control: project a conversation's effort into a signed per-turn binding.
+
+Projection resolves the requested level against the registry and the organisation policy and
+signs the result; the gateway re-checks everything on every call (a route revoked after
+projection, a policy lowered since, a key retired), so a binding is necessary, not sufficient.
+"""
+
+from __future__ import annotations
+
+from reasonwire.govern.binding import KeyRing, issue
+from reasonwire.govern.levels import Requested
+from reasonwire.govern.policy import OrgPolicy, resolve
+from reasonwire.govern.registry import Registry
+
+
+def project(
+    registry: Registry,
+    policy: OrgPolicy,
+    ring: KeyRing,
+    *,
+    conversation_id: str,
+    task_id: str,
+    runtime_id: str,
+    runtime_version: str,
+    route_id: str,
+    requested: Requested,
+    ttl_seconds: int = 900,
+    now: float | None = None,
+) -> str:
+    """Resolve and sign; raises :class:`~reasonwire.errors.PolicyRefusal` when not allowed."""
+    res = resolve(
+        registry,
+        policy,
+        runtime_id=runtime_id,
+        runtime_version=runtime_version,
+        route_id=route_id,
+        requested=requested,
+    )
+    return issue(
+        ring,
+        conversation_id=conversation_id,
+        task_id=task_id,
+        runtime_id=runtime_id,
+        runtime_version=runtime_version,
+        route_id=route_id,
+        requested=requested,
+        ceiling=res.ceiling,
+        ttl_seconds=ttl_seconds,
+        now=now,
+    )

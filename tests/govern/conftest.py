@@ -1,0 +1,213 @@
+"""A governed world for gateway tests: the simulator as upstream (wrapped so the test can see
+exactly what reached it), a registry, a policy, a key ring and a gateway on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import uvicorn
+
+from reasonwire.govern.binding import HEADER, KeyRing
+from reasonwire.govern.control import project
+from reasonwire.govern.evidence import SQLiteStore
+from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
+from reasonwire.govern.levels import LEVELS, Requested
+from reasonwire.govern.policy import OrgPolicy
+from reasonwire.govern.registry import Registry, RouteRegistration, RuntimeAdapter
+from reasonwire.sim.app import build_app
+
+UPSTREAM_KEY_ENV = "RW_GOVERN_TEST_UPSTREAM_KEY"
+UPSTREAM_KEY = "sk-gateway-own-upstream-credential-0001"
+RUNTIME = ("hermes", "1.4.2")
+
+ANTHROPIC_BUDGET = {"low": 1024, "medium": 4096, "high": 16000}
+
+
+class Recorder:
+    """ASGI middleware: every request body and header set the upstream received."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.seen: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        more = True
+        while more:
+            msg = await receive()
+            chunks.append(msg.get("body", b""))
+            more = msg.get("more_body", False)
+        raw = b"".join(chunks)
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        with self._lock:
+            self.seen.append(
+                {"path": scope["path"], "headers": headers, "body": json.loads(raw or b"{}")}
+            )
+        sent = False
+
+        async def replay() -> Any:
+            nonlocal sent
+            if sent:
+                return await receive()  # wait for the real disconnect
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    def find(self, marker: str) -> list[dict[str, Any]]:
+        """Requests whose body mentions ``marker`` (tests put the conversation id there)."""
+        with self._lock:
+            return [s for s in self.seen if marker in json.dumps(s["body"])]
+
+
+class ThreadServer:
+    """Any ASGI app under uvicorn in a background thread on a free loopback port."""
+
+    def __init__(self, app: Any) -> None:
+        self._sock = socket.socket()
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        cfg = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        self._server = uvicorn.Server(cfg)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def __enter__(self) -> ThreadServer:
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            assert self._thread.is_alive() and time.monotonic() < deadline, "server did not start"
+            time.sleep(0.005)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+
+def make_registry(upstream: str) -> Registry:
+    reg = Registry(
+        adapters=[
+            RuntimeAdapter(*RUNTIME, "qualified", "Q-RT-hermes-1.4.2", frozenset(LEVELS)),
+            RuntimeAdapter("hermes", "1.4.1", "qualified", "Q-RT-hermes-1.4.1", frozenset(LEVELS)),
+            RuntimeAdapter("hermes", "1.5.0-rc1", "discovery", "", frozenset(LEVELS)),
+        ]
+    )
+    common: dict[str, Any] = {"upstream_base_url": upstream, "credential_env": UPSTREAM_KEY_ENV}
+    for model in ("sim-deepseek", "sim-chat-all", "sim-openrouter"):
+        reg.add_route(
+            RouteRegistration(
+                route_id=f"chat/{model}",
+                provider="sim",
+                model=model,
+                dialect="chat",
+                qualification_id=f"Q-ROUTE-{model}",
+                levels={lv: {"reasoning_effort": lv} for lv in LEVELS},
+                price_per_mtok={"input_uncached": 1.0, "output": 4.0},
+                **common,
+            )
+        )
+    reg.add_route(
+        RouteRegistration(
+            route_id="responses/sim-gpt",
+            provider="sim",
+            model="sim-gpt",
+            dialect="responses",
+            qualification_id="Q-ROUTE-sim-gpt",
+            levels={lv: {"reasoning": {"effort": lv}} for lv in LEVELS},
+            **common,
+        )
+    )
+    reg.add_route(
+        RouteRegistration(
+            route_id="anthropic/sim-claude",
+            provider="sim",
+            model="sim-claude",
+            dialect="anthropic",
+            qualification_id="Q-ROUTE-sim-claude",
+            levels={
+                lv: {"thinking": {"type": "enabled", "budget_tokens": ANTHROPIC_BUDGET[lv]}}
+                for lv in LEVELS
+            },
+            auth_header="x-api-key",
+            auth_scheme="",
+            **common,
+        )
+    )
+    # A route qualified only up to medium (for the no-common-level / not-qualified cases).
+    reg.add_route(
+        RouteRegistration(
+            route_id="chat/sim-plain",
+            provider="sim",
+            model="sim-plain",
+            dialect="chat",
+            qualification_id="Q-ROUTE-sim-plain",
+            levels={"low": {}},
+            **common,
+        )
+    )
+    return reg
+
+
+POLICY = OrgPolicy(allowed=frozenset({"low", "medium", "high"}), maximum="high")
+
+
+@dataclass
+class World:
+    gateway: Gateway
+    recorder: Recorder
+    ring: KeyRing
+    url: str
+    store: SQLiteStore
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def token(self, conv: str, route_id: str, requested: Requested = "medium", **kw: Any) -> str:
+        return project(
+            self.gateway.registry,
+            self.gateway.policy,
+            self.ring,
+            conversation_id=conv,
+            task_id=kw.pop("task_id", "task-" + conv),
+            runtime_id=kw.pop("runtime_id", RUNTIME[0]),
+            runtime_version=kw.pop("runtime_version", RUNTIME[1]),
+            route_id=route_id,
+            requested=requested,
+            **kw,
+        )
+
+    def headers(self, conv: str, token: str) -> dict[str, str]:
+        return {HEADER: token, CONVERSATION_HEADER: conv}
+
+
+def new_conv() -> str:
+    return "conv-" + uuid.uuid4().hex[:12]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    mp = pytest.MonkeyPatch()
+    mp.setenv(UPSTREAM_KEY_ENV, UPSTREAM_KEY)
+    recorder = Recorder(build_app(seed=0))
+    with ThreadServer(recorder) as upstream:
+        ring = KeyRing.generate("k1")
+        store = SQLiteStore(tmp_path_factory.mktemp("ev") / "evidence.sqlite")
+        gw = Gateway(make_registry(upstream.url + "/v1"), POLICY, ring, store)
+        with ThreadServer(gw.app) as gsrv:
+            yield World(gw, recorder, ring, gsrv.url, store)
+    store.close()
+    mp.undo()
