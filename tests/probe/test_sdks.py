@@ -111,8 +111,8 @@ def test_anthropic_stream(sim_server: SimServer, capture2: Capture, ledger: Path
     httpx2 = pytest.importorskip("httpx2")  # this anthropic release takes only its httpx fork
     http = httpx2.Client(transport=ProbeTransport("s-ant", "compaction", ledger, capture))
     client = anthropic.Anthropic(base_url=sim_server.root_url, api_key=KEY, http_client=http)
-    tools: Any = [{"name": "lookup", "description": "Look up.",
-                   "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}}}]  # fmt: skip
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    tools: Any = [{"name": "lookup", "description": "Look up.", "input_schema": schema}]
     kw: Any = {"model": "sim-claude", "max_tokens": 2048, "tools": tools,
                "thinking": {"type": "enabled", "budget_tokens": 1024}}  # fmt: skip
     messages: Any = [{"role": "user", "content": TASK}]

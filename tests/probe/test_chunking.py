@@ -1,0 +1,83 @@
+"""Hypothesis: any stream, any chunking -> the caller gets the same bytes, the same chunks in
+the same order, and the row's counts do not depend on the chunking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from reasonwire.probe import AsyncProbeTransport, ProbeTransport, observe_bytes, read_rows
+from tests.probe.indep import count
+from tests.probe.streams import anthropic_stream, chat_stream, chunked, mock
+
+texts = st.text(min_size=0, max_size=40)
+fields = st.sampled_from(["reasoning_content", "content", "arguments"])
+cuts = st.lists(st.integers(min_value=1, max_value=4000), max_size=30)
+SETTINGS = settings(max_examples=60, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+
+
+def _rows(d: Path) -> list[dict[str, object]]:
+    return read_rows(d).rows
+
+
+@SETTINGS
+@given(parts=st.lists(st.tuples(fields, texts), max_size=12), a=cuts, b=cuts)
+def test_chat_any_chunking(parts: list[tuple[str, str]],
+                           a: list[int], b: list[int]) -> None:  # fmt: skip
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    body = chat_stream(parts)
+    seen = []
+    for cut in (a, b):
+        chunks = chunked(body, cut)
+        client = httpx.Client(transport=ProbeTransport("h", ledger_dir=d, inner=mock(chunks)))
+        with client.stream("POST", "http://up/v1/chat/completions", json={"model": "m"}) as r:
+            got = list(r.iter_raw())
+        assert got == chunks  # same chunks, same order, nothing added or merged
+        assert b"".join(got) == body
+        seen.append(_rows(d)[-1])
+    r1, r2 = seen
+    keys = ("reasoningBytes", "textBytes", "toolBytes", "wireBytes", "usage", "status")
+    assert {k: r1[k] for k in keys} == {k: r2[k] for k in keys}
+    assert (r1["reasoningBytes"], r1["textBytes"], r1["toolBytes"]) == count("chat", body)
+    assert r1["status"] == "ok" and r1["wireBytes"] == len(body)
+
+
+@SETTINGS
+@given(thinking=st.lists(texts, max_size=8), text=st.lists(texts, max_size=8), a=cuts)
+async def test_anthropic_async_any_chunking(thinking: list[str], text: list[str],
+                                            a: list[int]) -> None:  # fmt: skip
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    body = anthropic_stream(thinking, text)
+    chunks = chunked(body, a)
+    transport = AsyncProbeTransport("h", ledger_dir=d, inner=mock(chunks))
+    async with httpx.AsyncClient(transport=transport) as client:
+        async with client.stream("POST", "http://up/v1/messages", json={"model": "x"}) as r:
+            got = [c async for c in r.aiter_raw()]
+    assert got == chunks
+    (row,) = _rows(d)
+    assert (row["reasoningBytes"], row["textBytes"], row["toolBytes"]) == count("anthropic", body)
+    assert row["usage"] == {"uncached": 10, "cacheRead": 5, "cacheWrite": None,
+                            "billedInput": 15, "output": 9, "reasoning": None}  # fmt: skip
+
+
+@SETTINGS
+@given(parts=st.lists(st.tuples(fields, texts), max_size=12), a=cuts)
+def test_observe_bytes_any_chunking(parts: list[tuple[str, str]], a: list[int]) -> None:
+    import tempfile
+
+    d = Path(tempfile.mkdtemp())
+    body = chat_stream(parts)
+    chunks = chunked(body, a)
+    out = list(observe_bytes(iter(chunks), dialect="chat", session_id="o", ledger_dir=d))
+    assert out == chunks
+    (row,) = _rows(d)
+    assert (row["reasoningBytes"], row["textBytes"], row["toolBytes"]) == count("chat", body)
+    assert row["usage"]["billedInput"] == 100 and row["usage"]["cacheRead"] == 40
