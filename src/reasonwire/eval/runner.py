@@ -51,6 +51,7 @@ from reasonwire.eval.variants import (
 )
 from reasonwire.http import RetryPolicy, apost_json, make_async_client
 from reasonwire.routes import Route
+from reasonwire.templates.fixture import DEFAULT_SEED
 from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.model import Assistant, Carrier, Turn
 
@@ -80,7 +81,7 @@ class EvalConfig:
     lane_attempts: int = 4
     opaque_min: int = 25
     consume_ratio: float = 0.5
-    seed: int = 1
+    seed: int = DEFAULT_SEED
     effort: str | None = "low"
     max_tokens: int = DEFAULT_MAX_TOKENS
     retries: RetryPolicy = field(default_factory=lambda: RetryPolicy(retries=4))

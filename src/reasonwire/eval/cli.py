@@ -1,0 +1,142 @@
+# ruff: noqa: B008  (typer reads its options from argument defaults)
+"""``reasonwire eval``: run the consumption harness, list a route's models, write the report."""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from reasonwire.errors import ReasonwireError
+from reasonwire.eval.catalog import classify, fetch_catalog, select
+from reasonwire.eval.matrix import render_md, write_reports
+from reasonwire.eval.runner import EvalConfig, Target, run_eval
+from reasonwire.routes import Route, get_route, load_routes, route_from_table
+
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
+DEFAULT_OUT = Path("reasonwire-eval")
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    Console(stderr=True).print(f"[red]error:[/red] {exc}")
+    return typer.Exit(2)
+
+
+def _routes(
+    names: list[str], routes_file: Path | None, kind: str | None, base_url: str | None,
+    key_env: str | None,
+) -> list[Route]:  # fmt: skip
+    table = load_routes(routes_file)
+    out = []
+    for name in names:
+        if name == "custom":
+            spec = {"kind": kind, "base_url": base_url}
+            if key_env:
+                spec["key_env"] = key_env
+            out.append(route_from_table("custom", spec))
+        else:
+            out.append(get_route(name, table))
+    return out
+
+
+def _key(route: Route) -> str | None:
+    from reasonwire.eval.runner import _key_of
+
+    return _key_of(route)
+
+
+@app.command("run")
+def run_command(
+    route: list[str] = typer.Option([], "--route", help="Route name (repeat); none = embedded."),
+    models: str | None = typer.Option(None, help="Ids (comma list) or portal-max:N."),
+    out: Path = typer.Option(DEFAULT_OUT, help="Output directory (records, matrix)."),
+    budget: float = typer.Option(10.0, help="USD, counted over every run sharing --out."),
+    workers: int = typer.Option(8, help="Calls in flight per route."),
+    no_local_server: bool = typer.Option(False, help="Embedded run: skip llama.cpp."),
+    want_direct: str = typer.Option("", help="Model ids that must reach the direct lane."),
+    lane_attempts: int = typer.Option(4, help="Resamples per cell to reach a lane."),
+    opaque_min: int = typer.Option(25, help="Opaque: verbatim delta above this is consumed."),
+    consume_ratio: float = typer.Option(0.5, help="Text: delta >= ratio*T is consumed."),
+    seed: int | None = typer.Option(None, help="Fixture seed (trace and canary)."),
+    routes_file: Path | None = typer.Option(None, help="TOML file with [routes.NAME]."),
+    kind: str | None = typer.Option(None, help="--route custom: chat|responses|anthropic|gemini"),
+    base_url: str | None = typer.Option(None, help="--route custom: base URL."),
+    key_env: str | None = typer.Option(None, help="--route custom: key variable name."),
+    progress: bool = typer.Option(True, help="Show the progress bar."),
+) -> None:
+    """Measure which models read replayed reasoning; write records and the matrix."""
+    try:
+        with ExitStack() as stack:
+            extra: dict[str, object] = {}
+            if seed is not None:
+                extra["seed"] = seed
+            if route:
+                targets = []
+                for r in _routes(route, routes_file, kind, base_url, key_env):
+                    if models and not models.startswith(("max:", "portal-max:")):
+                        chosen = select([], models)
+                    else:
+                        chosen = select(fetch_catalog(r, _key(r)), models)
+                    targets += [Target(r, c.id, c.price) for c in chosen]
+            else:
+                from reasonwire.eval.embedded import start_embedded
+
+                targets = start_embedded(stack, seed or 0, local=not no_local_server)
+            cfg = EvalConfig(
+                targets=targets,
+                out=out,
+                budget=budget,
+                workers=workers,
+                want_direct=frozenset(m for m in want_direct.split(",") if m),
+                lane_attempts=lane_attempts,
+                opaque_min=opaque_min,
+                consume_ratio=consume_ratio,
+                progress=progress and sys.stderr.isatty(),
+                **extra,  # type: ignore[arg-type]
+            )
+            result = run_eval(cfg)
+        matrix = write_reports(out)
+    except ReasonwireError as exc:
+        raise _fail(exc) from None
+    typer.echo(render_md(matrix))
+    typer.echo(
+        f"{result.sent} calls sent, {result.reused} reused from records, {result.errors} "
+        f"errors, ${result.spent_usd:.4f} spent"
+        + (" (budget stop)" if result.budget_stopped else "")
+        + f"; {out}/matrix.md, {out}/matrix.json"
+    )
+
+
+@app.command("models")
+def models_command(
+    route: str = typer.Option(..., "--route"),
+    models: str | None = typer.Option(None, help="portal-max:N to filter by price."),
+    routes_file: Path | None = typer.Option(None),
+) -> None:
+    """The route's catalog: kept ids, and each skipped id with its reason."""
+    try:
+        r = get_route(route, load_routes(routes_file))
+        entries = fetch_catalog(r, _key(r))
+    except ReasonwireError as exc:
+        raise _fail(exc) from None
+    kept = {c.id for c in select(entries, models)}
+    for e in entries:
+        c = classify(e)
+        if c.id in kept:
+            price = f"  ${c.price.completion * 1e6:.2f}/1M out" if c.price else ""
+            typer.echo(f"keep  {c.id}{price}")
+        else:
+            typer.echo(f"skip  {c.id}  ({c.reason or 'over the price limit'})")
+
+
+@app.command("report")
+def report_command(out: Path = typer.Option(DEFAULT_OUT)) -> None:
+    """Write matrix.md and matrix.json from the records under --out."""
+    try:
+        matrix = write_reports(out)
+    except ReasonwireError as exc:
+        raise _fail(exc) from None
+    typer.echo(render_md(matrix))
