@@ -26,11 +26,15 @@ _GROUPS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _register() -> None:
+def _register(only: str | None = None) -> None:
+    """Add the sub-command groups; ``only`` imports just that group (a fast start for
+    ``reasonwire <group> ...``: the other groups' imports cost about a second)."""
     from reasonwire.inspect_cli import inspect_command
 
     app.command("inspect")(inspect_command)
     for name, module, help_text in _GROUPS:
+        if only is not None and name != only:
+            continue
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -41,5 +45,8 @@ def _register() -> None:
 
 
 def main() -> None:
-    _register()
+    import sys
+
+    first = sys.argv[1] if len(sys.argv) > 1 else None
+    _register(first if first in {g[0] for g in _GROUPS} else None)
     app()
