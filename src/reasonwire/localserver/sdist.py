@@ -64,12 +64,24 @@ def _download(version: str, dest: Path, *, quiet: bool) -> Path:
     if found:
         return found[0]
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
-        "--disable-pip-version-check", "-d", str(dest), f"llama-cpp-python=={version}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--no-binary",
+        ":all:",
+        "--disable-pip-version-check",
+        "-d",
+        str(dest),
+        f"llama-cpp-python=={version}",
     ]
     if not quiet:
-        print(f"reasonwire: fetching llama-cpp-python=={version} source through pip ...",
-              file=sys.stderr, flush=True)
+        print(
+            f"reasonwire: fetching llama-cpp-python=={version} source through pip ...",
+            file=sys.stderr,
+            flush=True,
+        )
     proc = subprocess.run(cmd, capture_output=True, text=True)
     found = sorted(dest.glob(f"llama_cpp_python-{version}.tar.gz"))
     if proc.returncode != 0 or not found:
