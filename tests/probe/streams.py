@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -14,13 +15,14 @@ def chat_stream(parts: list[tuple[str, str]], usage: bool = True) -> bytes:
     out = []
     for field, text in parts:
         if field == "arguments":
-            delta: dict[str, Any] = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
-                                     "function": {"name": "f", "arguments": text}}]}  # fmt: skip
+            call = {"index": 0, "id": "call_1", "type": "function",
+                    "function": {"name": "f", "arguments": text}}  # fmt: skip
+            delta: dict[str, Any] = {"tool_calls": [call]}
         else:
             delta = {field: text}
         out.append({"id": "c1", "model": "m", "choices": [{"index": 0, "delta": delta}]})
-    last: dict[str, Any] = {"id": "c1", "model": "m",
-                            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}  # fmt: skip
+    end = [{"index": 0, "delta": {}, "finish_reason": "stop"}]
+    last: dict[str, Any] = {"id": "c1", "model": "m", "choices": end}
     if usage:
         last["usage"] = {"prompt_tokens": 100, "completion_tokens": 20,
                          "prompt_tokens_details": {"cached_tokens": 40},
@@ -50,7 +52,8 @@ def anthropic_stream(thinking: list[str], text: list[str]) -> bytes:
              "delta": {"type": "text_delta", "text": t}} for t in text]  # fmt: skip
     evs += [
         {"type": "content_block_stop", "index": 1},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+         "usage": {"output_tokens": 9}},
         {"type": "message_stop"},
     ]  # fmt: skip
     return "".join(
@@ -61,7 +64,7 @@ def anthropic_stream(thinking: list[str], text: list[str]) -> bytes:
 def chunked(body: bytes, cuts: list[int]) -> list[bytes]:
     points = sorted({c for c in cuts if 0 < c < len(body)})
     edges = [0, *points, len(body)]
-    return [body[a:b] for a, b in zip(edges, edges[1:], strict=False)]
+    return [body[a:b] for a, b in itertools.pairwise(edges)]
 
 
 class ChunkStream(httpx.SyncByteStream, httpx.AsyncByteStream):

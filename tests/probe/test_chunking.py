@@ -58,9 +58,11 @@ async def test_anthropic_async_any_chunking(thinking: list[str], text: list[str]
     body = anthropic_stream(thinking, text)
     chunks = chunked(body, a)
     transport = AsyncProbeTransport("h", ledger_dir=d, inner=mock(chunks))
-    async with httpx.AsyncClient(transport=transport) as client:
-        async with client.stream("POST", "http://up/v1/messages", json={"model": "x"}) as r:
-            got = [c async for c in r.aiter_raw()]
+    async with (
+        httpx.AsyncClient(transport=transport) as client,
+        client.stream("POST", "http://up/v1/messages", json={"model": "x"}) as r,
+    ):
+        got = [c async for c in r.aiter_raw()]
     assert got == chunks
     (row,) = _rows(d)
     assert (row["reasoningBytes"], row["textBytes"], row["toolBytes"]) == count("anthropic", body)

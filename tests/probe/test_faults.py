@@ -77,8 +77,7 @@ def test_disk_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert read_rows(tmp_path).rows == []
 
 
-def test_short_write_leaves_following_rows_whole(tmp_path: Path,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_short_write_keeps_next_row_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real_write = os.write
     calls = {"n": 0}
 
@@ -137,8 +136,9 @@ def dropping_server() -> Iterator[str]:
                 while b"\r\n\r\n" not in buf:
                     buf += conn.recv(65536)
                 head, _, rest = buf.partition(b"\r\n\r\n")
-                length = int([ln for ln in head.split(b"\r\n")
-                              if ln.lower().startswith(b"content-length")][0].split(b":")[1])  # fmt: skip
+                lines = head.split(b"\r\n")
+                cl = next(ln for ln in lines if ln.lower().startswith(b"content-length"))
+                length = int(cl.split(b":")[1])
                 while len(rest) < length:
                     rest += conn.recv(65536)
                 conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import typer
@@ -75,7 +76,7 @@ def report(
             f"{_kb(g.sent_text_bytes)}/{_kb(g.sent_opaque_bytes)}",
             f"{share:.1%}" if share is not None else "-",
         )
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 200)
     console.print(table)
     note = (
         f"* estimate: sent reasoning text bytes / {BYTES_PER_TOKEN:g} bytes per token, over "

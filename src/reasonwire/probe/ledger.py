@@ -79,7 +79,8 @@ def append_row(directory: Path, session_id: str, row: dict[str, Any], cap_bytes:
             break
         finally:
             os.close(fd)
-    rotate_if_needed(directory, cap_bytes, keep=path)
+    with contextlib.suppress(OSError):  # the row is written; the next writer retries rotation
+        rotate_if_needed(directory, cap_bytes, keep=path)
     return path
 
 
@@ -92,8 +93,11 @@ def rotate_if_needed(directory: Path, cap_bytes: int, keep: Path | None = None) 
     total = 0
     with os.scandir(directory) as it:
         for entry in it:
-            if entry.name.endswith(".jsonl") and entry.is_file():
-                st = entry.stat()
+            if entry.name.endswith(".jsonl"):
+                try:
+                    st = entry.stat()
+                except FileNotFoundError:  # another process archived it just now
+                    continue
                 files.append((st.st_mtime, st.st_size, Path(entry.path)))
                 total += st.st_size
     if total <= cap_bytes:
