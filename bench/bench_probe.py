@@ -1,0 +1,177 @@
+# ruff: noqa: E501  (the embedded loopback server is one script string)
+"""Probe overhead and ledger concurrency, measured against the unwrapped transport in one run.
+
+1. A 50 MB streamed Chat Completions answer (reasoning and text deltas, usage at the end) from
+   a loopback HTTP server in a separate process, read with ``iter_raw`` through
+   ``httpx.HTTPTransport`` unwrapped and wrapped in ``ProbeTransport``, runs interleaved,
+   median of N. Two server modes:
+   - ``paced``: one ``send`` per SSE event, as a provider flushes each token (the real case);
+   - ``bulk``: the whole body in 1 MB writes (client CPU-bound: the probe's worst case).
+2. 8 threads x 1000 calls through ``ProbeTransport`` into one session file: every row parses,
+   none is lost.
+
+Run: ``.venv/bin/python bench/bench_probe.py [--mb 50] [--runs 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+from reasonwire.probe import ProbeTransport, read_rows
+
+SERVER = r"""
+import socket, sys, threading
+body = open(sys.argv[1], "rb").read()
+events = body.split(b"\n\n")
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0)); s.listen(16); print(s.getsockname()[1], flush=True)
+def handle(c):
+    buf = b""
+    while b"\r\n\r\n" not in buf:
+        d = c.recv(65536)
+        if not d: return
+        buf += d
+    head, _, rest = buf.partition(b"\r\n\r\n")
+    n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
+    while len(rest) < n: rest += c.recv(65536)
+    paced = b"/paced/" in head.split(b"\r\n")[0]
+    c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(body))
+    if paced:
+        for ev in events[:-1]: c.sendall(ev + b"\n\n")
+        if events[-1]: c.sendall(events[-1])
+    else:
+        mv = memoryview(body)
+        for i in range(0, len(body), 1 << 20): c.sendall(mv[i:i + (1 << 20)])
+    c.close()
+while True:
+    c, _ = s.accept(); threading.Thread(target=handle, args=(c,), daemon=True).start()
+"""
+
+
+def make_body(mb: int) -> bytes:
+    unit = []
+    for i in range(10):
+        unit.append({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
+                     "model": "bench-model", "choices": [{"index": 0, "delta": {
+                         "reasoning_content": f"considering step {i} of the plan, "}}]})  # fmt: skip
+        unit.append({"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
+                     "model": "bench-model", "choices": [{"index": 0, "delta": {
+                         "content": "the answer is é 😀 "}}]})  # fmt: skip
+    one = "".join("data: " + json.dumps(e, ensure_ascii=False) + "\n\n" for e in unit).encode()
+    last = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "model": "bench-model",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 999}}  # fmt: skip
+    tail = ("data: " + json.dumps(last) + "\n\ndata: [DONE]\n\n").encode()
+    return one * ((mb * 1_000_000) // len(one)) + tail
+
+
+def read_all(client: httpx.Client, url: str) -> int:
+    n = 0
+    with client.stream("POST", url, json={"model": "bench-model", "messages": []}) as r:
+        for chunk in r.iter_raw():
+            n += len(chunk)
+    return n
+
+
+def overhead(port: int, mode: str, runs: int, size: int, ledger: Path) -> None:
+    url = f"http://127.0.0.1:{port}/{mode}/v1/chat/completions"
+    plain = httpx.Client(transport=httpx.HTTPTransport(), timeout=120)
+    probed = httpx.Client(
+        transport=ProbeTransport(f"bench-{mode}", ledger_dir=ledger, inner=httpx.HTTPTransport()),
+        timeout=120,
+    )
+    read_all(plain, url)  # warm both paths
+    read_all(probed, url)
+    t_plain: list[float] = []
+    t_probe: list[float] = []
+    for _ in range(runs):
+        for client, sink in ((plain, t_plain), (probed, t_probe)):
+            t0 = time.perf_counter()
+            assert read_all(client, url) == size
+            sink.append(time.perf_counter() - t0)
+    a, b = statistics.median(t_plain), statistics.median(t_probe)
+    rows = [r for r in read_rows(ledger).rows if r["sessionId"] == f"bench-{mode}"]
+    last = rows[-1]
+    print(f"[{mode}] {size / 1e6:.1f} MB x {runs} runs (median)")
+    print(f"  unwrapped  {a * 1000:8.1f} ms  ({size / a / 1e6:7.1f} MB/s)")
+    print(f"  probe      {b * 1000:8.1f} ms  ({size / b / 1e6:7.1f} MB/s)")
+    print(f"  overhead   {(b / a - 1) * 100:+.1f}%   (bar <= 5%, goal 2%)")
+    print(f"  row: status={last['status']} reasoningBytes={last['reasoningBytes']} "
+          f"textBytes={last['textBytes']} wireBytes={last['wireBytes']}")  # fmt: skip
+
+
+def concurrency(threads: int, calls: int, ledger: Path) -> None:
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"reasoning_content":"r"}}]}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{"content":"t"}}],"model":"m"}\n\n'
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+    )
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    def work(w: int) -> None:
+        t = ProbeTransport("shared-session", purpose=f"w{w}", ledger_dir=ledger,
+                           inner=httpx.MockTransport(handler))  # fmt: skip
+        with httpx.Client(transport=t) as c:
+            for _ in range(calls):
+                with c.stream("POST", "http://up/v1/chat/completions", json={"model": "m"}) as r:
+                    r.read()
+
+    t0 = time.perf_counter()
+    ts = [threading.Thread(target=work, args=(w,)) for w in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    dt = time.perf_counter() - t0
+    path = ledger / "shared-session.jsonl"
+    lines = path.read_bytes().splitlines()
+    parsed = [json.loads(line) for line in lines]  # raises if any line is torn
+    per = {f"w{w}": 0 for w in range(threads)}
+    for r in parsed:
+        per[r["purpose"]] += 1
+    ok = len(parsed) == threads * calls and all(v == calls for v in per.values())
+    print(f"[concurrency] {threads} threads x {calls} calls -> {len(lines)} lines, "
+          f"{len(parsed)} parsed, expected {threads * calls}, per thread {sorted(set(per.values()))}"
+          f" -> {'OK' if ok else 'LOST ROWS'}  ({dt:.2f} s, {len(parsed) / dt:.0f} rows/s)")  # fmt: skip
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=int, default=50)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=8)
+    ap.add_argument("--calls", type=int, default=1000)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        ledger = Path(tmp) / "ledger"
+        body = make_body(args.mb)
+        (Path(tmp) / "body").write_bytes(body)
+        srv = subprocess.Popen([sys.executable, "-c", SERVER, str(Path(tmp) / "body")],
+                               stdout=subprocess.PIPE, text=True)  # fmt: skip
+        try:
+            assert srv.stdout is not None
+            port = int(srv.stdout.readline())
+            for mode in ("paced", "bulk"):
+                overhead(port, mode, args.runs, len(body), ledger)
+        finally:
+            srv.kill()
+        concurrency(args.threads, args.calls, Path(tmp) / "conc")
+
+
+if __name__ == "__main__":
+    socket.setdefaulttimeout(120)
+    main()
