@@ -327,7 +327,10 @@ def _rows(
                 "wording": wording,
                 "params_fix": fixes,
                 "notes": list(notes),
-                "errors": errs + oerrs,
+                "errors": sorted(
+                    errs + oerrs,
+                    key=lambda e: (e["step"], e["position"], e["variant"], str(e.get("error"))),
+                ),
                 "calls": len(recs),
                 "cost_usd": round(sum(float(r.get("cost_usd") or 0.0) for r in recs), 8),
             }
