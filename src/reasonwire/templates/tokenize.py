@@ -6,7 +6,8 @@ ships real vocabularies as ``ggml-vocab-*.gguf`` files, together with ``.inp``/`
 recorded from the reference tokenizers; those pairs are the ground truth the tests check.
 
 How: tokens, merges, token types and the pre-tokenizer name (``tokenizer.ggml.pre``) are read
-from the GGUF metadata (:func:`read_gguf_metadata`, using the ``gguf`` package's type codes). For byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``)
+from the GGUF metadata (:func:`read_gguf_metadata`, with the ``gguf`` package's type codes).
+For byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``)
 the HF ``tokenizers`` engine is assembled from that data: a sequence of regex splits chosen by
 the pre-tokenizer name (each split keeps both the matches and the text between them, as
 llama.cpp does), byte-level mapping, BPE over the GGUF merges. Control and user-defined tokens

@@ -1,0 +1,60 @@
+"""The GGUF-vocabulary tokenizer against llama.cpp's recorded reference ids."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reasonwire.errors import ConfigError
+from reasonwire.localserver.sdist import vocab_dir
+from reasonwire.templates.tokenize import GGUFVocabTokenizer, read_vocab_tests
+
+VOCABS = sorted(p for p in vocab_dir().glob("ggml-vocab-*.gguf") if Path(f"{p}.out").is_file())
+SUPPORTED = [p for p in VOCABS if p.stem not in {"ggml-vocab-bert-bge", "ggml-vocab-gemma-4"}]
+
+
+@pytest.mark.parametrize("path", SUPPORTED, ids=lambda p: p.stem)
+def test_encode_equals_llama_cpp_recorded_ids(path: Path) -> None:
+    tok = GGUFVocabTokenizer.from_file(path)
+    cases = read_vocab_tests(Path(f"{path}.inp"), Path(f"{path}.out"))
+    assert len(cases) >= 40
+    wrong = [
+        (text, want, got)
+        for text, want in cases
+        if (got := tok.encode(text, parse_special=False)) != want
+    ]
+    assert wrong == []
+
+
+def test_the_scan_vocabularies_are_all_validated() -> None:
+    names = {p.stem for p in SUPPORTED}
+    assert {
+        "ggml-vocab-qwen2",
+        "ggml-vocab-qwen35",
+        "ggml-vocab-llama-bpe",
+        "ggml-vocab-deepseek-llm",
+        "ggml-vocab-command-r",
+        "ggml-vocab-phi-3",
+    } <= names
+
+
+def test_special_tokens_are_whole_strings() -> None:
+    tok = GGUFVocabTokenizer.from_file(vocab_dir() / "ggml-vocab-qwen2.gguf")
+    plain = tok.encode("<|im_start|>user\nhi<|im_end|>", parse_special=False)
+    parsed = tok.encode("<|im_start|>user\nhi<|im_end|>")
+    assert len(parsed) == 5
+    assert len(plain) > len(parsed)
+    assert tok.count("<|im_start|>") == 1
+
+
+def test_unsupported_vocabulary_is_a_clear_error() -> None:
+    with pytest.raises(ConfigError, match="not supported"):
+        GGUFVocabTokenizer.from_file(vocab_dir() / "ggml-vocab-bert-bge.gguf")
+
+
+def test_not_a_gguf_file(tmp_path: Path) -> None:
+    bad = tmp_path / "x.gguf"
+    bad.write_bytes(b"not a gguf file at all, not at all")
+    with pytest.raises(ConfigError):
+        GGUFVocabTokenizer.from_file(bad)
