@@ -9,7 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from reasonwire.errors import ReasonwireError
+from reasonwire.errors import ConfigError, ReasonwireError
+from reasonwire.templates.crosscheck import Finding, cross_check, findings_markdown
 from reasonwire.templates.fixture import FIELDS
 from reasonwire.templates.scan import (
     DEFAULT_RATIO,
@@ -59,6 +60,14 @@ def scan_command(
     chars: Annotated[
         bool, typer.Option("--chars", help="count chars/4 even where a vocabulary fits")
     ] = False,
+    cross_check: Annotated[
+        bool,
+        typer.Option(
+            "--cross-check",
+            help="also run the real llama-server (must be built) on Qwen3, DeepSeek V3.2, "
+            "gpt-oss and Kimi K3 and list where it disagrees with the offline render",
+        ),
+    ] = False,
 ) -> None:
     """Render every template with the harness fixture and report which fields it consumes."""
     console = Console()
@@ -71,6 +80,7 @@ def scan_command(
         with console.status("scanning templates") as status:
             result = scan(resolved, opts, progress=lambda n: status.update(f"scanning {n}"))
         jpath, mpath = write_outputs(result, out)
+        findings = _cross_check(result, out, console) if cross_check else None
     except ReasonwireError as exc:
         console.print(f"[red]error:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -81,6 +91,36 @@ def scan_command(
         f"{len(errors)} all-error templates, {result.seconds:.1f} s. "
         f"Wrote {jpath} and {mpath}."
     )
+    if findings is not None:
+        bad = [f for f in findings if not f.agree]
+        console.print(f"cross-check: {len(bad)} disagreement(s) of {len(findings)} comparisons")
+        for f in bad:
+            console.print(
+                f"  {f.template} / {f.field}: offline {f.offline}, server {f.server}"
+                + (f" ({f.note})" if f.note else "")
+            )
+
+
+def _cross_check(result: ScanResult, out: Path, console: Console) -> list[Finding]:
+    """Run the server cross-check, write crosscheck.json and append to templates.md."""
+    import json
+
+    with console.status("cross-checking with llama-server") as status:
+        findings = cross_check(
+            result.rows,
+            result.fixture,
+            ratio=result.options.ratio,
+            progress=lambda n: status.update(f"llama-server: {n}"),
+        )
+    try:
+        (out / "crosscheck.json").write_text(
+            json.dumps([f.to_json() for f in findings], indent=2) + "\n", encoding="utf-8"
+        )
+        with (out / "templates.md").open("a", encoding="utf-8") as fh:
+            fh.write("\n" + findings_markdown(findings))
+    except OSError as exc:
+        raise ConfigError(f"cannot write cross-check output to {out}: {exc}") from exc
+    return findings
 
 
 def _table(result: ScanResult) -> Table:
