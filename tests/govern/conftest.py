@@ -53,7 +53,12 @@ class Recorder:
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
         with self._lock:
             self.seen.append(
-                {"path": scope["path"], "headers": headers, "body": json.loads(raw or b"{}")}
+                {
+                    "path": scope["path"],
+                    "headers": headers,
+                    "body": json.loads(raw or b"{}"),
+                    "text": raw.decode(),
+                }
             )
         sent = False
 
@@ -69,14 +74,16 @@ class Recorder:
     def find(self, marker: str) -> list[dict[str, Any]]:
         """Requests whose body mentions ``marker`` (tests put the conversation id there)."""
         with self._lock:
-            return [s for s in self.seen if marker in json.dumps(s["body"])]
+            return [s for s in self.seen if marker in s["text"]]
 
 
 class ThreadServer:
     """Any ASGI app under uvicorn in a background thread on a free loopback port."""
 
     def __init__(self, app: Any) -> None:
-        self._sock = socket.socket()
+        # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says
+        # TCP, and without it every small response waits ~40 ms for a delayed ACK.
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"

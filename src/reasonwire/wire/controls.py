@@ -13,11 +13,11 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from reasonwire.wire.model import JSON, Dialect
+from reasonwire.wire.model import DIALECTS, JSON, Dialect
 
 ControlPath = tuple[str, ...]
 
-_COMMON: tuple[ControlPath, ...] = (
+_ALL: tuple[ControlPath, ...] = (
     ("reasoning",),
     ("reasoning_effort",),
     ("thinking",),
@@ -25,22 +25,18 @@ _COMMON: tuple[ControlPath, ...] = (
     ("output_config",),
     ("chat_template_kwargs", "enable_thinking"),
     ("chat_template_kwargs", "thinking"),
+    ("chat_template_kwargs", "reasoning_effort"),
     ("include_reasoning",),
     ("enable_thinking",),
+    ("thinking_budget",),
+    ("generationConfig", "thinkingConfig"),
+    ("generation_config", "thinking_config"),
 )
 
-CONTROL_PATHS: Mapping[Dialect, tuple[ControlPath, ...]] = {
-    "chat": _COMMON,
-    "responses": _COMMON,
-    "anthropic": _COMMON,
-    "gemini": (
-        *_COMMON,
-        ("generationConfig", "thinkingConfig"),
-        ("generation_config", "thinking_config"),
-    ),
-}
-"""Every reasoning control per dialect. Fields of other dialects are listed too: a client
-that sends Anthropic's ``thinking`` to a chat route is still trying to set effort."""
+CONTROL_PATHS: Mapping[Dialect, tuple[ControlPath, ...]] = {d: _ALL for d in DIALECTS}
+"""Every reasoning control, for every dialect: fields of other dialects are stripped too (a
+client that sends Anthropic's ``thinking`` to a chat route is still trying to set effort, and
+an OpenAI-compatible server may honour a foreign field)."""
 
 NON_ESCALATING: Mapping[Dialect, Mapping[str, JSON]] = {
     "chat": {"reasoning_effort": "none"},
