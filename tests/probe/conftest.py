@@ -7,15 +7,20 @@ from typing import Any
 import httpx
 import pytest
 
+from reasonwire.probe import flush
 from reasonwire.sim.pytest_plugin import sim_server  # noqa: F401  (the shared fixture)
 
 
 @pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     for name in ("REASONWIRE_PROBE", "REASONWIRE_PROBE_PROVIDERS", "REASONWIRE_PROBE_CAP_MB",
                  "REASONWIRE_PROBE_CONFIG"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("REASONWIRE_HOME", str(tmp_path / "home"))
+    yield
+    # Rows land from the probe worker: drain it while this test's patches are still in place,
+    # so no task of this test runs under the next test's environment.
+    assert flush(timeout=30)
 
 
 class Capture:

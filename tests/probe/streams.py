@@ -5,9 +5,19 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
+
+from reasonwire.probe import flush, read_rows
+from reasonwire.probe.ledger import LedgerRead
+
+
+def flushed_rows(directory: Path) -> LedgerRead:
+    """The ledger once the probe worker has written every row of the calls that ended."""
+    assert flush(timeout=30), "probe worker did not drain"
+    return read_rows(directory)
 
 
 def chat_stream(parts: list[tuple[str, str]], usage: bool = True) -> bytes:

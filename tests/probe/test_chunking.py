@@ -9,9 +9,9 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reasonwire.probe import AsyncProbeTransport, ProbeTransport, observe_bytes, read_rows
+from reasonwire.probe import AsyncProbeTransport, ProbeTransport, observe_bytes
 from tests.probe.indep import count
-from tests.probe.streams import anthropic_stream, chat_stream, chunked, mock
+from tests.probe.streams import anthropic_stream, chat_stream, chunked, flushed_rows, mock
 
 texts = st.text(min_size=0, max_size=40)
 fields = st.sampled_from(["reasoning_content", "content", "arguments"])
@@ -21,7 +21,7 @@ SETTINGS = settings(max_examples=60, deadline=None,
 
 
 def _rows(d: Path) -> list[dict[str, object]]:
-    return read_rows(d).rows
+    return flushed_rows(d).rows
 
 
 @SETTINGS

@@ -103,7 +103,7 @@ def test_report_json_and_table(tmp_path: Path) -> None:
 
 def test_public_api() -> None:
     assert sorted(probe.__all__) == [
-        "AsyncProbeTransport", "ProbeSettings", "ProbeTransport", "ledger_dir",
+        "AsyncProbeTransport", "ProbeSettings", "ProbeTransport", "flush", "ledger_dir",
         "load_settings", "observe_bytes", "read_rows",
     ]  # fmt: skip
 

@@ -16,17 +16,18 @@ import httpx
 import openai
 import pytest
 
-from reasonwire.probe import AsyncProbeTransport, ProbeTransport, read_rows
+from reasonwire.probe import AsyncProbeTransport, ProbeTransport
 from reasonwire.sim.server import SimServer
 from tests.probe.conftest import Capture
 from tests.probe.indep import count
+from tests.probe.streams import flushed_rows
 
 KEY = "sk-sim-not-a-real-key"
 TASK = "Find the population of Lyon."
 
 
 def rows(ledger: Path) -> list[dict[str, Any]]:
-    return read_rows(ledger).rows
+    return flushed_rows(ledger).rows
 
 
 def check_row(row: dict[str, Any], dialect: str, raw: bytes) -> None:

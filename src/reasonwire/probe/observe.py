@@ -2,7 +2,8 @@
 
 ``observe_bytes(chunks, dialect="anthropic", session_id="s1")`` returns an iterator (or an
 async iterator, for an async iterable) that yields the very same chunks in order and writes
-one ledger row when the stream ends, fails or is abandoned.
+one ledger row when the stream ends, fails or is abandoned (asynchronously: see
+``reasonwire.probe.flush``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import overload
 
-from reasonwire.probe.observer import CallObserver, make_writer, parse_request_body
+from reasonwire.probe.observer import (
+    CallObserver,
+    arelay,
+    make_writer,
+    parse_request_body,
+    relay,
+)
 from reasonwire.probe.settings import ledger_dir, load_settings
 from reasonwire.wire.model import Dialect
 
@@ -51,39 +58,19 @@ def _observer(
 
 def _sync(chunks: Iterable[bytes], obs: CallObserver | None) -> Iterator[bytes]:
     if obs is None:
-        yield from chunks
-        return
-    try:
-        for chunk in chunks:
-            obs.feed(chunk)
-            yield chunk
-        obs.mark_complete()
-    except GeneratorExit:
-        raise
-    except BaseException as exc:
-        obs.mark_failed(exc)
-        raise
-    finally:
-        obs.finish()
+        return iter(chunks)
+    return relay(chunks, obs)
 
 
-async def _async(chunks: AsyncIterable[bytes], obs: CallObserver | None) -> AsyncIterator[bytes]:
+async def _passthrough(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
+    async for chunk in chunks:
+        yield chunk
+
+
+def _async(chunks: AsyncIterable[bytes], obs: CallObserver | None) -> AsyncIterator[bytes]:
     if obs is None:
-        async for chunk in chunks:
-            yield chunk
-        return
-    try:
-        async for chunk in chunks:
-            obs.feed(chunk)
-            yield chunk
-        obs.mark_complete()
-    except GeneratorExit:
-        raise
-    except BaseException as exc:
-        obs.mark_failed(exc)
-        raise
-    finally:
-        obs.finish()
+        return _passthrough(chunks)
+    return arelay(chunks, obs)
 
 
 @overload

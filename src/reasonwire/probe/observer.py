@@ -4,11 +4,12 @@ A :class:`CallObserver` is created per call and shared with nothing else. Its me
 raise: anything that goes wrong inside the probe is kept as a note in the row (``probeError``)
 and the bytes keep flowing to the caller untouched.
 
-Hot path: :meth:`feed` hands each chunk to the dialect's own stream decoder (``wire/``) and
-does nothing else per event. The byte counts are taken once, from the turn the decoder
-assembled (UTF-8 bytes of the reasoning text, the visible text and the tool-call arguments),
-when the call finishes - or from the partial turn when it was cut short. A non-streaming body
-is kept as the list of chunks it arrived in (no copy) and parsed once at the end.
+Caller's path: per chunk, one list append (see :func:`relay`); nothing is decoded there.
+The chunks go to the probe worker after the call ends (or in batches while a large answer
+streams), which feeds the dialect's own stream decoder (``wire/``). The byte counts are taken
+once, from the turn the decoder assembled (UTF-8 bytes of the reasoning text, the visible text
+and the tool-call arguments) - or from the partial turn when the call was cut short. A
+non-streaming body is joined and parsed once at the end.
 """
 
 from __future__ import annotations
@@ -17,18 +18,23 @@ import json
 import threading
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import TruncatedStream
+from reasonwire.probe import worker
 from reasonwire.wire.dialect import StreamDecoder, get_dialect
 from reasonwire.wire.model import Dialect, Turn, Usage
 from reasonwire.wire.request_carriers import SentCarrier, request_carriers
 
 # A non-streaming body larger than this is passed through but not parsed.
 MAX_PARSE_BYTES = 64 * 1024 * 1024
+# A call hands its chunks to the worker once it holds more than this (else at its end).
+SPILL_BYTES = 8 * 1024 * 1024
+# The worker feeds the decoder slices of at most this size.
+FEED_BYTES = 1024 * 1024
 
 
 def usage_row(usage: Usage | None) -> dict[str, int | None] | None:
@@ -58,7 +64,15 @@ def _nbytes(text: str) -> int:
 
 
 class CallObserver:
-    """Counts one call. Create, :meth:`feed` chunks, then :meth:`finish` exactly once."""
+    """Counts one call. Create, :meth:`feed` chunks, then :meth:`finish` exactly once.
+
+    The caller's side (:meth:`feed`, :meth:`mark_complete`, :meth:`mark_failed`,
+    :meth:`finish`) only keeps references to the chunks; decoding, counting and the ledger
+    write run on the probe worker (:mod:`reasonwire.probe.worker`), in order, after the call
+    ends - or in batches of about :data:`SPILL_BYTES` while a large answer is still streaming,
+    so one call never holds more than that. Chunks must be ``bytes`` (immutable): the worker
+    reads them after the caller has passed them on.
+    """
 
     def __init__(
         self,
@@ -83,11 +97,14 @@ class CallObserver:
         self.sent = sent or []
         self.http_status = http_status
         self.started = time.time()
+        self.ended: float | None = None
         self.wire_bytes = 0
         self.complete = False
         self.status: str | None = None
         self.error: str | None = None
         self.probe_error: str | None = None
+        self.buffer: list[bytes] = []  # chunks passed on and not yet handed to the worker
+        self._buffered = 0
         self._writer = writer
         self._lock = threading.Lock()
         self._finished = False
@@ -114,30 +131,20 @@ class CallObserver:
             self._counting = False
             self.probe_error = f"{type(exc).__name__}: {exc}"
 
-    # -- hot path ----------------------------------------------------------------------------
+    # -- caller's path -----------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> None:
-        """Count ``chunk``. Never raises."""
-        self.wire_bytes += len(chunk)
-        if not self._counting:
-            return
-        try:
-            if self._inflate is not None:
-                chunk = self._inflate.decompress(chunk)
-            if self._decoder is not None:
-                self._decoder.feed(chunk)
-            elif self._chunks is not None:
-                if self.wire_bytes > MAX_PARSE_BYTES:
-                    self._chunks = None
-                    self._counting = False
-                    self.probe_error = "body too large to parse: bytes not counted"
-                else:
-                    self._chunks.append(chunk)
-        except Exception as exc:
-            self._counting = False
-            self.probe_error = f"{type(exc).__name__}: {exc}"
+        """Keep ``chunk`` for counting. Never raises. (:func:`relay` inlines this.)"""
+        self.buffer.append(chunk)
+        self._buffered += len(chunk)
+        if self._buffered > SPILL_BYTES:
+            self.spill()
 
-    # -- end of call -------------------------------------------------------------------------
+    def spill(self) -> list[bytes]:
+        """Hand the buffered chunks to the worker now; returns the new (empty) buffer."""
+        batch, self.buffer, self._buffered = self.buffer, [], 0
+        worker.submit(lambda: self._consume(batch), sum(map(len, batch)))  # never raises
+        return self.buffer
 
     def mark_complete(self) -> None:
         self.complete = True
@@ -146,12 +153,54 @@ class CallObserver:
         if self.error is None:
             self.error = f"{type(exc).__name__}: {exc}"
 
-    def finish(self, status: str | None = None) -> dict[str, Any] | None:
-        """Build the row and hand it to the writer, once. Never raises."""
+    def finish(self, status: str | None = None) -> None:
+        """Hand the rest of the call to the worker, which builds and writes the row, once.
+
+        Never raises. The row lands asynchronously (see :func:`reasonwire.probe.flush`).
+        """
         with self._lock:
             if self._finished:
-                return None
+                return
             self._finished = True
+        try:
+            self.ended = time.time()
+            batch, self.buffer, self._buffered = self.buffer, [], 0
+            worker.submit(lambda: self._complete(batch, status), sum(map(len, batch)))
+        except Exception:
+            pass
+
+    # -- worker ------------------------------------------------------------------------------
+
+    def _consume(self, batch: list[bytes]) -> None:
+        """Decode one batch of chunks (worker thread, in call order). Never raises."""
+        for chunk in batch:
+            self.wire_bytes += len(chunk)
+        if not self._counting or not batch:
+            return
+        try:
+            data = b"".join(batch)
+            if self._inflate is not None:
+                data = self._inflate.decompress(data)
+            if self._decoder is not None:
+                for i in range(0, len(data), FEED_BYTES):
+                    self._decoder.feed(data[i : i + FEED_BYTES])
+            elif self._chunks is not None:
+                if self.wire_bytes > MAX_PARSE_BYTES:
+                    self._chunks = None
+                    self._counting = False
+                    self.probe_error = "body too large to parse: bytes not counted"
+                else:
+                    self._chunks.append(data)
+        except Exception as exc:
+            self._counting = False
+            self.probe_error = f"{type(exc).__name__}: {exc}"
+
+    def _complete(self, batch: list[bytes], status: str | None) -> None:
+        self._consume(batch)
+        self.build_and_write(status)
+
+    def build_and_write(self, status: str | None = None) -> dict[str, Any] | None:
+        """Build the row and hand it to the writer. Never raises."""
         row: dict[str, Any] | None = None
         try:
             row = self._row(status)
@@ -244,7 +293,7 @@ class CallObserver:
             "wireBytes": self.wire_bytes,
             "sentReasoningBytes": sum(c.size for c in self.sent),
             "sentReasoning": sent_row(self.sent),
-            "durationMs": round((time.time() - self.started) * 1000, 1),
+            "durationMs": round(((self.ended or time.time()) - self.started) * 1000, 1),
         }
         if usage is not None:
             row["usage"] = usage
@@ -276,3 +325,50 @@ def make_writer(directory: Path, session_id: str, cap_bytes: int) -> Any:
         append_row(directory, session_id, redact_obj(dict(row)), cap_bytes)
 
     return write
+
+
+def relay(chunks: Iterable[bytes], obs: CallObserver) -> Iterator[bytes]:
+    """Yield ``chunks`` unchanged and in order while ``obs`` keeps them; finish in any case.
+
+    The per-chunk work on the caller's path is one list append and one length sum.
+    """
+    buf = obs.buffer
+    size = 0
+    try:
+        for chunk in chunks:
+            buf.append(chunk)
+            size += len(chunk)
+            if size > SPILL_BYTES:
+                buf = obs.spill()
+                size = 0
+            yield chunk
+        obs.mark_complete()
+    except GeneratorExit:  # the consumer walked away: record what it saw
+        raise
+    except BaseException as exc:
+        obs.mark_failed(exc)
+        raise
+    finally:
+        obs.finish()
+
+
+async def arelay(chunks: AsyncIterable[bytes], obs: CallObserver) -> AsyncIterator[bytes]:
+    """The async twin of :func:`relay`."""
+    buf = obs.buffer
+    size = 0
+    try:
+        async for chunk in chunks:
+            buf.append(chunk)
+            size += len(chunk)
+            if size > SPILL_BYTES:
+                buf = obs.spill()
+                size = 0
+            yield chunk
+        obs.mark_complete()
+    except GeneratorExit:  # the consumer walked away: record what it saw
+        raise
+    except BaseException as exc:
+        obs.mark_failed(exc)
+        raise
+    finally:
+        obs.finish()

@@ -3,9 +3,10 @@
 ``httpx.Client(transport=ProbeTransport(session_id="s1"))`` (or an SDK's ``http_client``)
 is all a user writes. Per call the transport reads the settings once, works out the dialect
 from the URL path (``wire.request_carriers.dialect_for_path``), reads the carriers in the
-outgoing body, and wraps the response byte stream: each chunk is counted and then yielded as
-the same object, in order. Nothing is buffered for a streamed answer. The row is written when
-the stream ends, is closed, fails or is abandoned (whichever comes first), exactly once.
+outgoing body, and wraps the response byte stream: each chunk is kept by reference and
+yielded as the same object, in order. The row is built by the probe worker once the stream
+ends, is closed, fails or is abandoned (whichever comes first), exactly once; it lands
+asynchronously (``reasonwire.probe.flush()`` waits for it).
 
 Calls to other endpoints (model lists, token counting) and calls the settings exclude go to
 the inner transport untouched.
@@ -23,7 +24,13 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from reasonwire.probe.observer import CallObserver, make_writer, parse_request_body
+from reasonwire.probe.observer import (
+    CallObserver,
+    arelay,
+    make_writer,
+    parse_request_body,
+    relay,
+)
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
 from reasonwire.wire.model import Dialect
 from reasonwire.wire.request_carriers import dialect_for_path, model_in_request
@@ -163,19 +170,7 @@ class _SyncStream(*_SYNC_S):  # type: ignore[misc]
         self._obs = obs
 
     def __iter__(self) -> Iterator[bytes]:
-        obs = self._obs
-        try:
-            for chunk in self._inner:
-                obs.feed(chunk)
-                yield chunk
-            obs.mark_complete()
-        except GeneratorExit:  # the consumer walked away: record what it saw
-            raise
-        except BaseException as exc:
-            obs.mark_failed(exc)
-            raise
-        finally:
-            obs.finish()
+        return relay(self._inner, self._obs)
 
     def close(self) -> None:
         try:
@@ -189,20 +184,8 @@ class _AsyncStream(*_ASYNC_S):  # type: ignore[misc]
         self._inner = inner
         self._obs = obs
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        obs = self._obs
-        try:
-            async for chunk in self._inner:
-                obs.feed(chunk)
-                yield chunk
-            obs.mark_complete()
-        except GeneratorExit:  # the consumer walked away: record what it saw
-            raise
-        except BaseException as exc:
-            obs.mark_failed(exc)
-            raise
-        finally:
-            obs.finish()
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return arelay(self._inner, self._obs)
 
     async def aclose(self) -> None:
         try:
