@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
@@ -31,7 +32,7 @@ def decode_body(body: bytes | str | JSON, what: str = "anthropic response") -> J
             raise MalformedBody(f"{what}: body is not UTF-8 ({exc})") from None
     if isinstance(body, str):
         try:
-            return json.loads(body)
+            return jsonload.loads(body)
         except json.JSONDecodeError as exc:
             raise MalformedBody(f"{what}: body is not valid JSON ({exc})") from None
     return body

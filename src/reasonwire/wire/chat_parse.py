@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload
 from reasonwire.wire.chat_profiles import CARRIER_FIELDS, TOOL_CALL_CARRIER
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
@@ -41,7 +42,7 @@ def load_body(body: bytes | str | JSON) -> dict[str, Any]:
             raise MalformedBody(f"chat response body is not UTF-8: {exc}") from None
     if isinstance(body, str):
         try:
-            body = json.loads(body)
+            body = jsonload.loads(body)
         except json.JSONDecodeError as exc:
             raise MalformedBody(
                 f"chat response body is not JSON ({exc.msg} at char {exc.pos}): {body[:120]!r}"

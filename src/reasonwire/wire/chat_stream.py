@@ -22,9 +22,11 @@ Assembly rules:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire import jsonload
 from reasonwire.wire.chat_parse import (
     arguments_text,
     details_text,
@@ -43,10 +45,9 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
-from reasonwire.wire.sse import SSEDecoder, SSEEvent
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _CONCAT_KEYS = frozenset({"text", "summary", "data"})
-_TEXT_FIELDS = ("reasoning_content", "reasoning")
 
 
 class DetailsMerger:
@@ -104,6 +105,11 @@ def merge_reasoning_details(fragments: list[JSON]) -> list[JSON]:
     return merger.entries
 
 
+def _name(name: bytes | None) -> str:
+    """An SSE event name as text (for messages)."""
+    return name.decode("utf-8", "replace") if name else "message"
+
+
 def _hashable(value: JSON) -> JSON:
     return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
 
@@ -148,19 +154,20 @@ class ChatStreamDecoder:
         self._usage: JSON = None
         self._done = False
         self._errors: list[StreamError] = []
+        self._guard = jsonload.StreamGuard()
 
     # -- public -------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        for event in self._sse.feed(data):
-            self._event(event, out)
+        events = self._sse.feed_raw(data)
+        if events:
+            self._events(events, self._guard.loader(data), out)
         return out
 
     def close(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        for event in self._sse.close():
-            self._event(event, out)
+        self._events(self._sse.close_raw(), self._guard.loader(b""), out)
         if self._errors:
             raise TruncatedStream(
                 f"chat stream reported an error: {self._errors[0].message}",
@@ -206,25 +213,49 @@ class ChatStreamDecoder:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _event(self, event: SSEEvent, out: list[StreamEvent]) -> None:
-        self._events_seen += 1
-        data = event.data.strip()
-        if not data or self._done:
-            return
+    def _events(
+        self, events: list[RawEvent], loads: Callable[[bytes], Any], out: list[StreamEvent]
+    ) -> None:
+        """The hot path: orjson on the raw bytes; anything it cannot vouch for (``[DONE]``,
+        blank or odd payloads, long digit runs) goes through :meth:`_text_payload`."""
+        payload_in = self._payload
+        for data, name, _, _ in events:
+            self._events_seen += 1
+            if self._done:
+                continue
+            try:
+                payload = loads(data)
+            except ValueError:
+                payload = self._text_payload(data, name)
+                if payload is None:
+                    continue
+            if type(payload) is not dict:
+                self._not_object(payload, name)
+            payload_in(payload, out)
+
+    def _text_payload(self, raw: bytes, name: bytes | None) -> Any:
+        """The payload by the stdlib rules on the decoded, stripped text; None to skip."""
+        data = raw.decode("utf-8", "replace").strip()
+        if not data:
+            return None
         if data == "[DONE]":
             self._done = True
-            return
+            return None
         try:
-            payload = json.loads(data)
+            return json.loads(data)
         except json.JSONDecodeError as exc:
             raise MalformedBody(
-                f"chat stream event #{self._events_seen} ({event.event!r}) is not JSON "
+                f"chat stream event #{self._events_seen} ({_name(name)!r}) is not JSON "
                 f"({exc.msg}): {data[:120]!r}"
             ) from None
+
+    def _not_object(self, payload: Any, name: bytes | None) -> None:
         if not isinstance(payload, dict):
             raise MalformedBody(
-                f"chat stream event #{self._events_seen} ({event.event!r}) is not a JSON object"
+                f"chat stream event #{self._events_seen} ({_name(name)!r}) is not a JSON object"
             )
+
+    def _payload(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
         if payload.get("error") is not None:
             err = payload["error"]
             msg = err.get("message") if isinstance(err, dict) else err
@@ -235,10 +266,15 @@ class ChatStreamDecoder:
         if self._top is None:
             self._top = {k: v for k, v in payload.items() if k not in ("choices", "usage")}
         choices = payload.get("choices")
-        if isinstance(choices, list):
+        if type(choices) is list:
             for choice in choices:
-                if isinstance(choice, dict) and choice.get("index", 0) == 0:
-                    self._choice(choice, out)
+                if type(choice) is dict and choice.get("index", 0) == 0:
+                    delta = choice.get("delta")
+                    if type(delta) is dict:
+                        self._delta(delta, out)
+                    finish = choice.get("finish_reason")
+                    if finish is not None:
+                        self._finish = finish
         usage = payload.get("usage")
         if usage is not None:
             self._usage = usage
@@ -246,29 +282,22 @@ class ChatStreamDecoder:
             if parsed is not None:
                 out.append(UsageEvent(parsed))
 
-    def _choice(self, choice: dict[str, Any], out: list[StreamEvent]) -> None:
-        delta = choice.get("delta")
-        if isinstance(delta, dict):
-            self._delta(delta, out)
-        finish = choice.get("finish_reason")
-        if finish is not None:
-            self._finish = finish
-
     def _delta(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
-        if self._role is None and isinstance(delta.get("role"), str):
+        get = delta.get
+        if self._role is None and isinstance(get("role"), str):
             self._role = delta["role"]
         reasoning_piece = ""
-        for name in _TEXT_FIELDS:
-            value = delta.get(name)
-            if isinstance(value, str):
-                if name not in self._reasoning:
-                    self._reasoning[name] = []
-                    self._order.append(name)
-                self._reasoning[name].append(value)
-                if not reasoning_piece:
-                    reasoning_piece = value
-        details = delta.get("reasoning_details")
-        if isinstance(details, list):
+        value = get("reasoning_content")
+        if type(value) is str:
+            self._reasoning_piece("reasoning_content", value)
+            reasoning_piece = value
+        value = get("reasoning")
+        if type(value) is str:
+            self._reasoning_piece("reasoning", value)
+            if not reasoning_piece:
+                reasoning_piece = value
+        details = get("reasoning_details")
+        if type(details) is list:
             if self._details is None:
                 self._details = DetailsMerger()
                 self._order.append("reasoning_details")
@@ -278,18 +307,25 @@ class ChatStreamDecoder:
                 reasoning_piece = details_text(details)
         if reasoning_piece:
             out.append(ReasoningDelta(reasoning_piece))
-        content = delta.get("content")
-        if isinstance(content, str):
+        content = get("content")
+        if type(content) is str:
             if self._content is None:
                 self._content = []
             self._content.append(content)
             if content:
                 out.append(TextDelta(content))
-        calls = delta.get("tool_calls")
-        if isinstance(calls, list):
+        calls = get("tool_calls")
+        if type(calls) is list:
             for position, call in enumerate(calls):
                 if isinstance(call, dict):
                     out.append(self._tool_call(call, position))
+
+    def _reasoning_piece(self, name: str, value: str) -> None:
+        pieces = self._reasoning.get(name)
+        if pieces is None:
+            pieces = self._reasoning[name] = []
+            self._order.append(name)
+        pieces.append(value)
 
     def _tool_call(self, call: dict[str, Any], position: int) -> ToolCallDelta:
         index = call.get("index", position)

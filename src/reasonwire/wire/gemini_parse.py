@@ -25,6 +25,7 @@ import json
 from typing import Any
 
 from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 PARTS_PATH = "candidates[0].content.parts"
@@ -76,7 +77,7 @@ def load_body(body: bytes | str | JSON) -> dict[str, Any]:
             raise MalformedBody(f"gemini response body is not UTF-8: {exc}") from None
     if isinstance(body, str):
         try:
-            body = json.loads(body)
+            body = jsonload.loads(body)
         except json.JSONDecodeError as exc:
             raise MalformedBody(
                 f"gemini response body is not JSON: {exc.msg} at {exc.pos}"

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 CARRIER_KIND = "reasoning_item"
@@ -35,7 +36,7 @@ def decode_body(body: bytes | str | JSON, what: str = "response body") -> dict[s
             raise MalformedBody(f"responses: {what} is not UTF-8: {exc}") from None
     if isinstance(body, str):
         try:
-            body = json.loads(body)
+            body = jsonload.loads(body)
         except json.JSONDecodeError as exc:
             raise MalformedBody(f"responses: {what} is not valid JSON: {exc}") from None
     if not isinstance(body, dict):
