@@ -24,10 +24,12 @@ What the stream says and what we trust:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire import jsonload
 from reasonwire.wire.model import (
     CarrierComplete,
     Done,
@@ -45,7 +47,7 @@ from reasonwire.wire.responses_parse import (
     arguments_text,
     turn_from_items,
 )
-from reasonwire.wire.sse import SSEDecoder, SSEEvent
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 
 @dataclass
@@ -54,9 +56,11 @@ class _Slot:
 
     added: dict[str, Any]
     done: dict[str, Any] | None = None
-    text: dict[int, str] = field(default_factory=dict)
-    summary: dict[int, str] = field(default_factory=dict)
-    content: dict[int, str] = field(default_factory=dict)
+    # streamed pieces by part index, joined only when asked (joining on every delta would
+    # make assembly quadratic in the answer's length)
+    text: dict[int, list[str]] = field(default_factory=dict)
+    summary: dict[int, list[str]] = field(default_factory=dict)
+    content: dict[int, list[str]] = field(default_factory=dict)
     arguments: str = ""
     call_index: int | None = None
 
@@ -67,7 +71,9 @@ class _Slot:
             return self.done
         typ = self.added.get("type")
         if typ == "message":
-            parts = [{"type": "output_text", "text": self.text[k]} for k in sorted(self.text)]
+            parts = [
+                {"type": "output_text", "text": "".join(self.text[k])} for k in sorted(self.text)
+            ]
             return {**self.added, "content": parts}
         if typ == "function_call":
             return {**self.added, "arguments": self.arguments}
@@ -77,8 +83,8 @@ class _Slot:
         """Readable text streamed so far for an unfinished reasoning item."""
         if self.done is not None or self.added.get("type") != "reasoning":
             return ""
-        texts = [self.summary[k] for k in sorted(self.summary)]
-        texts += [self.content[k] for k in sorted(self.content)]
+        texts = ["".join(self.summary[k]) for k in sorted(self.summary)]
+        texts += ["".join(self.content[k]) for k in sorted(self.content)]
         return TEXT_JOIN.join(t for t in texts if t)
 
 
@@ -94,19 +100,16 @@ class ResponsesStreamDecoder:
         self._emitted_carriers: set[str] = set()
         self._errors: list[str] = []
         self._final: Turn | None = None
+        self._guard = jsonload.StreamGuard()
 
     # -- protocol ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for ev in self._sse.feed(data):
-            out.extend(self._event(ev))
-        return out
+        events = self._sse.feed_raw(data)
+        return self._events(events, self._guard.loader(data)) if events else []
 
     def close(self) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        for ev in self._sse.close():
-            out.extend(self._event(ev))
+        out = self._events(self._sse.close_raw(), self._guard.loader(b""))
         if self._final is None:
             why = f"; last provider error: {self._errors[-1]}" if self._errors else ""
             raise TruncatedStream(
@@ -133,23 +136,44 @@ class ResponsesStreamDecoder:
 
     # -- events --------------------------------------------------------------------------
 
-    def _event(self, ev: SSEEvent) -> list[StreamEvent]:
-        if ev.data.strip() == "[DONE]":
-            return []
+    def _events(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+        """The hot path: orjson on the raw bytes; what it cannot vouch for (``[DONE]``, odd
+        payloads, long digit runs) goes through :meth:`_text_payload`."""
+        out: list[StreamEvent] = []
+        handlers = _HANDLERS
+        for data, name, _, _ in events:
+            try:
+                payload = loads(data)
+            except ValueError:
+                payload = self._text_payload(data, name)
+                if payload is None:
+                    continue
+            if type(payload) is not dict:
+                raise MalformedBody(
+                    f"responses: payload of SSE event {_name(name)!r} is not an object"
+                )
+            typ = payload.get("type")
+            if type(typ) is not str:
+                typ = _name(name)
+            if self._final is not None:
+                continue  # nothing after the terminal event changes the answer
+            handler = handlers.get(typ)
+            if handler is not None:
+                out.extend(handler(self, payload))
+        return out
+
+    @staticmethod
+    def _text_payload(raw: bytes, name: bytes | None) -> Any:
+        """The payload by the stdlib rules on the decoded text; None for ``[DONE]``."""
+        data = raw.decode("utf-8", "replace")
+        if data.strip() == "[DONE]":
+            return None
         try:
-            payload = json.loads(ev.data)
+            return json.loads(data)
         except json.JSONDecodeError as exc:
             raise MalformedBody(
-                f"responses: payload of SSE event {ev.event!r} is not JSON: {exc}"
+                f"responses: payload of SSE event {_name(name)!r} is not JSON: {exc}"
             ) from None
-        if not isinstance(payload, dict):
-            raise MalformedBody(f"responses: payload of SSE event {ev.event!r} is not an object")
-        typ = payload.get("type")
-        typ = typ if isinstance(typ, str) else ev.event
-        if self._final is not None:
-            return []  # nothing after the terminal event changes the answer
-        handler = _HANDLERS.get(typ)
-        return handler(self, payload) if handler is not None else []
 
     def _on_response(self, p: dict[str, Any]) -> list[StreamEvent]:
         resp = p.get("response")
@@ -207,30 +231,38 @@ class ResponsesStreamDecoder:
         idx = self._slot_index(p)
         return (self._slots.get(idx) if idx is not None else None), delta
 
-    @staticmethod
-    def _part(p: dict[str, Any], key: str) -> int:
-        v = p.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) else 0
+    def _piece(self, p: dict[str, Any], which: str, index_key: str) -> str:
+        """Record one streamed text piece in its slot (if known); return the piece."""
+        delta = p.get("delta")
+        if type(delta) is not str:
+            return ""
+        idx = p.get("output_index")
+        slot = self._slots.get(idx) if type(idx) is int else None
+        if slot is None and type(idx) is not int:
+            found = self._slot_index(p)
+            slot = self._slots.get(found) if found is not None else None
+        if slot is not None:
+            k = p.get(index_key)
+            if type(k) is not int:
+                k = 0
+            parts: dict[int, list[str]] = getattr(slot, which)
+            pieces = parts.get(k)
+            if pieces is None:
+                parts[k] = [delta]
+            else:
+                pieces.append(delta)
+        return delta
 
     def _on_summary_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
-        slot, delta = self._delta(p)
-        if slot is not None:
-            k = self._part(p, "summary_index")
-            slot.summary[k] = slot.summary.get(k, "") + delta
+        delta = self._piece(p, "summary", "summary_index")
         return [ReasoningDelta(delta)] if delta else []
 
     def _on_reasoning_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
-        slot, delta = self._delta(p)
-        if slot is not None:
-            k = self._part(p, "content_index")
-            slot.content[k] = slot.content.get(k, "") + delta
+        delta = self._piece(p, "content", "content_index")
         return [ReasoningDelta(delta)] if delta else []
 
     def _on_text_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
-        slot, delta = self._delta(p)
-        if slot is not None:
-            k = self._part(p, "content_index")
-            slot.text[k] = slot.text.get(k, "") + delta
+        delta = self._piece(p, "text", "content_index")
         return [TextDelta(delta)] if delta else []
 
     def _on_args_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
@@ -292,6 +324,11 @@ class ResponsesStreamDecoder:
             text = f"{code}: {text}"
         self._errors.append(text)
         return [StreamError(text, raw=p)]
+
+
+def _name(name: bytes | None) -> str:
+    """An SSE event name as text."""
+    return name.decode("utf-8", "replace") if name else "message"
 
 
 def _prefer_done(done: dict[str, Any] | None, final: Any) -> Any:
