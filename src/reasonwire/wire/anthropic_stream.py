@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire import jsonload
 from reasonwire.wire.anthropic_parse import carrier_for, turn_from_message, usage_from
 from reasonwire.wire.model import (
     CarrierComplete,
@@ -36,7 +37,7 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
-from reasonwire.wire.sse import SSEDecoder, SSEEvent
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _DELTA_FIELDS = {"thinking_delta": "thinking", "signature_delta": "signature", "text_delta": "text"}
 
@@ -58,20 +59,27 @@ class AnthropicStreamDecoder:
         self._tool_ordinal: dict[int, int] = {}
         self._finished = False
         self._error: StreamError | None = None
+        self._pieces: dict[int, dict[str, list[str]]] = {}
+        self._guard = jsonload.StreamGuard()
 
     # -- protocol --------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
+        events = self._sse.feed_raw(data)
+        if not events:
+            return []
+        loads = self._guard.loader(data)
         out: list[StreamEvent] = []
-        for event in self._sse.feed(data):
-            out.extend(self._on_event(event))
+        for event in events:
+            out.extend(self._on_event(event, loads))
         return out
 
     def close(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        for event in self._sse.close():
+        loads = self._guard.loader(b"")
+        for event in self._sse.close_raw():
             try:
-                out.extend(self._on_event(event))
+                out.extend(self._on_event(event, loads))
             except MalformedBody as exc:
                 if self._finished:
                     raise
@@ -100,6 +108,7 @@ class AnthropicStreamDecoder:
         block without its signature, or half a tool input, cannot be replayed or run); the
         text and reasoning text of an unfinished block are included.
         """
+        self._join_all()
         done = [self._blocks[i] for i in sorted(self._blocks) if i in self._closed_blocks]
         turn = turn_from_message(self._assembled(done))
         text: list[str] = []
@@ -121,25 +130,39 @@ class AnthropicStreamDecoder:
         message["content"] = blocks
         return message
 
+    def _join(self, index: int) -> None:
+        """Write the pieces streamed into block ``index`` so far into its fields."""
+        pending = self._pieces.pop(index, None)
+        if pending:
+            block = self._blocks[index]
+            for key, pieces in pending.items():
+                block[key] = "".join(pieces)
+
+    def _join_all(self) -> None:
+        for index in list(self._pieces):
+            self._join(index)
+
     def _final_turn(self) -> Turn:
+        self._join_all()
         for index in sorted(self._blocks):
             if index not in self._closed_blocks:
                 self._stop_block(index, "message_stop")
         return turn_from_message(self._assembled([self._blocks[i] for i in sorted(self._blocks)]))
 
-    def _on_event(self, event: SSEEvent) -> list[StreamEvent]:
+    def _on_event(self, event: RawEvent, loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+        data, name, _, _ = event
         try:
-            payload = json.loads(event.data)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(
-                f"anthropic stream: {event.event!r} event data is not valid JSON ({exc})"
-            ) from None
-        if not isinstance(payload, dict):
-            raise MalformedBody(f"anthropic stream: {event.event!r} event data is not an object")
-        kind = payload.get("type", event.event)
+            payload = loads(data)
+        except ValueError:
+            payload = _text_payload(data, name)
+        if type(payload) is not dict:
+            raise MalformedBody(f"anthropic stream: {_name(name)!r} event data is not an object")
+        kind = payload.get("type")
+        if kind is None and "type" not in payload:
+            kind = _name(name)
         if self._finished:
             return []
-        handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+        handler = _HANDLERS.get(kind) if type(kind) is str else None
         return handler(self, payload) if handler is not None else []
 
     def _on_message_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
@@ -180,8 +203,19 @@ class AnthropicStreamDecoder:
             piece = delta.get(key)
             if not isinstance(piece, str):
                 raise MalformedBody(f"anthropic stream: {kind} without a string {key!r}")
-            previous = block.get(key)
-            block[key] = previous + piece if isinstance(previous, str) else piece
+            # pieces are joined when the block is read (see _join): appending to the field on
+            # every delta would copy the whole text each time
+            pending = self._pieces.get(index)
+            if pending is None:
+                pending = self._pieces[index] = {}
+            pieces = pending.get(key)
+            if pieces is None:
+                previous = block.get(key)
+                pending[key] = [previous, piece] if isinstance(previous, str) else [piece]
+                if key not in block:
+                    block[key] = piece  # the key takes its place now, as it did before
+            else:
+                pieces.append(piece)
             if not piece:
                 return []
             if kind == "thinking_delta":
@@ -203,13 +237,14 @@ class AnthropicStreamDecoder:
         return []
 
     def _stop_block(self, index: int, where: str) -> list[StreamEvent]:
+        self._join(index)
         block = self._blocks[index]
         self._closed_blocks.add(index)
         parts = self._json_parts.pop(index, None)
         if parts is not None:
             raw = "".join(parts)
             try:
-                block["input"] = json.loads(raw) if raw.strip() else {}
+                block["input"] = jsonload.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
                 raise MalformedBody(
                     f"anthropic stream: tool_use input of block {index} is not valid JSON at "
@@ -250,6 +285,21 @@ class AnthropicStreamDecoder:
         message = f"{err.get('type', 'error')}: {err.get('message', '(no message)')}"
         self._error = StreamError(message, raw=payload)
         return [self._error]
+
+
+def _name(name: bytes | None) -> str:
+    """An SSE event name as text."""
+    return name.decode("utf-8", "replace") if name else "message"
+
+
+def _text_payload(raw: bytes, name: bytes | None) -> Any:
+    """The payload by the stdlib rules on the decoded text."""
+    try:
+        return json.loads(raw.decode("utf-8", "replace"))
+    except json.JSONDecodeError as exc:
+        raise MalformedBody(
+            f"anthropic stream: {_name(name)!r} event data is not valid JSON ({exc})"
+        ) from None
 
 
 _HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, dict[str, Any]], list[StreamEvent]]] = {
