@@ -33,9 +33,11 @@ not assembled: such parts are kept as received.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire import jsonload
 from reasonwire.wire.gemini_parse import (
     PARTS_PATH,
     compact_json,
@@ -58,7 +60,7 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
-from reasonwire.wire.sse import SSEDecoder
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _PLAIN_TEXT_KEYS = frozenset({"text", "thought"})
 _MERGE_TARGET_KEYS = frozenset({"text", "thought", "thoughtSignature"})
@@ -85,6 +87,8 @@ class GeminiStreamDecoder:
         self._open_thoughts: list[int] = []  # assembled thought parts not yet announced
         self._calls = 0
         self._last_usage: JSON = None
+        self._grow: list[str] | None = None  # text pieces merged into the last part
+        self._guard = jsonload.StreamGuard()
 
     # -- bytes -------------------------------------------------------------------------------
 
@@ -102,12 +106,13 @@ class GeminiStreamDecoder:
         if self._array is not None:
             return self._payloads_in(self._array.feed(data))
         assert self._sse is not None
-        return self._sse_in(self._sse.feed(data))
+        events = self._sse.feed_raw(data)
+        return self._sse_in(events, self._guard.loader(data)) if events else []
 
     def close(self) -> list[StreamEvent]:
         events: list[StreamEvent] = []
         if self._sse is not None:
-            events.extend(self._sse_in(self._sse.close()))
+            events.extend(self._sse_in(self._sse.close_raw(), self._guard.loader(b"")))
         elif self._array is not None:
             try:
                 self._array.close()
@@ -135,6 +140,7 @@ class GeminiStreamDecoder:
 
     def assembled(self) -> dict[str, Any]:
         """The state so far in the non-streaming body's shape (``Turn.raw`` of a stream)."""
+        self._join()
         cand: dict[str, Any] = {"content": {"parts": self._parts, "role": "model"}}
         cand.update((k, v) for k, v in self._candidate.items() if k != "content")
         body: dict[str, Any] = {"candidates": [cand]}
@@ -143,18 +149,24 @@ class GeminiStreamDecoder:
 
     # -- payloads ----------------------------------------------------------------------------
 
-    def _sse_in(self, events: list[Any]) -> list[StreamEvent]:
+    def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
         payloads: list[JSON] = []
-        for ev in events:
-            data = ev.data.strip()
+        for raw, name, _, _ in events:
+            try:
+                payloads.append(loads(raw))
+                continue
+            except ValueError:
+                pass
+            data = raw.decode("utf-8", "replace").strip()
             if not data or data == "[DONE]":
                 continue
             try:
                 payloads.append(json.loads(data))
             except json.JSONDecodeError as exc:
+                event = name.decode("utf-8", "replace") if name else "message"
                 raise MalformedBody(
                     f"gemini SSE event #{self._payloads + len(payloads) + 1} "
-                    f"({ev.event!r}) is not JSON: {exc.msg}: {data[:80]!r}"
+                    f"({event!r}) is not JSON: {exc.msg}: {data[:80]!r}"
                 ) from None
         return self._payloads_in(payloads)
 
@@ -178,7 +190,8 @@ class GeminiStreamDecoder:
             self._errors.append(text)
             return [StreamError(text, raw=payload)]
         out: list[StreamEvent] = []
-        self._top.update((k, v) for k, v in payload.items() if k != "candidates")
+        # "candidates" rides along here too; assembled() leaves it out (cheaper than a filter)
+        self._top.update(payload)
         cands = payload.get("candidates")
         if cands is not None:
             if not isinstance(cands, list):
@@ -199,7 +212,7 @@ class GeminiStreamDecoder:
         return out
 
     def _candidate_in(self, cand: dict[str, Any]) -> list[StreamEvent]:
-        self._candidate.update((k, v) for k, v in cand.items() if k != "content")
+        self._candidate.update(cand)  # "content" is left out by assembled()
         if cand.get("finishReason") is not None:
             self._finished = True
         content = cand.get("content")
@@ -219,19 +232,26 @@ class GeminiStreamDecoder:
 
     def _part_in(self, part: dict[str, Any]) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        text = part.get("text")
-        if _mergeable(part) and text == "":
+        text: Any = part.get("text")
+        mergeable = _mergeable(part)
+        if mergeable and text == "":
             return out  # rule 3
         last = self._parts[-1] if self._parts else None
         if (
-            _mergeable(part)
+            mergeable
             and last is not None
             and isinstance(last.get("text"), str)
             and last.keys() <= _MERGE_TARGET_KEYS
             and bool(last.get("thought")) == bool(part.get("thought"))
         ):
-            last["text"] += text  # rule 1
+            # rule 1; pieces are joined when the part is read (see _join): appending to the
+            # field on every chunk would copy the whole text each time
+            if self._grow is None:
+                self._grow = [last["text"], text]
+            else:
+                self._grow.append(text)
         else:
+            self._join()
             out.extend(self._announce_thoughts(len(self._parts)))
             self._parts.append(dict(part))  # rules 2 and 4
             index = len(self._parts) - 1
@@ -253,6 +273,12 @@ class GeminiStreamDecoder:
         if isinstance(text, str) and text:
             out.append(ReasoningDelta(text) if part.get("thought") is True else TextDelta(text))
         return out
+
+    def _join(self) -> None:
+        """Write the text pieces merged into the last part so far into its ``text``."""
+        if self._grow is not None:
+            self._parts[-1]["text"] = "".join(self._grow)
+            self._grow = None
 
     def _signature_carrier(self, index: int, sig: str) -> Carrier:
         part = self._parts[index]

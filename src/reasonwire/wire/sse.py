@@ -117,7 +117,9 @@ class SSEDecoder:
             # a leading LF from the next chunk.
             if buf.endswith(b"\r"):
                 self._skip_lf = True
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            buf = buf.replace(b"\r\n", b"\n")
+            if b"\r" in buf:
+                buf = buf.replace(b"\r", b"\n")
         # Cut on blank lines: every piece but the last is one whole event's lines. The last
         # (the event still arriving) stays buffered, undecoded, until its blank line comes.
         blocks = buf.split(b"\n\n")
