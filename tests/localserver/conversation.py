@@ -22,7 +22,7 @@ _SENTENCES = (
     "After the result arrives I will report the temperature in Celsius and the sky. ",
     "If the tool fails I should say so plainly instead of guessing a forecast. ",
 )
-PROBE = "".join(_SENTENCES[i % 4] for i in range(20))[:1600]
+PROBE = "".join(_SENTENCES[i % 4] for i in range(24))[:1600]
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -89,16 +89,45 @@ def tokenizer(model_file: Path) -> GGUFVocabTokenizer:
     return GGUFVocabTokenizer.from_file(model_file)
 
 
+def _arguments_as_objects(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-call arguments parsed from their JSON string, as llama.cpp hands them to templates.
+
+    llama.cpp passes objects because some templates apply ``tojson`` unconditionally (Qwen2.5);
+    templates that accept either (``is string`` checks) render both forms identically.
+    """
+    out = []
+    for msg in messages:
+        calls = msg.get("tool_calls")
+        if calls:
+            msg = {
+                **msg,
+                "tool_calls": [
+                    {
+                        **call,
+                        "function": {
+                            **call["function"],
+                            "arguments": json.loads(call["function"]["arguments"]),
+                        },
+                    }
+                    for call in calls
+                ],
+            }
+        out.append(msg)
+    return out
+
+
 def render(template: Path, model_file: Path, messages: list[dict[str, Any]]) -> str:
-    """The prompt as transformers-style jinja2 renders it, with the vocab's own BOS/EOS."""
+    """The prompt as transformers-style jinja2 renders it, with the vocab's own BOS/EOS and
+    the variables llama-server sets by default (thinking enabled, arguments as objects)."""
     tok = tokenizer(model_file)
     return render_chat_template(
         template.read_text(encoding="utf-8"),
-        messages,
+        _arguments_as_objects(messages),
         TOOLS,
         add_generation_prompt=True,
         bos_token=tok.bos_token or "",
         eos_token=tok.eos_token or "",
+        enable_thinking=True,
     )
 
 

@@ -1,6 +1,6 @@
 """The second lane: the ``llama-cpp-python[server]`` package's own server (optional extra).
 
-Install with ``make localserver-python``. It renders the same real template from the same
+Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``. It renders the same real template from the same
 model file but builds the template's messages itself and drops ``reasoning_content``.
 """
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.localserver
 
 needs_package = pytest.mark.skipif(
     not llama_cpp_python_available(),
-    reason="optional: pip install 'llama-cpp-python[server]==0.3.36' (make localserver-python)",
+    reason="optional: pip install 'llama-cpp-python[server]==0.3.36'",
 )
 
 

@@ -25,9 +25,10 @@ import numpy as np
 
 from reasonwire.errors import ConfigError
 from reasonwire.localserver import sdist
+from reasonwire.localserver.ggufkv import read_kv
 
 #: Bump when the written model changes shape, so cached files are rewritten.
-WRITER_VERSION = 1
+WRITER_VERSION = 2
 
 N_LAYER = 2
 N_EMBD = 64
@@ -182,9 +183,11 @@ def write_tiny_model(out: Path, *, template_text: str, vocab_file: Path) -> Path
 
     Written to a temporary file and renamed, so a reader never sees a partial model.
     """
-    reader = gguf.GGUFReader(vocab_file)
-    tokens, types = _tokens_and_types(reader)
-    _fill_added_tokens(tokens, types, reader, template_text)
+    meta = read_kv(vocab_file)
+    tokens = list(meta["tokenizer.ggml.tokens"].value)
+    types = list(meta["tokenizer.ggml.token_type"].value)
+    pre = meta.get("tokenizer.ggml.pre")
+    _fill_added_tokens(tokens, types, str(pre.value) if pre else "", template_text)
     n_vocab = len(tokens)
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -203,13 +206,12 @@ def write_tiny_model(out: Path, *, template_text: str, vocab_file: Path) -> Path
     writer.add_vocab_size(n_vocab)
     writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
 
-    writer.add_tokenizer_model(str(reader.fields["tokenizer.ggml.model"].contents()))
+    writer.add_tokenizer_model(str(meta["tokenizer.ggml.model"].value))
     writer.add_token_list(tokens)
     writer.add_token_types(types)
-    for key, field in reader.fields.items():
-        if not key.startswith("tokenizer.") or key in _WRITTEN_KEYS:
-            continue
-        _copy_field(writer, key, field)
+    for key, kv in meta.items():
+        if key.startswith("tokenizer.") and key not in _WRITTEN_KEYS:
+            writer.add_key_value(key, kv.value, kv.vtype, sub_type=kv.sub_type)
     writer.add_chat_template(template_text)
 
     for name, tensor in _weights(n_vocab):
@@ -235,14 +237,6 @@ _WRITTEN_KEYS = frozenset(
 )
 
 
-def _tokens_and_types(reader: gguf.GGUFReader) -> tuple[list[bytes], list[int]]:
-    field = reader.fields["tokenizer.ggml.tokens"]
-    tokens = [bytes(field.parts[i]) for i in field.data]
-    tfield = reader.fields["tokenizer.ggml.token_type"]
-    types = [int(tfield.parts[i][0]) for i in tfield.data]
-    return tokens, types
-
-
 def _token_type(text: str, special: bool) -> int:
     """llama.cpp's converter rule: special or ``<|..|>``-looking -> CONTROL, else USER_DEFINED."""
     looks_special = (text.startswith("<|") and text.endswith("|>")) or (
@@ -252,7 +246,7 @@ def _token_type(text: str, special: bool) -> int:
 
 
 def _fill_added_tokens(
-    tokens: list[bytes], types: list[int], reader: gguf.GGUFReader, template_text: str
+    tokens: list[bytes], types: list[int], pre_name: str, template_text: str
 ) -> None:
     """Put missing special tokens into the vocab's placeholder slots, in place.
 
@@ -261,8 +255,6 @@ def _fill_added_tokens(
     missing goes into the next free placeholder: an approximation (the id differs from the real
     model's) that keeps each tag one token, as it is for the real model.
     """
-    pre = reader.fields.get("tokenizer.ggml.pre")
-    pre_name = str(pre.contents()) if pre is not None else ""
     if pre_name in {"qwen2", "qwen35"} and len(tokens) > QWEN3_ADDED_TOKENS[-1][0]:
         for idx, text, special in QWEN3_ADDED_TOKENS:
             if _PLACEHOLDER.fullmatch(tokens[idx]):
@@ -280,15 +272,6 @@ def _fill_added_tokens(
         tokens[slot] = raw
         types[slot] = CONTROL
         present.add(raw)
-
-
-def _copy_field(writer: gguf.GGUFWriter, key: str, field: Any) -> None:
-    vtype = field.types[0]
-    if vtype == gguf.GGUFValueType.ARRAY:
-        sub = field.types[1] if len(field.types) > 1 else None
-        writer.add_key_value(key, field.contents(), vtype, sub_type=sub)
-    else:
-        writer.add_key_value(key, field.contents(), vtype)
 
 
 def _weights(n_vocab: int) -> list[tuple[str, np.ndarray[Any, Any]]]:

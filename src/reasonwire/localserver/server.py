@@ -339,8 +339,8 @@ def llama_cpp_python_available() -> bool:
 class LlamaCppPythonServer(ManagedServer):
     """The ``llama-cpp-python[server]`` package's own OpenAI-compatible server (optional lane).
 
-    Install with ``make localserver-python`` (``pip install 'llama-cpp-python[server]==0.3.36'``,
-    which compiles the wheel once; pip caches it).
+    Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``: pip compiles the
+    wheel once (minutes) and caches it, so a reinstall takes seconds.
     """
 
     name = "llama-cpp-python-server"
@@ -372,7 +372,7 @@ class LlamaCppPythonServer(ManagedServer):
         if self.python == sys.executable and not llama_cpp_python_available():
             raise ConfigError(
                 "the llama-cpp-python server lane needs the optional package: "
-                f"pip install '{LLAMA_CPP_PYTHON_SERVER_SPEC}' (or `make localserver-python`)"
+                f"pip install '{LLAMA_CPP_PYTHON_SERVER_SPEC}'"
             )
         if self.model_file is None:
             self.model_file = model.model_path(self.template, self.vocab, quiet=self.quiet)
