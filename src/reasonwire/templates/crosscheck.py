@@ -50,19 +50,28 @@ class Finding:
 
 
 def _prompt_tokens(server: Any, messages: list[dict[str, Any]]) -> tuple[int | None, str | None]:
-    body = {
-        "messages": messages,
-        "tools": TOOLS,
-        "max_tokens": 1,
-        "temperature": 0,
-        "stream": False,
-    }
+    """``usage.prompt_tokens`` of a one-token completion; when the server cannot finish the
+    completion (a tiny random model's token can fail a template's output parser, HTTP 500),
+    the same request through ``/apply-template`` then ``/tokenize``: the server's own
+    rendering and tokenization, without generation. The note says which path counted."""
+    body = {"messages": messages, "tools": TOOLS, "max_tokens": 1, "temperature": 0}
     resp = server.post("/v1/chat/completions", body)
-    if resp.status_code != 200:
-        return None, f"HTTP {resp.status_code}: {resp.text[:300]}"
-    usage = resp.json().get("usage") or {}
-    tokens = usage.get("prompt_tokens")
-    return (int(tokens), None) if isinstance(tokens, int) else (None, "no usage.prompt_tokens")
+    if resp.status_code == 200:
+        tokens = (resp.json().get("usage") or {}).get("prompt_tokens")
+        if isinstance(tokens, int):
+            return tokens, None
+    first = f"HTTP {resp.status_code}: {resp.text[:200]}"
+    applied = server.post("/apply-template", {"messages": messages, "tools": TOOLS})
+    if applied.status_code != 200:
+        return None, f"{first}; /apply-template HTTP {applied.status_code}: {applied.text[:200]}"
+    prompt = applied.json().get("prompt")
+    tok = server.post("/tokenize", {"content": prompt, "add_special": True})
+    if tok.status_code != 200 or not isinstance(prompt, str):
+        return None, f"{first}; /tokenize HTTP {tok.status_code}"
+    return len(tok.json().get("tokens", [])), _VIA_APPLY
+
+
+_VIA_APPLY: Final = "counted via /apply-template + /tokenize (completion failed: tiny model)"
 
 
 def cross_check_template(
@@ -93,6 +102,8 @@ def cross_check_template(
                 if got is None:
                     note = f"{p}: {err}"
                     break
+                if err is not None or base_err is not None:
+                    note = _VIA_APPLY
                 deltas[p] = got - base_tokens
             if len(deltas) == len(POSITIONS):
                 srv = verdict(deltas["in_loop"], deltas["cross_turn"], threshold)
