@@ -31,8 +31,12 @@ from reasonwire.wire.request_carriers import SentCarrier, request_carriers
 
 # A non-streaming body larger than this is passed through but not parsed.
 MAX_PARSE_BYTES = 64 * 1024 * 1024
-# A call hands its chunks to the worker once it holds more than this (else at its end).
-SPILL_BYTES = 8 * 1024 * 1024
+# A call hands its chunks to the worker once it holds more than this, else when it ends.
+# Decoding while the caller still streams competes with it for the GIL (measured by
+# bench/bench_probe.py --spill-mb 8: +5% to +40% caller wall time on a 50 MB stream, +190% to
+# +390% when the client is CPU-bound), so by default a call is decoded after it ends and holds
+# references to at most as many bytes as a non-streaming body may (MAX_PARSE_BYTES).
+SPILL_BYTES = MAX_PARSE_BYTES
 # The worker feeds the decoder slices of at most this size.
 FEED_BYTES = 1024 * 1024
 

@@ -79,6 +79,7 @@ class _Worker:
             t0 = time.thread_time()
             with contextlib.suppress(BaseException):  # a probe failure never stops the worker
                 task()
+            del task  # free the call's chunks now, not when the next task arrives
             spent = time.thread_time() - t0
             with self._cond:
                 self.cpu_seconds += spent
