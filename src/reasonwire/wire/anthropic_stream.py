@@ -65,10 +65,10 @@ class AnthropicStreamDecoder:
     # -- protocol --------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
+        loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
         if not events:
             return []
-        loads = self._guard.loader(data)
         out: list[StreamEvent] = []
         for event in events:
             out.extend(self._on_event(event, loads))

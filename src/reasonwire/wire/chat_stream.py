@@ -160,9 +160,10 @@ class ChatStreamDecoder:
 
     def feed(self, data: bytes) -> list[StreamEvent]:
         out: list[StreamEvent] = []
+        loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
         if events:
-            self._events(events, self._guard.loader(data), out)
+            self._events(events, loads, out)
         return out
 
     def close(self) -> list[StreamEvent]:

@@ -106,8 +106,9 @@ class GeminiStreamDecoder:
         if self._array is not None:
             return self._payloads_in(self._array.feed(data))
         assert self._sse is not None
+        loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
-        return self._sse_in(events, self._guard.loader(data)) if events else []
+        return self._sse_in(events, loads) if events else []
 
     def close(self) -> list[StreamEvent]:
         events: list[StreamEvent] = []

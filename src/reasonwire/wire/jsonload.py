@@ -61,7 +61,8 @@ def _checked(data: bytes) -> Any:
 class StreamGuard:
     """Picks the fast loader for the payloads of a stream, chunk by chunk.
 
-    ``loader(chunk)`` is called with every chunk before the events it completes are parsed.
+    ``loader(chunk)`` must be called with every chunk of the stream (also those that complete
+    no event), before the events it completes are parsed.
     It returns a function that parses one payload (bytes) and raises ``ValueError`` whenever
     it cannot promise ``json.loads``'s value; the caller then takes its exact (stdlib) path.
     Until a run of 19 digits has been seen anywhere in the stream (across chunk borders too)

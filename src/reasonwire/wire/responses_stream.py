@@ -105,8 +105,9 @@ class ResponsesStreamDecoder:
     # -- protocol ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
+        loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
-        return self._events(events, self._guard.loader(data)) if events else []
+        return self._events(events, loads) if events else []
 
     def close(self) -> list[StreamEvent]:
         out = self._events(self._sse.close_raw(), self._guard.loader(b""))
