@@ -1,7 +1,8 @@
 """The second lane: the ``llama-cpp-python[server]`` package's own server (optional extra).
 
-Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``. It renders the same real template from the same
-model file but builds the template's messages itself and drops ``reasoning_content``.
+Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``, or in a separate venv
+named by ``REASONWIRE_LLAMA_CPP_PYTHON``. It renders the same real template from the same model
+file but builds the template's messages itself and drops ``reasoning_content``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.localserver
 
 needs_package = pytest.mark.skipif(
     not llama_cpp_python_available(),
-    reason="optional: pip install 'llama-cpp-python[server]==0.3.36'",
+    reason="optional: pip install 'llama-cpp-python[server]==0.3.36' "
+    "(or set REASONWIRE_LLAMA_CPP_PYTHON to a Python that has it)",
 )
 
 

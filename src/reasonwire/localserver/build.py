@@ -124,9 +124,18 @@ def build_server(
     with _lock(server_dir(version) / "build.lock", quiet):
         if target.is_file():
             return target
+        _remove_leftovers(server_dir(version))
         tree = sdist.llama_tree(version, quiet=quiet)
         _build_into(tree, target, jobs=jobs or os.cpu_count() or 2, quiet=quiet)
     return target
+
+
+def _remove_leftovers(directory: Path) -> None:
+    """Drop what a killed earlier build left behind (we hold the lock: nobody else builds)."""
+    for stale in directory.glob("build.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    for stale in directory.glob(f"bin/.{BINARY_NAME}.tmp-*"):
+        stale.unlink(missing_ok=True)
 
 
 def _run(cmd: list[str], *, log: Path, quiet: bool, what: str) -> None:

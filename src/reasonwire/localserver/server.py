@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import importlib.util
 import os
 import signal
@@ -326,21 +327,39 @@ class LocalServer(ManagedServer):
 
 
 LLAMA_CPP_PYTHON_SERVER_SPEC = "llama-cpp-python[server]==0.3.36"
+#: A Python interpreter that has the optional package (e.g. a separate venv), if not this one.
+LLAMA_CPP_PYTHON_ENV = "REASONWIRE_LLAMA_CPP_PYTHON"
 
 
-def llama_cpp_python_available() -> bool:
-    """Whether the optional ``llama-cpp-python[server]`` lane can run in this interpreter."""
-    return all(
-        importlib.util.find_spec(mod) is not None
-        for mod in ("llama_cpp", "fastapi", "sse_starlette", "starlette_context")
-    )
+def llama_cpp_python_interpreter() -> str:
+    """The interpreter that runs the second lane: ``$REASONWIRE_LLAMA_CPP_PYTHON`` or this one."""
+    return os.environ.get(LLAMA_CPP_PYTHON_ENV) or sys.executable
+
+
+@functools.cache
+def llama_cpp_python_available(python: str | None = None) -> bool:
+    """Whether ``python`` (default: :func:`llama_cpp_python_interpreter`) can run the lane."""
+    python = python or llama_cpp_python_interpreter()
+    if python == sys.executable:
+        return all(
+            importlib.util.find_spec(mod) is not None
+            for mod in ("llama_cpp", "fastapi", "sse_starlette", "starlette_context")
+        )
+    try:
+        probe = subprocess.run(
+            [python, "-c", "import llama_cpp.server.app"], capture_output=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
 
 
 class LlamaCppPythonServer(ManagedServer):
     """The ``llama-cpp-python[server]`` package's own OpenAI-compatible server (optional lane).
 
-    Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``: pip compiles the
-    wheel once (minutes) and caches it, so a reinstall takes seconds.
+    Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``, or into a separate
+    venv named by ``$REASONWIRE_LLAMA_CPP_PYTHON`` (keeps its fastapi/starlette pins out of
+    the main environment). pip compiles the wheel once and caches it.
     """
 
     name = "llama-cpp-python-server"
@@ -354,7 +373,7 @@ class LlamaCppPythonServer(ManagedServer):
         model_file: Path | None = None,
         port: int | None = None,
         ctx_size: int = 16384,
-        python: str = sys.executable,
+        python: str | None = None,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 60.0,
         quiet: bool = True,
@@ -364,15 +383,16 @@ class LlamaCppPythonServer(ManagedServer):
         self.vocab = vocab
         self.model_file = model_file
         self.ctx_size = ctx_size
-        self.python = python
+        self.python = python or llama_cpp_python_interpreter()
         self.extra_args = tuple(extra_args)
         self.quiet = quiet
 
     def prepare(self) -> None:
-        if self.python == sys.executable and not llama_cpp_python_available():
+        if not llama_cpp_python_available(self.python):
             raise ConfigError(
-                "the llama-cpp-python server lane needs the optional package: "
-                f"pip install '{LLAMA_CPP_PYTHON_SERVER_SPEC}'"
+                f"the llama-cpp-python server lane needs the optional package in {self.python}: "
+                f"pip install '{LLAMA_CPP_PYTHON_SERVER_SPEC}' (or point "
+                f"{LLAMA_CPP_PYTHON_ENV} at a Python that has it)"
             )
         if self.model_file is None:
             self.model_file = model.model_path(self.template, self.vocab, quiet=self.quiet)
