@@ -17,6 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from reasonwire.credentials import redact_obj
 from reasonwire.errors import ConfigError
 
@@ -69,17 +71,27 @@ class Records:
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
-    """Every record of a JSONL file; unparsable lines (a torn last line) are skipped."""
+    """Every record of a JSONL file; unparsable lines (a torn last line) are skipped.
+
+    Parsed with orjson (about 3x the stdlib on these records: the report reads a million of
+    them). Callers that keep every record should pause the cyclic GC while they do (see
+    :func:`reasonwire.eval.matrix.build_matrix`): a million fresh dicts otherwise trigger
+    full collections that cost more than the parsing.
+    """
     p = Path(path)
     if not p.exists():
         return
-    with p.open("rb") as fh:
+    loads = orjson.loads
+    with p.open("rb", buffering=1 << 20) as fh:
         for raw in fh:
-            if not raw.endswith(b"\n"):
+            if raw[-1:] != b"\n":
                 break  # torn last line of a killed writer
             try:
-                rec = json.loads(raw)
-            except ValueError:
-                continue
+                rec = loads(raw)
+            except orjson.JSONDecodeError:
+                try:  # the writer's stdlib json also emits NaN and ints beyond 64 bits
+                    rec = json.loads(raw)
+                except ValueError:
+                    continue
             if isinstance(rec, dict):
                 yield rec

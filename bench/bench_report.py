@@ -1,0 +1,137 @@
+"""Benchmark: ``reasonwire eval report`` over 1,000,000 call records.
+
+Bar (issue 5): the report (``matrix.md``, ``matrix.json``, ``report.html``) over 1,000,000
+call records in under 20 s on this machine.
+
+The records are real in shape: a harness run against the simulator (every behaviour) writes a
+seed ``calls.jsonl`` in a temp dir; the bench replicates its call records under renamed models
+(``<model>~<n>``, new keys) until there are ``--records`` of them, in the same JSON layout the
+record writer produces, adds the matching ``run_start`` targets, and ends the file with a torn
+line (a killed writer), which the reader must skip.
+
+Timed: the ``reasonwire eval report --out DIR`` command in a fresh process (imports included,
+stdout to /dev/null). Peer in the same run: a plain pass over the same ``calls.jsonl`` that
+only counts the lines ``json.loads`` parses (stdlib), i.e. the cost of reading the records
+once with nothing built. Printed: both times and their ratio.
+
+Run: .venv/bin/python bench/bench_report.py [--records 1000000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BAR_SECONDS = 20.0
+
+
+def seed_run(out: Path) -> None:
+    """A real harness run against the simulator: the template of every record."""
+    from reasonwire.eval import EvalConfig, run_eval
+    from reasonwire.eval.embedded import sim_targets
+    from reasonwire.sim import SimServer
+
+    with SimServer(seed=0) as sim:
+        cfg = EvalConfig(
+            targets=sim_targets(sim.base_url, sim.root_url), out=out, workers=8, lane_attempts=12
+        )
+        run_eval(cfg)
+
+
+def _read(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def replicate(seed: Path, out: Path, n_records: int) -> tuple[int, int]:
+    """Write ``n_records`` call records under ``out``; returns (records, bytes of calls.jsonl)."""
+    calls = [r for r in _read(seed / "calls.jsonl") if r.get("type") == "call"]
+    runs = _read(seed / "runs.jsonl")
+    out.mkdir(parents=True, exist_ok=True)
+    copies = -(-n_records // len(calls))
+    written = 0
+    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    with (out / "calls.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(copies):
+            chunk = []
+            for rec in calls:
+                if written == n_records:
+                    break
+                r = dict(rec)
+                r["model"] = f"{rec['model']}~{i:06d}"
+                r["key"] = f"{i:08x}{str(rec['key'])[8:]}"
+                chunk.append(dumps(r))
+                written += 1
+            fh.write("\n".join(chunk) + "\n")
+        fh.write('{"type":"call","key":"torn","route":"sim","mod')  # a killed writer
+    with (out / "runs.jsonl").open("w", encoding="utf-8") as fh:
+        for rec in runs:
+            if rec.get("type") == "run_start":
+                rec = dict(rec)
+                rec["targets"] = [
+                    {**t, "model": f"{t['model']}~{i:06d}"}
+                    for i in range(copies)
+                    for t in rec["targets"]
+                ]
+            elif "model" in rec:
+                continue  # notes of the seed models would name no replicated model
+            fh.write(dumps(rec) + "\n")
+    return written, (out / "calls.jsonl").stat().st_size
+
+
+def peer_json_pass(path: Path) -> tuple[float, int]:
+    """Seconds for stdlib ``json.loads`` over every line, counting the records."""
+    t0 = time.perf_counter()
+    n = 0
+    with path.open("rb") as fh:
+        for raw in fh:
+            try:
+                json.loads(raw)
+            except ValueError:
+                continue
+            n += 1
+    return time.perf_counter() - t0, n
+
+
+def time_report(out: Path) -> float:
+    cmd = [str(Path(sys.executable).with_name("reasonwire")), "eval", "report", "--out", str(out)]
+    t0 = time.perf_counter()
+    with open(os.devnull, "wb") as null:
+        subprocess.run(cmd, check=True, stdout=null)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--keep", type=Path, default=None, help="Write the records here, keep them.")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-report-") as tmp:
+        seed = Path(tmp) / "seed"
+        out = args.keep or Path(tmp) / "out"
+        t0 = time.perf_counter()
+        seed_run(seed)
+        n, size = replicate(seed, out, args.records)
+        print(f"records: {n} call records, {size / 1e6:.0f} MB calls.jsonl "
+              f"(generated in {time.perf_counter() - t0:.1f} s)")  # fmt: skip
+        peer_s, parsed = peer_json_pass(out / "calls.jsonl")
+        assert parsed == n, (parsed, n)
+        report_s = time_report(out)
+        matrix = json.loads((out / "matrix.json").read_text())
+        html_mb = (out / "report.html").stat().st_size / 1e6 if (out / "report.html").exists() else 0
+        assert matrix["calls"] == n, (matrix["calls"], n)
+        print(f"report:  {report_s:.2f} s  ({len(matrix['rows'])} rows, report.html "
+              f"{html_mb:.1f} MB)  bar < {BAR_SECONDS:.0f} s: "
+              f"{'PASS' if report_s < BAR_SECONDS else 'FAIL'}")  # fmt: skip
+        print(f"peer:    {peer_s:.2f} s  (stdlib json.loads line pass, nothing built)")
+        print(f"ratio:   report / peer = {report_s / peer_s:.2f}")
+
+
+if __name__ == "__main__":
+    main()
