@@ -28,7 +28,7 @@ from reasonwire.localserver import sdist
 from reasonwire.localserver.ggufkv import read_kv
 
 #: Bump when the written model changes shape, so cached files are rewritten.
-WRITER_VERSION = 2
+WRITER_VERSION = 3
 
 N_LAYER = 2
 N_EMBD = 64
@@ -169,12 +169,16 @@ def model_path(
         f"{WRITER_VERSION}\0{version}\0{vocab_file.name}\0{vocab_file.stat().st_size}\0{text}".encode()
     ).hexdigest()[:12]
     stem = re.sub(r"[^A-Za-z0-9._-]", "_", template_file.stem)
-    out = sdist.cache_root() / f"models-{version}" / f"{stem}--{vocab_file.stem}--{key}.gguf"
+    prefix = f"{stem}--{vocab_file.stem}--"
+    out = sdist.cache_root() / f"models-{version}" / f"{prefix}w{WRITER_VERSION}-{key}.gguf"
     if out.is_file():
         return out
     if not quiet:
         print(f"reasonwire: writing tiny model {out.name} ...", file=sys.stderr, flush=True)
     write_tiny_model(out, template_text=text, vocab_file=vocab_file)
+    for stale in out.parent.glob(f"{prefix}*.gguf"):  # written by an older writer version
+        if not stale.name.startswith(f"{prefix}w{WRITER_VERSION}-"):
+            stale.unlink(missing_ok=True)
     return out
 
 
@@ -214,7 +218,8 @@ def write_tiny_model(out: Path, *, template_text: str, vocab_file: Path) -> Path
             writer.add_key_value(key, kv.value, kv.vtype, sub_type=kv.sub_type)
     writer.add_chat_template(template_text)
 
-    for name, tensor in _weights(n_vocab):
+    eos = meta.get("tokenizer.ggml.eos_token_id")
+    for name, tensor in _weights(n_vocab, int(eos.value) if eos else None):
         writer.add_tensor(name, tensor)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -274,8 +279,15 @@ def _fill_added_tokens(
         present.add(raw)
 
 
-def _weights(n_vocab: int) -> list[tuple[str, np.ndarray[Any, Any]]]:
+def _weights(n_vocab: int, eos_id: int | None) -> list[tuple[str, np.ndarray[Any, Any]]]:
     """Seeded random weights; the output head is tied to the token embedding (no output.weight).
+
+    The model is made to answer with end-of-sequence first: embedding dimension 0 is a
+    constant 1 for every token, so it dominates the normed hidden state, and the EOS row has
+    50 there, so its logit beats every other by ~50x. Why: noise tokens break the servers'
+    output parsers for some templates (gpt-oss's harmony parser answers HTTP 500), while an
+    empty answer parses everywhere. ``ignore_eos: true`` (a llama.cpp request field) still gets
+    noise tokens when a test needs generated text.
 
     Note numpy shapes are the reverse of GGML's: ``token_embd`` is (n_vocab, n_embd).
     """
@@ -285,8 +297,12 @@ def _weights(n_vocab: int) -> list[tuple[str, np.ndarray[Any, Any]]]:
         return (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float16)
 
     ones = np.ones(N_EMBD, dtype=np.float32)
+    embd = mat(n_vocab, N_EMBD)
+    embd[:, 0] = 1.0
+    if eos_id is not None and 0 <= eos_id < n_vocab:
+        embd[eos_id, 0] = 50.0
     out: list[tuple[str, np.ndarray[Any, Any]]] = [
-        ("token_embd.weight", mat(n_vocab, N_EMBD)),
+        ("token_embd.weight", embd),
         ("output_norm.weight", ones),
     ]
     for layer in range(N_LAYER):
