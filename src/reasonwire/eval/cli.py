@@ -13,6 +13,7 @@ from rich.console import Console
 from reasonwire.errors import ReasonwireError
 from reasonwire.eval.catalog import classify, fetch_catalog, select
 from reasonwire.eval.matrix import render_md, write_reports
+from reasonwire.eval.report_html import write_html
 from reasonwire.eval.runner import EvalConfig, Target, run_eval
 from reasonwire.routes import Route, get_route, load_routes, route_from_table
 
@@ -99,6 +100,7 @@ def run_command(
             )
             result = run_eval(cfg)
         matrix = write_reports(out)
+        write_html(out, matrix)
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo(render_md(matrix))
@@ -106,7 +108,7 @@ def run_command(
         f"{result.sent} calls sent, {result.reused} reused from records, {result.errors} "
         f"errors, ${result.spent_usd:.4f} spent"
         + (" (budget stop)" if result.budget_stopped else "")
-        + f"; {out}/matrix.md, {out}/matrix.json"
+        + f"; {out}/matrix.md, {out}/matrix.json, {out}/report.html"
     )
 
 
@@ -134,9 +136,10 @@ def models_command(
 
 @app.command("report")
 def report_command(out: Path = typer.Option(DEFAULT_OUT)) -> None:
-    """Write matrix.md and matrix.json from the records under --out."""
+    """Write matrix.md, matrix.json and report.html from the records under --out."""
     try:
         matrix = write_reports(out)
+        write_html(out, matrix)
     except ReasonwireError as exc:
         raise _fail(exc) from None
-    typer.echo(render_md(matrix))
+    typer.echo((out.expanduser() / "matrix.md").read_text())  # as written: not rendered twice

@@ -1,0 +1,350 @@
+"""``report.html``: the consumption matrix as one self-contained page.
+
+One table per dialect, one row per (route, model, lane), rendered from the matrix dict of
+:mod:`reasonwire.eval.matrix` alone. No script, no external asset: inline CSS, and details in
+``title`` tooltips. Everything that comes from a provider or a record (model ids, error texts,
+replies) is redacted with :func:`reasonwire.credentials.redact` where it is free text and
+HTML-escaped everywhere, so a hostile model id or error body renders as text.
+
+Each position of a cell (``in_loop`` / ``cross_turn``) is a chip coloured by its delta
+relative to the threshold that applies (``consume_ratio * T`` for text carriers,
+``opaque_min`` for opaque ones); see :data:`LEGEND`. The page ends with the thresholds, the
+run metadata and, when ``templates.json`` sits in the same directory, the offline
+chat-template section of :mod:`reasonwire.templates.scan`.
+
+Built with string joins, not a template engine: a million-record run has ~70,000 rows and the
+whole report has a 20 s bar.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from html import escape
+from pathlib import Path
+from typing import Any, Final
+
+from reasonwire.credentials import redact
+from reasonwire.eval.fixture import POSITIONS
+
+REPORT_HTML: Final = "report.html"
+TEMPLATES_JSON: Final = "templates.json"
+NOISE: Final = 0.1
+"""A delta below this share of the threshold (in absolute value) shows as ~0."""
+
+LEGEND: Final[tuple[tuple[str, str, str], ...]] = (
+    ("o-consumed", "consumed", "delta >= threshold; req = the request fails without it"),
+    ("o-partial", "partial", "delta between 10% of the threshold and the threshold"),
+    ("o-zero", "~0", "|delta| < 10% of the threshold: dropped"),
+    ("o-rejected", "rejected", "4xx to the request carrying the reasoning"),
+    ("o-error", "error", "baseline failed or the call errored: nothing to compare"),
+    ("o-missing", "not measured", "no record (budget stop, skipped)"),
+)
+"""(css class, label, meaning) of every chip colour."""
+
+_CSS: Final = """
+body{font:13px/1.4 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:16px;color:#1a202c;
+background:#fff}
+h1{font-size:20px;margin:0 0 4px}h2{font-size:16px;margin:22px 0 6px}
+p.sub{color:#4a5568;margin:0 0 10px}
+table{border-collapse:collapse;margin:4px 0 12px}
+th,td{border:1px solid #cbd5e0;padding:3px 6px;vertical-align:top;text-align:left}
+th{background:#edf2f7;position:sticky;top:0}
+td.id{font-family:ui-monospace,Menlo,Consolas,monospace;white-space:nowrap}
+.badge{display:inline-block;padding:0 5px;border-radius:3px;color:#fff;font-size:11px;
+white-space:nowrap;background:#4a5568}
+.v-consumes-all-turns{background:#1b7f3b}.v-in-loop-only{background:#2b6cb0}
+.v-cross-turn-only{background:#6b46c1}.v-accepted-ignored{background:#718096}
+.v-rejected{background:#c53030}.v-baseline-failed{background:#975a16}
+.v-direct-lane-not-reached{background:#805ad5}.v-incomplete{background:#a0aec0}
+.v-baseline{background:#e2e8f0;color:#2d3748}
+.chips{display:flex;gap:3px;margin-top:2px}
+.chip{display:inline-block;min-width:34px;padding:0 4px;border-radius:3px;font-size:11px;
+text-align:right;font-variant-numeric:tabular-nums;border:1px solid transparent}
+.o-consumed{background:#c6f6d5;border-color:#38a169}.o-partial{background:#fefcbf;
+border-color:#d69e2e}.o-zero{background:#edf2f7;border-color:#a0aec0}
+.o-rejected{background:#fed7d7;border-color:#e53e3e}.o-error{background:#feebc8;
+border-color:#dd6b20}.o-missing{background:#fff;border-color:#e2e8f0;color:#a0aec0}
+.o-base{background:#fff;border-color:#cbd5e0}
+.hit{font-weight:700}.err{color:#c53030;cursor:help;white-space:nowrap}
+.legend span.chip{min-width:0;margin-right:4px}.legend td{border:none;padding:1px 8px 1px 0}
+dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:4px 0}
+dl.meta dt{color:#4a5568}dl.meta dd{margin:0;font-family:ui-monospace,Menlo,monospace}
+small{color:#4a5568}
+"""
+
+
+def _e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def _free(value: object) -> str:
+    """Free text from a provider or a record: redacted, then escaped."""
+    return escape(redact(str(value)), quote=True)
+
+
+def chip_class(
+    outcome: str | None, delta: int | None, threshold: float, errored: bool = False
+) -> str:
+    """The colour class of one position from its outcome and its delta (see :data:`LEGEND`).
+
+    ``errored``: the position's record carries an error (a failed call that is not a 4xx
+    verdict, e.g. a transport error), shown as error rather than as not measured.
+    """
+    if outcome in ("consumed", "required"):
+        return "o-consumed"
+    if outcome == "rejected":
+        return "o-rejected"
+    if outcome == "baseline-failed":
+        return "o-error"
+    if outcome == "baseline":
+        return "o-base"
+    if delta is None:
+        return "o-error" if errored else "o-missing"
+    if threshold > 0 and abs(delta) >= NOISE * threshold:
+        return "o-partial"
+    return "o-zero"
+
+
+def _pos_tip(position: str, pos: dict[str, Any], threshold: float, T: int) -> str:
+    parts = [f"{position}: {pos.get('outcome')}"]
+    delta = pos.get("delta")
+    if delta is not None:
+        rel = f", {delta / T:.2f} T" if T else ""
+        parts.append(f"delta {delta} tokens{rel} (threshold {threshold:g})")
+    for key in ("input", "baseline_input", "verbatim_input", "stripped_input", "stand_in_input"):
+        if pos.get(key) is not None:
+            parts.append(f"{key} {pos[key]}")
+    if pos.get("canary") is not None:
+        parts.append("canary recalled" if pos["canary"] else "canary not recalled")
+    if pos.get("wording") and pos.get("wording") != "probe":
+        parts.append(f"{pos['wording']} wording")
+    if pos.get("error"):
+        parts.append(f"status {pos.get('status')}: {redact(str(pos['error']))}")
+    for mode, err in (pos.get("errors") or {}).items():
+        parts.append(f"{mode}: status {err.get('status')}: {redact(str(err.get('error')))}")
+    return "; ".join(parts)
+
+
+def _cell(entry: dict[str, Any] | None, threshold: float, T: int) -> str:
+    if not entry:
+        return "<td></td>"
+    verdict = str(entry.get("verdict"))
+    chips = []
+    for position in POSITIONS:
+        pos = entry.get(position) or {}
+        delta = pos.get("delta")
+        errored = bool(pos.get("error") or pos.get("errors"))
+        cls = chip_class(pos.get("outcome"), delta, threshold, errored)
+        label = "-" if delta is None else str(delta)
+        if pos.get("outcome") == "rejected":
+            verbatim = (pos.get("errors") or {}).get("verbatim") or {}
+            label = str(pos.get("status") or verbatim.get("status") or "4xx")
+        elif pos.get("outcome") == "required":
+            label = "req"
+        hit = " hit" if pos.get("canary") else ""
+        mark = "&#10003;" if pos.get("canary") else ""
+        chips.append(
+            f'<span class="chip {cls}{hit}" data-pos="{position}" '
+            f'title="{escape(_pos_tip(position, pos, threshold, T), quote=True)}">'
+            f"{_e(label)}{mark}</span>"
+        )
+    return (
+        f'<td data-verdict="{_e(verdict)}"><span class="badge v-{_e(verdict)}">{_e(verdict)}'
+        f'</span><div class="chips">{"".join(chips)}</div></td>'
+    )
+
+
+def _carriers(turn1: dict[str, Any] | None) -> str:
+    if not turn1:
+        return "<td><small>none</small></td>"
+    carriers = turn1.get("carriers") or []
+    kinds: dict[str, int] = {}
+    for c in carriers:
+        kinds[str(c.get("kind"))] = kinds.get(str(c.get("kind")), 0) + 1
+    tip = "; ".join(
+        f"{c.get('kind')} at {c.get('path')}: {c.get('size')} bytes"
+        + (" (opaque)" if c.get("opaque") else "")
+        for c in carriers
+    )
+    tip += f"; effort {turn1.get('effort')}, lane {turn1.get('lane')}"
+    tip += f", {turn1.get('tool_calls')} tool call(s), response id {turn1.get('response_id')}"
+    text = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in kinds.items()) or "none"
+    return f'<td class="carriers" title="{_free(tip)}">{_e(text)}</td>'
+
+
+def _canary(row: dict[str, Any]) -> str:
+    hits, asked = [], 0
+    for group in (row["text"], row["opaque"]):
+        for name, entry in group.items():
+            for position in POSITIONS:
+                c = (entry.get(position) or {}).get("canary")
+                if c is None or name == "none":
+                    continue
+                asked += 1
+                if c:
+                    hits.append(f"{name} {position}")
+    if not asked:
+        return "<td><small>-</small></td>"
+    tip = "recalled: " + (", ".join(hits) if hits else "none")
+    return f'<td class="canary" title="{_e(tip)}">{len(hits)}/{asked}</td>'
+
+
+def _errors(row: dict[str, Any]) -> str:
+    notes = [*row.get("notes", []), *row.get("params_fix", [])]
+    errs = row.get("errors") or []
+    parts = []
+    if errs:
+        tip = "\n".join(
+            f"{e.get('step')} {e.get('variant')} {e.get('position')}: status {e.get('status')}: "
+            f"{redact(str(e.get('error')))}"
+            for e in errs
+        )
+        parts.append(
+            f'<span class="err" title="{escape(tip, quote=True)}">{len(errs)} error(s)</span>'
+        )
+    if notes:
+        text = "; ".join(str(n) for n in notes)
+        short = text if len(text) <= 90 else text[:88] + "..."
+        parts.append(f'<small title="{_free(text)}">{_free(short)}</small>')
+    return f"<td>{'<br>'.join(parts)}</td>"
+
+
+def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> str:
+    th = matrix["thresholds"]
+    variants = [v for v in matrix["variants"].get(dialect, []) if v != "none"]
+    extras = sorted({e for r in rows for e in r["opaque"]})
+    head = ["route", "model", "lane", *variants, *extras, "turn-1 carriers", "canary", "errors"]
+    out = [f'<h2 id="d-{_e(dialect)}">{_e(dialect)}</h2>']
+    if dialect in matrix["no_text_variants"]:
+        out.append(
+            f'<p class="sub">Text variants: none ({_e(matrix["no_text_variants"][dialect])}).</p>'
+        )
+    out.append(f'<table class="matrix" data-dialect="{_e(dialect)}"><thead><tr>')
+    out.append("".join(f"<th>{_e(h)}</th>" for h in head))
+    out.append("</tr></thead><tbody>")
+    for r in rows:
+        T = int(r.get("T") or matrix["run"]["T"] or 0)
+        text_thr = float(th["consume_ratio"]) * T
+        opaque_thr = float(th["opaque_min"])
+        cells = [
+            f'<tr data-route="{_e(r["route"])}" data-model="{_e(r["model"])}" '
+            f'data-lane="{_e(r["lane"])}"><td class="id">{_e(r["route"])}</td>'
+            f'<td class="id">{_e(r["model"])}</td><td>{_e(r["lane"])}</td>'
+        ]
+        cells.extend(_cell(r["text"].get(v), text_thr, T) for v in variants)
+        cells.extend(_cell(r["opaque"].get(x), opaque_thr, T) for x in extras)
+        cells.append(_carriers(r.get("turn1")))
+        cells.append(_canary(r))
+        cells.append(_errors(r))
+        cells.append("</tr>")
+        out.append("".join(cells))
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _legend(matrix: dict[str, Any]) -> str:
+    th = matrix["thresholds"]
+    T = matrix["run"]["T"]
+    chips = "".join(
+        f'<tr><td><span class="chip {cls}">{_e(label)}</span></td><td>{_e(meaning)}</td></tr>'
+        for cls, label, meaning in LEGEND
+    )
+    return (
+        '<section id="legend"><h2>How to read it</h2>'
+        f"<p>Each cell: the verdict, then the token delta in the loop / across turns. Text "
+        f"carriers are measured against the same request without them (threshold "
+        f"{_e(th['consume_ratio'])} &times; T = {_e(th['consume_ratio'])} &times; {_e(T)}); "
+        f"opaque carriers (turn-1 reasoning replayed verbatim vs stripped) against the "
+        f"stripped request (threshold {_e(th['opaque_min'])} tokens). &#10003; = the canary "
+        "word was recalled (a miss is not conclusive). Hover a chip for figures and errors.</p>"
+        f'<table class="legend">{chips}</table></section>'
+    )
+
+
+def _meta(matrix: dict[str, Any]) -> str:
+    run, th = matrix["run"], matrix["thresholds"]
+    versions = ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items())
+    items = [
+        ("seed", run.get("seed")),
+        ("canary word", run.get("canary")),
+        (
+            "trace",
+            f"{run.get('trace_chars')} chars, T = {run.get('T')} tokens ({run.get('T_source')})",
+        ),
+        ("text threshold", f"delta >= {th['consume_ratio']} x T"),
+        ("opaque threshold", f"delta > {th['opaque_min']} tokens"),
+        ("lane attempts", th.get("lane_attempts")),
+        ("effort / max tokens", f"{run.get('effort')} / {run.get('max_tokens')}"),
+        ("budget", f"${run.get('budget_usd')}, spent ${matrix.get('spent_usd', 0):.4f}"),
+        ("calls", matrix.get("calls")),
+        ("runs", f"{run.get('runs')} ({', '.join(str(i) for i in run.get('run_ids') or [])})"),
+        ("fixture", run.get("fixture_id")),
+        ("versions", versions),
+        ("generated", matrix.get("generated_at")),
+    ]
+    if matrix.get("budget_stops"):
+        items.append(("budget stop", f"{len(matrix['budget_stops'])} record(s); cells left empty"))
+    body = "".join(f"<dt>{_e(k)}</dt><dd>{_free(v)}</dd>" for k, v in items)
+    return f'<section id="run"><h2>Run</h2><dl class="meta">{body}</dl></section>'
+
+
+def render_html(matrix: dict[str, Any], templates_section: str | None = None) -> str:
+    """The whole page for ``matrix``; ``templates_section`` is trusted HTML appended as is."""
+    by_dialect: dict[str, list[dict[str, Any]]] = {}
+    for row in matrix["rows"]:
+        by_dialect.setdefault(str(row["dialect"]), []).append(row)
+    nrows = len(matrix["rows"])
+    parts = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+        "<title>reasonwire consumption matrix</title>"
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>reasonwire consumption matrix</h1>",
+        f'<p class="sub">{nrows} row(s), one per (route, model, lane); {_e(matrix.get("calls"))} '
+        f"calls. Does the provider read replayed reasoning? Measured by billed prompt tokens.</p>",
+        _legend(matrix),
+    ]
+    parts.extend(_table(d, rows, matrix) for d, rows in by_dialect.items())
+    parts.append(_meta(matrix))
+    if templates_section:
+        parts.append(templates_section)
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def templates_section(out_dir: str | Path) -> str | None:
+    """The offline template-scan section from ``templates.json`` in ``out_dir``, if present."""
+    path = Path(out_dir).expanduser() / TEMPLATES_JSON
+    if not path.exists():
+        return None
+    from reasonwire.templates.scan import Row, html_section
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        names = {f.name for f in dataclasses.fields(Row)}
+        rows = [Row(**{k: v for k, v in obj.items() if k in names}) for obj in data]
+    except (ValueError, TypeError, AttributeError) as exc:
+        return (
+            '<section id="templates"><h2>Chat-template consumption (offline)</h2>'
+            f"<p>{_e(TEMPLATES_JSON)} could not be read: {_free(exc)}</p></section>"
+        )
+    return html_section(rows)
+
+
+def write_html(out_dir: str | Path, matrix: dict[str, Any]) -> Path:
+    """Write ``report.html`` under ``out_dir`` (with the templates section when available)."""
+    out = Path(out_dir).expanduser()
+    path = out / REPORT_HTML
+    path.write_text(render_html(matrix, templates_section(out)), encoding="utf-8")
+    return path
+
+
+__all__: Sequence[str] = [
+    "LEGEND",
+    "REPORT_HTML",
+    "chip_class",
+    "render_html",
+    "templates_section",
+    "write_html",
+]
