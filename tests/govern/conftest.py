@@ -77,6 +77,9 @@ class Recorder:
             return [s for s in self.seen if marker in s["text"]]
 
 
+LOGLEVEL = "warning"
+
+
 class ThreadServer:
     """Any ASGI app under uvicorn in a background thread on a free loopback port."""
 
@@ -87,7 +90,9 @@ class ThreadServer:
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        cfg = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        cfg = uvicorn.Config(
+            app, log_level=LOGLEVEL, access_log=False, lifespan="on", timeout_keep_alive=120
+        )
         self._server = uvicorn.Server(cfg)
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True

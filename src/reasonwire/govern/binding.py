@@ -13,12 +13,14 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jwt
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from reasonwire.errors import PolicyRefusal
+from reasonwire.errors import ConfigError, PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level, Requested
 
 HEADER = "x-reasonwire-binding"
@@ -62,6 +64,49 @@ class KeyRing:
         self.private[key_id] = key
         self.public[key_id] = key.public_key()
         self.active = key_id
+
+    @classmethod
+    def load_dir(cls, path: Path) -> KeyRing:
+        """Keys from PEM files: ``<kid>.pub.pem`` verify, ``<kid>.key.pem`` also sign (the
+        newest private key is active). A verifier (the gateway) needs public files only."""
+        ring = cls()
+        files = sorted(path.glob("*.pem"), key=lambda f: f.stat().st_mtime)
+        for f in files:
+            kid, _, kind = f.name.removesuffix(".pem").rpartition(".")
+            data = f.read_bytes()
+            if kind == "pub":
+                pub = serialization.load_pem_public_key(data)
+                if isinstance(pub, Ed25519PublicKey):
+                    ring.public[kid] = pub
+            elif kind == "key":
+                priv = serialization.load_pem_private_key(data, password=None)
+                if isinstance(priv, Ed25519PrivateKey):
+                    ring.private[kid] = priv
+                    ring.public[kid] = priv.public_key()
+                    ring.active = kid
+        if not ring.public:
+            raise ConfigError(f"no Ed25519 keys (*.pub.pem / *.key.pem) in {path}")
+        return ring
+
+    def save_dir(self, path: Path) -> None:
+        """Write every key as PEM (private keys with mode 0600)."""
+        path.mkdir(parents=True, exist_ok=True)
+        for kid, pub in self.public.items():
+            (path / f"{kid}.pub.pem").write_bytes(
+                pub.public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                )
+            )
+        for kid, priv in self.private.items():
+            f = path / f"{kid}.key.pem"
+            f.touch(mode=0o600)
+            f.write_bytes(
+                priv.private_bytes(
+                    serialization.Encoding.PEM,
+                    serialization.PrivateFormat.PKCS8,
+                    serialization.NoEncryption(),
+                )
+            )
 
     def retire(self, key_id: str) -> None:
         """Stop accepting tokens signed with ``key_id``."""

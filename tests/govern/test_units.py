@@ -1,0 +1,300 @@
+"""Registry, policy, binding, controls, hidden-reasoning vault helpers and the evidence store."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import jwt
+import pytest
+
+from reasonwire.errors import PolicyRefusal
+from reasonwire.govern.binding import KeyRing, issue, verify
+from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
+from reasonwire.govern.gateway import usage_fields
+from reasonwire.govern.levels import parse_requested, rank
+from reasonwire.govern.policy import OrgPolicy, resolve
+from reasonwire.govern.registry import RouteRegistration, RuntimeAdapter
+from reasonwire.wire.controls import is_non_escalating, merge_fragment, strip_controls
+from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.hidden import StreamScrubber, reattach, scrub_body, vault_entries
+from reasonwire.wire.model import Usage
+from tests.govern.conftest import make_registry
+
+
+def test_levels() -> None:
+    assert parse_requested(" High ") == "high" and parse_requested("AUTO") == "auto"
+    with pytest.raises(ValueError, match="unknown effort level"):
+        parse_requested("max")
+    assert rank("low") < rank("medium") < rank("high")
+    with pytest.raises(ValueError):
+        rank("none")
+
+
+def test_registry_exact_pins_and_fail_closed() -> None:
+    reg = make_registry("http://127.0.0.1:1/v1")
+    assert reg.adapter("hermes", "1.4.2").qualification_id == "Q-RT-hermes-1.4.2"
+    for version, reason in [
+        ("1.4.3", "runtime-version-unknown"),
+        ("1.4", "runtime-version-unknown"),
+        ("1.5.0-rc1", "runtime-not-qualified"),
+    ]:
+        with pytest.raises(PolicyRefusal) as e:
+            reg.adapter("hermes", version)
+        assert e.value.reason == reason
+    with pytest.raises(PolicyRefusal, match="runtime-unknown"):
+        reg.adapter("codex", "1.4.2")
+    discovery = RuntimeAdapter("x", "1", "discovery", "", frozenset({"low"}))
+    assert discovery.offered_levels() == frozenset()
+    with pytest.raises(ValueError, match="unknown levels"):
+        reg.add_route(
+            RouteRegistration("r", "p", "m", "chat", "u", "q", {"max": {}})  # type: ignore[dict-item]
+        )
+    reg.revoke("chat/sim-chat-all")
+    with pytest.raises(PolicyRefusal, match="route-revoked"):
+        reg.route("chat/sim-chat-all")
+    with pytest.raises(PolicyRefusal, match="route-unknown"):
+        reg.route("chat/none")
+
+
+def test_policy_intersection_and_auto() -> None:
+    reg = make_registry("http://127.0.0.1:1/v1")
+    reg.adapters.append(
+        RuntimeAdapter("lite", "2", "qualified", "Q-lite", frozenset({"low", "medium"}))
+    )
+    pol = OrgPolicy(frozenset({"low", "medium", "high"}), "high")
+    kw = {"route_id": "chat/sim-chat-all"}
+    assert (
+        resolve(
+            reg, pol, runtime_id="hermes", runtime_version="1.4.2", requested="auto", **kw
+        ).resolved
+        == "high"
+    )
+    # Auto is capped by the adapter's review.
+    r = resolve(reg, pol, runtime_id="lite", runtime_version="2", requested="auto", **kw)
+    assert (r.resolved, r.ceiling) == ("medium", "medium")
+    with pytest.raises(PolicyRefusal, match="level-not-qualified"):
+        resolve(reg, pol, runtime_id="lite", runtime_version="2", requested="high", **kw)
+    low_org = OrgPolicy(frozenset({"low", "high"}), "high")  # medium not allowed
+    with pytest.raises(PolicyRefusal, match="level-not-qualified"):
+        resolve(
+            reg, low_org, runtime_id="hermes", runtime_version="1.4.2", requested="medium", **kw
+        )
+    capped = OrgPolicy(frozenset({"low", "medium", "high"}), "low")
+    with pytest.raises(PolicyRefusal, match="over-policy"):
+        resolve(reg, capped, runtime_id="hermes", runtime_version="1.4.2", requested="medium", **kw)
+    none = OrgPolicy(frozenset({"high"}), "high")
+    with pytest.raises(PolicyRefusal, match="no-common-level"):
+        resolve(
+            reg,
+            none,
+            runtime_id="hermes",
+            runtime_version="1.4.2",
+            requested="auto",
+            route_id="chat/sim-plain",
+        )
+
+
+def _claims() -> dict[str, str]:
+    return {
+        "conversation_id": "c1",
+        "task_id": "t1",
+        "runtime_id": "hermes",
+        "runtime_version": "1.4.2",
+        "route_id": "chat/x",
+        "requested": "auto",
+        "ceiling": "high",
+    }
+
+
+def test_binding_roundtrip_rotation_and_refusals(tmp_path: object) -> None:
+    ring = KeyRing.generate("k1")
+    tok = issue(ring, **_claims())  # type: ignore[arg-type]
+    b = verify(ring, tok)
+    assert (b.conversation_id, b.requested, b.ceiling, b.key_id) == ("c1", "auto", "high", "k1")
+    assert b.nonce and b.expires_at > time.time()
+    assert issue(ring, **_claims()) != tok  # type: ignore[arg-type]  # a fresh nonce each time
+    ring.rotate("k2")
+    assert verify(ring, tok).key_id == "k1"
+    assert verify(ring, issue(ring, **_claims())).key_id == "k2"  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        ring.rotate("k1")
+    ring.retire("k1")
+    with pytest.raises(PolicyRefusal, match="binding-unknown-key"):
+        verify(ring, tok)
+    hs = jwt.encode(
+        {"conv": "c1"},
+        "secret-secret-secret-secret-secret",
+        algorithm="HS256",
+        headers={"kid": "k2"},
+    )
+    with pytest.raises(PolicyRefusal, match="binding-bad-alg"):
+        verify(ring, hs)
+    missing = jwt.encode(
+        {"conv": "c1"}, ring.private["k2"], algorithm="EdDSA", headers={"kid": "k2"}
+    )
+    with pytest.raises(PolicyRefusal, match="binding-invalid"):
+        verify(ring, missing)
+    bad_level = issue(ring, **{**_claims(), "requested": "max"})  # type: ignore[arg-type]
+    with pytest.raises(PolicyRefusal, match="unknown effort level"):
+        verify(ring, bad_level)
+
+
+def test_keyring_pem_roundtrip(tmp_path: pytest.TempPathFactory) -> None:
+    from pathlib import Path
+
+    d = Path(str(tmp_path))
+    ring = KeyRing.generate("k7")
+    ring.save_dir(d)
+    assert oct((d / "k7.key.pem").stat().st_mode & 0o777) == "0o600"
+    (d / "k7.key.pem").unlink()  # a verifier holds public keys only
+    public = KeyRing.load_dir(d)
+    assert public.private == {} and verify(public, issue(ring, **_claims())).key_id == "k7"  # type: ignore[arg-type]
+
+
+def test_strip_controls_copy_on_write() -> None:
+    body = {
+        "model": "m",
+        "messages": [{"role": "user", "content": "x"}],
+        "reasoning_effort": "high",
+        "chat_template_kwargs": {"enable_thinking": True, "other": 1},
+        "generationConfig": {"thinkingConfig": {"thinkingLevel": "high"}, "temperature": 0},
+    }
+    before = json.dumps(body)
+    out, removed = strip_controls("chat", body)
+    assert json.dumps(body) == before  # the caller's body is untouched
+    assert out["messages"] is body["messages"]  # history not copied
+    assert out["chat_template_kwargs"] == {"other": 1}
+    assert out["generationConfig"] == {"temperature": 0}
+    assert removed == {
+        "reasoning_effort": "high",
+        "chat_template_kwargs.enable_thinking": True,
+        "generationConfig.thinkingConfig": {"thinkingLevel": "high"},
+    }
+    only = strip_controls("chat", {"chat_template_kwargs": {"enable_thinking": False}})[0]
+    assert "chat_template_kwargs" not in only  # an emptied parent goes too
+    assert is_non_escalating("chat", {"reasoning_effort": "none"})
+    assert not is_non_escalating("chat", {"reasoning_effort": "none", "thinking": {}})
+    assert not is_non_escalating("chat", {"reasoning_effort": None})
+    assert not is_non_escalating("anthropic", {"reasoning_effort": "none"})
+    assert not is_non_escalating("chat", {})
+    frag = {"reasoning": {"effort": "low"}}
+    merged = merge_fragment({"reasoning": {"summary": "auto"}}, frag)
+    assert merged == {"reasoning": {"summary": "auto", "effort": "low"}}
+    merged["reasoning"]["effort"] = "x"
+    assert frag == {"reasoning": {"effort": "low"}}  # route data never aliased
+
+
+ANTHROPIC_BODY = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "content": [
+        {"type": "thinking", "thinking": "secret plan", "signature": "SIG1"},
+        {"type": "redacted_thinking", "data": "OPAQUE"},
+        {"type": "text", "text": "hi"},
+    ],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 3, "output_tokens": 5},
+}
+
+
+def test_vault_anthropic_scrub_and_reattach() -> None:
+    body = json.loads(json.dumps(ANTHROPIC_BODY))
+    turn = get_dialect("anthropic").parse_response(body)
+    entries = dict(vault_entries("anthropic", turn))
+    scrub_body("anthropic", body)
+    assert "secret plan" not in json.dumps(body)
+    assert body["content"][0] == {"type": "thinking", "thinking": "", "signature": "SIG1"}
+    assert body["content"][1] == {"type": "redacted_thinking", "data": "OPAQUE"}
+    assert entries["sig:SIG1"] == ANTHROPIC_BODY["content"][0]  # the vault kept the original
+    req = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": body["content"]},
+            {
+                "role": "assistant",
+                "content": [{"type": "thinking", "thinking": "forged", "signature": "NOPE"}],
+            },
+        ]
+    }
+    assert reattach("anthropic", req, entries.get) == 1
+    assert req["messages"][1]["content"][0] == ANTHROPIC_BODY["content"][0]
+    assert req["messages"][2]["content"] == []  # unknown plaintext never forwarded
+
+
+def test_stream_scrubber_any_split_drops_only_reasoning() -> None:
+    events = [
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "thinking_delta", "thinking": "secret"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "signature_delta", "signature": "S"},
+        },
+        {
+            "type": "content_block_delta",
+            "index": 1,
+            "delta": {"type": "text_delta", "text": "visible"},
+        },
+    ]
+    raw = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
+    for cut in range(1, len(raw)):
+        s = StreamScrubber("anthropic")
+        out = s.feed(raw[:cut]) + s.feed(raw[cut:]) + s.close()
+        assert b"secret" not in out and b"visible" in out and b'"signature": "S"' in out
+        assert out.count(b"event: ") == 3
+
+
+def test_usage_fields_never_make_up_zero() -> None:
+    row = EvidenceRow(outcome="forwarded", conversation_id="c")
+    usage_fields(row, None, {"output": 1.0})
+    assert (row.usage_status, row.output_tokens, row.cost_status, row.cost_usd) == (
+        "unavailable",
+        None,
+        "unavailable",
+        None,
+    )
+    row = EvidenceRow(outcome="forwarded", conversation_id="c")
+    usage_fields(row, Usage(input_uncached=1000, output=2000, cost_usd=0.5), {"output": 1.0})
+    assert (row.usage_status, row.cost_status, row.cost_usd, row.cache_read) == (
+        "reported",
+        "confirmed",
+        0.5,
+        None,
+    )
+    row = EvidenceRow(outcome="forwarded", conversation_id="c")
+    usage_fields(
+        row, Usage(input_uncached=1_000_000, output=500_000), {"input_uncached": 1.0, "output": 4.0}
+    )
+    assert (row.cost_status, row.cost_usd) == ("estimated", 3.0)
+
+
+def test_sqlite_store_roundtrip_and_fixed_effort(tmp_path: pytest.TempPathFactory) -> None:
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "e.sqlite"
+    store = SQLiteStore(path)
+    store.record(EvidenceRow(outcome="refused", conversation_id="a", reason="binding-expired"))
+    store.record(
+        EvidenceRow(outcome="forwarded", conversation_id="b", stream=True, output_tokens=7)
+    )
+    assert store.fix_effort("a", "low") == "low"
+    assert store.fix_effort("a", "high") == "low"
+    store.close()
+    again = SQLiteStore(path)  # a second replica/process sees the same facts
+    assert again.fix_effort("a", "medium") == "low"
+    rows = again.rows()
+    assert [(r.conversation_id, r.reason, r.stream, r.output_tokens) for r in rows] == [
+        ("a", "binding-expired", False, None),
+        ("b", None, True, 7),
+    ]
+    assert again.rows("b")[0].usage_status == "unavailable"
