@@ -42,6 +42,7 @@ TOOLS: list[dict[str, Any]] = [
         "type": "function",
         "function": {
             "name": "get_weather",
+            "description": "Current weather for a city.",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
         },
     }

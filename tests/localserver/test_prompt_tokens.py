@@ -109,3 +109,11 @@ def test_no_turn_template_never_counts_reasoning(local_servers: LocalServerFacto
         assert prompt_tokens(server, build("reasoning_content", PROBE)) == prompt_tokens(
             server, build()
         )
+
+
+def test_server_adds_an_empty_description_to_tools_without_one(qwen3_server: LocalServer) -> None:
+    # A real normalisation that changes counts: llama-server renders tools it has re-serialised.
+    bare = {"type": "function", "function": {"name": "ping", "parameters": {"type": "object"}}}
+    body = {"messages": loop_messages(), "tools": [bare]}
+    prompt = qwen3_server.post("/apply-template", body).json()["prompt"]
+    assert '{"name": "ping", "description": "", "parameters": {"type": "object"}}' in prompt
