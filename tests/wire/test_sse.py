@@ -235,3 +235,21 @@ def test_random_events_random_chunking(
     chunks = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)], strict=True)]
     assert decode(chunks) == _expected(specs)
     assert decode([raw]) == _expected(specs)
+
+
+def test_feed_raw_gives_the_same_events_as_feed_for_any_split() -> None:
+    """feed_raw (bytes tuples for the JSON hot path) and feed (SSEEvent) agree."""
+    from reasonwire.wire.sse import SSEDecoder
+
+    stream = (
+        b'event: a\r\ndata: {"x": 1}\r\n\r\n: comment\n'
+        b"data: line1\ndata: line2\nid: 7\nretry: 30\n\n"
+        b"data: \xc3\xa9t\xc3\xa9\n\ndata: tail"
+    )
+    for cut in range(len(stream) + 1):
+        plain, raw = SSEDecoder(), SSEDecoder()
+        events = plain.feed(stream[:cut]) + plain.feed(stream[cut:]) + plain.close()
+        tuples = raw.feed_raw(stream[:cut]) + raw.feed_raw(stream[cut:]) + raw.close_raw()
+        assert [(e.data, e.event, e.id, e.retry) for e in events] == [
+            (d.decode("utf-8"), (ev or b"message").decode("utf-8"), i, r) for d, ev, i, r in tuples
+        ], cut
