@@ -17,7 +17,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -106,7 +106,7 @@ class SQLiteStore:
         )
 
     def record(self, row: EvidenceRow) -> None:
-        values = tuple(asdict(row).values())
+        values = tuple(getattr(row, c) for c in _COLUMNS)
         with self._lock:
             self._db.execute(self._insert, values)
 

@@ -11,8 +11,9 @@ the route's fragment for the resolved level, and calls the upstream with its own
 reasoning (see :mod:`reasonwire.wire.hidden` for the vault design); every call, refusals
 included, leaves an evidence row.
 
-Fast path: verified tokens are cached (re-checking expiry and key id on each hit), one
-``httpx.AsyncClient`` is reused, request bodies are copied only along removed control paths.
+Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
+connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
+only along removed control paths.
 """
 
 from __future__ import annotations
@@ -25,18 +26,24 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from reasonwire import credentials
-from reasonwire.errors import CredentialError, PolicyRefusal, ReasonwireError, TruncatedStream
+from reasonwire.errors import (
+    CredentialError,
+    PolicyRefusal,
+    ReasonwireError,
+    TransportError,
+    TruncatedStream,
+)
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
 from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, SQLiteStore
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import Registry, RouteRegistration
+from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.wire import anthropic as _anthropic  # noqa: F401  (registers the dialect)
 from reasonwire.wire import chat as _chat  # noqa: F401
 from reasonwire.wire import responses as _responses  # noqa: F401
@@ -149,8 +156,7 @@ class Gateway:
         keys: KeyRing,
         store: EvidenceStore | None = None,
         *,
-        transport: httpx.AsyncBaseTransport | None = None,
-        timeout: float = 600.0,
+        upstream: UpstreamPool | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
@@ -158,17 +164,12 @@ class Gateway:
         self.store: EvidenceStore = store if store is not None else SQLiteStore()
         self.vault = Vault()
         self._verified: dict[str, Binding] = {}
-        self._client = httpx.AsyncClient(
-            transport=transport,
-            timeout=httpx.Timeout(timeout, connect=10.0),
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=256),
-            follow_redirects=False,
-        )
+        self._upstream = upstream if upstream is not None else UpstreamPool()
         routes = [Route(p, self._endpoint(d), methods=["POST"]) for p, d in ENDPOINTS.items()]
         self.app = Starlette(routes=routes, lifespan=self._lifespan)
 
     async def aclose(self) -> None:
-        await self._client.aclose()
+        await self._upstream.aclose()
 
     @contextlib.asynccontextmanager
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
@@ -292,17 +293,18 @@ class Gateway:
             return self._finish_refusal(row, t0, 502, "the gateway has no upstream credential")
         options = RequestOptions(model=route.model, stream=row.stream)
         url = route.upstream_base_url.rstrip("/") + get_dialect(dialect).request_path(options)
-        req = self._client.build_request(
-            "POST", url, content=json.dumps(body, ensure_ascii=False).encode(), headers=up_headers
-        )
+        payload = json.dumps(body, ensure_ascii=False).encode()
         try:
-            resp = await self._client.send(req, stream=True)
-        except httpx.HTTPError as exc:
+            resp = await self._upstream.post(url, payload, up_headers)
+        except TransportError as exc:
             row.outcome, row.reason = "upstream-error", f"transport: {type(exc).__name__}"
             return self._finish_refusal(row, t0, 502, "the upstream could not be reached")
         row.status_code = resp.status_code
         if resp.status_code != 200:
-            data = await resp.aread()
+            try:
+                data = await resp.read()
+            except TransportError:
+                data = b""
             await resp.aclose()
             row.outcome, row.reason = "upstream-error", f"upstream status {resp.status_code}"
             self._record(row, t0)
@@ -331,10 +333,18 @@ class Gateway:
         return out
 
     async def _answer(
-        self, resp: httpx.Response, dialect: Dialect, auth: _Authorised, row: EvidenceRow, t0: float
+        self,
+        resp: UpstreamResponse,
+        dialect: Dialect,
+        auth: _Authorised,
+        row: EvidenceRow,
+        t0: float,
     ) -> Response:
         try:
-            raw = await resp.aread()
+            raw = await resp.read()
+        except TransportError:
+            row.outcome, row.reason = "upstream-error", "upstream body cut"
+            return self._finish_refusal(row, t0, 502, "the upstream answer was cut")
         finally:
             await resp.aclose()
         row.ttfb_ms = (time.perf_counter() - t0) * 1000
@@ -350,13 +360,18 @@ class Gateway:
         return Response(json.dumps(data, ensure_ascii=False), media_type=_JSON)
 
     async def _relay(
-        self, resp: httpx.Response, dialect: Dialect, auth: _Authorised, row: EvidenceRow, t0: float
+        self,
+        resp: UpstreamResponse,
+        dialect: Dialect,
+        auth: _Authorised,
+        row: EvidenceRow,
+        t0: float,
     ) -> AsyncIterator[bytes]:
         decoder = get_dialect(dialect).stream_decoder()
         scrubber = StreamScrubber(dialect)
         turn: Turn | None = None
         try:
-            async for chunk in resp.aiter_bytes():
+            async for chunk in resp.aiter():
                 if row.ttfb_ms is None:
                     row.ttfb_ms = (time.perf_counter() - t0) * 1000
                 decoder.feed(chunk)
@@ -372,7 +387,7 @@ class Gateway:
         except TruncatedStream as exc:
             row.outcome, row.reason = "upstream-error", "stream truncated"
             turn = exc.partial if isinstance(exc.partial, Turn) else None
-        except (ReasonwireError, httpx.HTTPError) as exc:
+        except ReasonwireError as exc:
             row.outcome, row.reason = "upstream-error", f"stream: {type(exc).__name__}"
         finally:
             await resp.aclose()
