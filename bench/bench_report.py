@@ -124,7 +124,7 @@ def main() -> None:
         assert parsed == n, (parsed, n)
         report_s = time_report(out)
         matrix = json.loads((out / "matrix.json").read_text())
-        html_mb = (out / "report.html").stat().st_size / 1e6 if (out / "report.html").exists() else 0
+        html_mb = (out / "report.html").stat().st_size / 1e6
         assert matrix["calls"] == n, (matrix["calls"], n)
         print(f"report:  {report_s:.2f} s  ({len(matrix['rows'])} rows, report.html "
               f"{html_mb:.1f} MB)  bar < {BAR_SECONDS:.0f} s: "

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
+from functools import lru_cache
 from html import escape
 from pathlib import Path
 from typing import Any, Final
@@ -79,9 +80,25 @@ def _e(value: object) -> str:
     return escape(str(value), quote=True)
 
 
+@lru_cache(maxsize=4096)
+def _ec(value: str) -> str:
+    """:func:`_e` for the small vocabulary that repeats on every row (verdicts, lanes...)."""
+    return escape(value, quote=True)
+
+
+@lru_cache(maxsize=16384)
+def _freec(value: str) -> str:
+    return escape(redact(value), quote=True)
+
+
 def _free(value: object) -> str:
-    """Free text from a provider or a record: redacted, then escaped."""
-    return escape(redact(str(value)), quote=True)
+    """Free text from a provider or a record: redacted, then escaped (errors repeat: cached)."""
+    return _freec(str(value))
+
+
+def _n(value: object) -> str:
+    """A number from a record, escaped unless it is one (records are data, not trusted)."""
+    return str(value) if type(value) is int else _e(value)
 
 
 def chip_class(
@@ -107,51 +124,59 @@ def chip_class(
     return "o-zero"
 
 
+_INPUTS: Final = ("input", "baseline_input", "verbatim_input", "stripped_input", "stand_in_input")
+
+
 def _pos_tip(position: str, pos: dict[str, Any], threshold: float, T: int) -> str:
-    parts = [f"{position}: {pos.get('outcome')}"]
+    """The chip's tooltip, already escaped."""
+    parts = [f"{position}: {_ec(str(pos.get('outcome')))}"]
     delta = pos.get("delta")
     if delta is not None:
-        rel = f", {delta / T:.2f} T" if T else ""
-        parts.append(f"delta {delta} tokens{rel} (threshold {threshold:g})")
-    for key in ("input", "baseline_input", "verbatim_input", "stripped_input", "stand_in_input"):
-        if pos.get(key) is not None:
-            parts.append(f"{key} {pos[key]}")
-    if pos.get("canary") is not None:
-        parts.append("canary recalled" if pos["canary"] else "canary not recalled")
-    if pos.get("wording") and pos.get("wording") != "probe":
-        parts.append(f"{pos['wording']} wording")
+        rel = f", {delta / T:.2f} T" if T and type(delta) is int else ""
+        parts.append(f"delta {_n(delta)}{rel} (threshold {threshold:g})")
+    for key in _INPUTS:
+        v = pos.get(key)
+        if v is not None:
+            parts.append(f"{key} {_n(v)}")
+    canary = pos.get("canary")
+    if canary is not None:
+        parts.append("canary recalled" if canary else "canary not recalled")
+    wording = pos.get("wording")
+    if wording and wording != "probe":
+        parts.append(f"{_ec(str(wording))} wording")
     if pos.get("error"):
-        parts.append(f"status {pos.get('status')}: {redact(str(pos['error']))}")
+        parts.append(f"status {_n(pos.get('status'))}: {_free(pos['error'])}")
     for mode, err in (pos.get("errors") or {}).items():
-        parts.append(f"{mode}: status {err.get('status')}: {redact(str(err.get('error')))}")
+        parts.append(f"{_ec(str(mode))}: status {_n(err.get('status'))}: {_free(err.get('error'))}")
     return "; ".join(parts)
 
 
 def _cell(entry: dict[str, Any] | None, threshold: float, T: int) -> str:
     if not entry:
         return "<td></td>"
-    verdict = str(entry.get("verdict"))
+    verdict = _ec(str(entry.get("verdict")))
     chips = []
     for position in POSITIONS:
         pos = entry.get(position) or {}
         delta = pos.get("delta")
-        errored = bool(pos.get("error") or pos.get("errors"))
-        cls = chip_class(pos.get("outcome"), delta, threshold, errored)
-        label = "-" if delta is None else str(delta)
-        if pos.get("outcome") == "rejected":
+        outcome = pos.get("outcome")
+        cls = chip_class(outcome, delta, threshold, bool(pos.get("error") or pos.get("errors")))
+        if outcome == "rejected":
             verbatim = (pos.get("errors") or {}).get("verbatim") or {}
-            label = str(pos.get("status") or verbatim.get("status") or "4xx")
-        elif pos.get("outcome") == "required":
+            label = _n(pos.get("status") or verbatim.get("status") or "4xx")
+        elif outcome == "required":
             label = "req"
-        hit = " hit" if pos.get("canary") else ""
-        mark = "&#10003;" if pos.get("canary") else ""
+        else:
+            label = "-" if delta is None else _n(delta)
+        if pos.get("canary"):
+            cls += " hit"
+            label += "&#10003;"
         chips.append(
-            f'<span class="chip {cls}{hit}" data-pos="{position}" '
-            f'title="{escape(_pos_tip(position, pos, threshold, T), quote=True)}">'
-            f"{_e(label)}{mark}</span>"
+            f'<span class="chip {cls}" data-pos="{position}" '
+            f'title="{_pos_tip(position, pos, threshold, T)}">{label}</span>'
         )
     return (
-        f'<td data-verdict="{_e(verdict)}"><span class="badge v-{_e(verdict)}">{_e(verdict)}'
+        f'<td data-verdict="{verdict}"><span class="badge v-{verdict}">{verdict}'
         f'</span><div class="chips">{"".join(chips)}</div></td>'
     )
 
@@ -171,7 +196,7 @@ def _carriers(turn1: dict[str, Any] | None) -> str:
     tip += f"; effort {turn1.get('effort')}, lane {turn1.get('lane')}"
     tip += f", {turn1.get('tool_calls')} tool call(s), response id {turn1.get('response_id')}"
     text = ", ".join(f"{k}" + (f" x{n}" if n > 1 else "") for k, n in kinds.items()) or "none"
-    return f'<td class="carriers" title="{_free(tip)}">{_e(text)}</td>'
+    return f'<td class="carriers" title="{_e(tip)}">{_e(text)}</td>'
 
 
 def _canary(row: dict[str, Any]) -> str:
@@ -196,14 +221,12 @@ def _errors(row: dict[str, Any]) -> str:
     errs = row.get("errors") or []
     parts = []
     if errs:
-        tip = "\n".join(
-            f"{e.get('step')} {e.get('variant')} {e.get('position')}: status {e.get('status')}: "
-            f"{redact(str(e.get('error')))}"
+        tip = "&#10;".join(
+            f"{_ec(str(e.get('step')))} {_ec(str(e.get('variant')))} "
+            f"{_ec(str(e.get('position')))}: status {_n(e.get('status'))}: {_free(e.get('error'))}"
             for e in errs
         )
-        parts.append(
-            f'<span class="err" title="{escape(tip, quote=True)}">{len(errs)} error(s)</span>'
-        )
+        parts.append(f'<span class="err" title="{tip}">{len(errs)} error(s)</span>')
     if notes:
         text = "; ".join(str(n) for n in notes)
         short = text if len(text) <= 90 else text[:88] + "..."
@@ -228,10 +251,10 @@ def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> 
         T = int(r.get("T") or matrix["run"]["T"] or 0)
         text_thr = float(th["consume_ratio"]) * T
         opaque_thr = float(th["opaque_min"])
+        route, model, lane = _ec(str(r["route"])), _e(r["model"]), _ec(str(r["lane"]))
         cells = [
-            f'<tr data-route="{_e(r["route"])}" data-model="{_e(r["model"])}" '
-            f'data-lane="{_e(r["lane"])}"><td class="id">{_e(r["route"])}</td>'
-            f'<td class="id">{_e(r["model"])}</td><td>{_e(r["lane"])}</td>'
+            f'<tr data-route="{route}" data-model="{model}" data-lane="{lane}">'
+            f'<td class="id">{route}</td><td class="id">{model}</td><td>{lane}</td>'
         ]
         cells.extend(_cell(r["text"].get(v), text_thr, T) for v in variants)
         cells.extend(_cell(r["opaque"].get(x), opaque_thr, T) for x in extras)
