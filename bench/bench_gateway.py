@@ -11,6 +11,7 @@ connections) when on PATH.
     .venv/bin/python bench/bench_gateway.py [--requests 2000] [--seconds 10]
 """
 
+# ruff: noqa: E501  (the upstream and policy sources embedded below are kept verbatim)
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,6 @@ import re
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile

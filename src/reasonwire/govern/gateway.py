@@ -18,7 +18,6 @@ only along removed control paths.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections import OrderedDict
@@ -26,10 +25,9 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from reasonwire import credentials
 from reasonwire.errors import (
@@ -132,13 +130,16 @@ def usage_fields(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, flo
         row.cost_usd = sum((figures.get(k) or 0) * p / 1e6 for k, p in prices.items())
 
 
+_ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 502: "api_error"}
+
+
 def _refusal(status: int, reason: str, detail: str) -> Response:
     """An error both SDK families parse: OpenAI reads ``error.message``, Anthropic
     ``type: error`` with ``error.type``."""
     body = {
         "type": "error",
         "error": {
-            "type": "permission_error" if status == 403 else "invalid_request_error",
+            "type": _ERROR_TYPES.get(status, "invalid_request_error"),
             "code": reason,
             "message": f"reasonwire gateway refused: {reason}: {detail}",
         },
@@ -165,22 +166,33 @@ class Gateway:
         self.vault = Vault()
         self._verified: dict[str, Binding] = {}
         self._upstream = upstream if upstream is not None else UpstreamPool()
-        routes = [Route(p, self._endpoint(d), methods=["POST"]) for p, d in ENDPOINTS.items()]
-        self.app = Starlette(routes=routes, lifespan=self._lifespan)
+        self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
 
-    @contextlib.asynccontextmanager
-    async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
-        yield
-        await self.aclose()
-
-    def _endpoint(self, dialect: Dialect) -> Any:
-        async def endpoint(request: Request) -> Response:
-            return await self.handle(request, dialect)
-
-        return endpoint
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app: three POST endpoints and lifespan, no router or middleware stack
+        (they cost more per call than the gateway's own checks)."""
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await self.aclose()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        dialect = ENDPOINTS.get(scope["path"])
+        if dialect is None:
+            response: Response = _refusal(404, "not-found", f"no endpoint {scope['path']}")
+        elif scope["method"] != "POST":
+            response = _refusal(405, "method-not-allowed", "use POST")
+        else:
+            response = await self.handle(Request(scope, receive), dialect)
+        await response(scope, receive, send)
 
     # -- authorisation ------------------------------------------------------------------
 
@@ -374,10 +386,10 @@ class Gateway:
             async for chunk in resp.aiter():
                 if row.ttfb_ms is None:
                     row.ttfb_ms = (time.perf_counter() - t0) * 1000
-                decoder.feed(chunk)
                 out = scrubber.feed(chunk)
                 if out:
-                    yield out
+                    yield out  # the client first; evidence decoding can wait
+                decoder.feed(chunk)
             tail = scrubber.close()
             if tail:
                 yield tail
