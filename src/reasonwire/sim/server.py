@@ -23,7 +23,9 @@ class SimServer:
     def __init__(self, seed: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
         self.seed = seed
         self.host = host
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP explicitly: asyncio only disables Nagle's algorithm on sockets whose
+        # proto is TCP; without it every response waits ~40 ms for delayed ACKs.
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind((host, port))
         self.port: int = self._sock.getsockname()[1]
