@@ -8,6 +8,7 @@ them; only the resolved effort reaches the upstream whatever the client asked fo
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import anthropic
@@ -28,6 +29,11 @@ CHAT_TOOLS: Any = [
         },
     }
 ]
+
+
+def _mentions(text: str, word: str) -> bool:
+    """Whole-word match: a canary such as "umber" must not match "sequence_number"."""
+    return re.search(rf"(?<![A-Za-z]){re.escape(word)}(?![A-Za-z])", text) is not None
 
 
 def _word(upstream_bodies: list[dict[str, Any]]) -> str:
@@ -103,7 +109,7 @@ def test_openai_chat_tool_loop_through_gateway(world: World, stream: bool) -> No
     )
     ups = world.recorder.find(conv)
     word = _word([u["body"] for u in ups])  # in the re-attached history only
-    assert word not in seen_by_client
+    assert not _mentions(seen_by_client, word)
     assert final.choices[0].message.content == word  # the vault gave the reasoning back
     assert [u["body"]["reasoning_effort"] for u in ups] == ["low", "low"]
     assert all("chat_template_kwargs" not in u["body"] for u in ups)
@@ -163,7 +169,7 @@ def test_openai_responses_tool_loop_through_gateway(world: World, stream: bool) 
     # The gateway drops the client's summary request, so the word lives only in the encrypted
     # item: the final answer reads it back from the re-attached original.
     word = final.output_text
-    assert word and word != "NONE" and word not in seen_by_client
+    assert word and word != "NONE" and not _mentions(seen_by_client, word)
     assert ups[1]["body"]["input"][1]["encrypted_content"] == rs.encrypted_content
     # Auto resolves to the organisation maximum; the client's "low" never reached upstream.
     assert [u["body"]["reasoning"] for u in ups] == [{"effort": "high"}, {"effort": "high"}]
@@ -221,7 +227,7 @@ def test_anthropic_tool_loop_through_gateway(world: World, stream: bool) -> None
     final = client.messages.create(messages=messages, **kw)
     ups = world.recorder.find(conv)
     word = _word([u["body"] for u in ups])
-    assert word not in seen_by_client
+    assert not _mentions(seen_by_client, word)
     text = [b for b in final.content if b.type == "text"][-1]
     assert text.type == "text" and text.text == word
     budget = ANTHROPIC_BUDGET["high"]
