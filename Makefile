@@ -1,20 +1,29 @@
-# Two entry points: `make demo` (main job on the embedded default) and `make test` (everything).
+# Two entry points: `make demo` (the consumption harness on its embedded default) and
+# `make test` (ruff, mypy --strict and the whole test suite, real llama.cpp server included).
 PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Optional second real lane: llama-cpp-python's own server, in its own venv (its pins differ).
+LCP_VENV := .venv-lcp
+LCP_VERSION := 0.3.36
+LCP_PY := $(abspath $(LCP_VENV))/bin/python
 
-.PHONY: demo test lint typecheck unit clean
+.PHONY: demo test lint typecheck unit localserver lane-llama-cpp-python bench clean
 
 $(STAMP): pyproject.toml
-	@command -v $(PY) >/dev/null 2>&1 || { echo "python3.11 not found; set PY=..."; exit 1; }
+	@command -v $(PY) >/dev/null 2>&1 || { echo "$(PY) not found; run with PY=/path/to/python3.11"; exit 1; }
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/reasonwire demo
+	$(BIN)/reasonwire eval run
+
+# Builds llama-server once (about 5 minutes on two cores), cached under the user cache dir.
+localserver: $(STAMP)
+	$(BIN)/reasonwire localserver build
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -23,10 +32,18 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) localserver
+	@if [ -x "$(LCP_PY)" ]; then export REASONWIRE_LLAMA_CPP_PYTHON="$(LCP_PY)"; fi; \
 	$(BIN)/pytest -q
 
 test: lint typecheck unit
 
+lane-llama-cpp-python:
+	$(PY) -m venv $(LCP_VENV)
+	$(LCP_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'llama-cpp-python[server]==$(LCP_VERSION)'
+
+bench: $(STAMP)
+	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(LCP_VENV)
