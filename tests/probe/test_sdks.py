@@ -184,11 +184,12 @@ def test_non_streaming_and_other_endpoints(sim_server: SimServer, ledger: Path) 
     assert resp.usage and row["usage"]["output"] == resp.usage.completion_tokens
 
 
+@pytest.mark.localserver
 def test_llama_server_stream(ledger: Path, capture: Capture) -> None:
-    localserver = pytest.importorskip("reasonwire.localserver")
-    if not hasattr(localserver, "LocalServer"):
-        pytest.skip("reasonwire.localserver.LocalServer has not landed yet")
-    with localserver.LocalServer() as server:
+    """The real llama.cpp server (Qwen3 template) streamed through the probe."""
+    from reasonwire.localserver.server import LocalServer
+
+    with LocalServer() as server:
         http = httpx.Client(transport=ProbeTransport("s-llama", ledger_dir=ledger, inner=capture))
         client = openai.OpenAI(base_url=server.base_url, api_key="none", http_client=http)
         with client.chat.completions.create(
