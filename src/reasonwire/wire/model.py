@@ -84,8 +84,10 @@ class Carrier:
     @property
     def digest(self) -> str:
         """A short, stable hash of the value, safe to print for opaque carriers."""
-        raw = self.value.encode("utf-8") if isinstance(self.value, str) else canonical_bytes(
-            self.value
+        raw = (
+            self.value.encode("utf-8")
+            if isinstance(self.value, str)
+            else canonical_bytes(self.value)
         )
         return hashlib.sha256(raw).hexdigest()[:12]
 
@@ -210,7 +212,9 @@ class Usage:
 
     @property
     def billed_input(self) -> int | None:
-        parts = [p for p in (self.input_uncached, self.cache_read, self.cache_write) if p is not None]
+        parts = [
+            p for p in (self.input_uncached, self.cache_read, self.cache_write) if p is not None
+        ]
         return sum(parts) if parts else None
 
     def as_dict(self) -> dict[str, int | float | None]:
