@@ -43,7 +43,7 @@ class WireDialect(Protocol):
     name: Dialect
 
     def request_path(self, options: RequestOptions) -> str:
-        """Path below the route's base URL (``/chat/completions``, ``/models/m:generateContent``)."""
+        """Path below the base URL (``/chat/completions``, ``/models/m:generateContent``)."""
         ...
 
     def build_request(
