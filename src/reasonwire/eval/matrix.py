@@ -8,8 +8,8 @@ Matrix dict (``schema`` ``reasonwire.eval.matrix/1``)::
 
     {
       "schema", "generated_at", "out",
-      "run": {seed, canary, T, trace_chars, fixture_id, effort, max_tokens, budget_usd,
-              versions, runs (count), run_ids},
+      "run": {seed, canary, T (the chars/4 estimate), T_source, trace_chars, fixture_id,
+              effort, max_tokens, budget_usd, versions, runs (count), run_ids},
       "thresholds": {consume_ratio, opaque_min, lane_attempts},
       "variants": {dialect: [variant, ...]},          # text variants, "none" first
       "no_text_variants": {dialect: reason},          # e.g. anthropic
@@ -17,7 +17,8 @@ Matrix dict (``schema`` ``reasonwire.eval.matrix/1``)::
       "rows": [row, ...],
     }
     row = {
-      "route", "model", "dialect", "lane", "T",
+      "route", "model", "dialect", "lane",
+      "T", "T_source" ("chars/4" | "count-endpoint"), "T_note" (why not counted, or None),
       "text": {variant: {"verdict", "in_loop": pos, "cross_turn": pos}},
       "opaque": {"replay" | "replay+all_turns": {"verdict", "in_loop": opos, "cross_turn": opos}},
       "turn1": {"effort", "response_id", "lane", "tool_calls", "carriers": [..]} | None,
@@ -252,6 +253,10 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
         spent += float(rec.get("cost_usd") or 0.0)
         ncalls += 1
     notes: dict[tuple[str, str], list[str]] = defaultdict(list)
+    t_of: dict[tuple[str, str], Rec] = {}
+    for r in runs:
+        if r.get("type") == "T" and r.get("fixture_id") == fid:
+            t_of[(str(r.get("route")), str(r.get("model")))] = r  # the last measurement wins
     for r in runs:
         if r.get("type") == "note" and r.get("fixture_id") == fid:
             msg = f"{r.get('step')}: {r.get('reason')}"
@@ -260,8 +265,11 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
                 notes[k].append(msg)
     rows = []
     for k in order:
-        rows.extend(_rows(k, dialects[k], groups.get(k, []), notes.get(k, []), T, canary, th,
-                          lane_defaults.get(k[0], "direct"), k[1] in want_direct))  # fmt: skip
+        t_rec = t_of.get(k) or {}
+        t_row = (int(t_rec.get("T") or T), str(t_rec.get("T_source") or "chars/4"),
+                 t_rec.get("T_note"))  # fmt: skip
+        rows.extend(_rows(k, dialects[k], groups.get(k, []), notes.get(k, []), t_row, canary,
+                          th, lane_defaults.get(k[0], "direct"), k[1] in want_direct))  # fmt: skip
     return {
         "schema": SCHEMA,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -299,12 +307,13 @@ def _rows(
     dialect: str,
     recs: list[Rec],
     notes: list[str],
-    T: int,
+    t_row: tuple[int, str, Any],
     canary: str,
     th: Thresholds,
     default_lane: str,
     want_direct: bool,
 ) -> list[dict[str, Any]]:
+    T, T_source, T_note = t_row
     lanes = sorted({str(r["lane"]) for r in recs if r.get("ok") and r.get("lane")})
     multi = bool(lanes) and (len(lanes) > 1 or lanes[0] != default_lane)
     if want_direct and default_lane not in lanes:
@@ -342,6 +351,8 @@ def _rows(
                 "dialect": dialect,
                 "lane": lane,
                 "T": T,
+                "T_source": T_source,
+                "T_note": T_note,
                 "text": text,
                 "opaque": opaque,
                 "turn1": None
@@ -373,7 +384,8 @@ def render_md(matrix: dict[str, Any]) -> str:
     th = matrix["thresholds"]
     run = matrix["run"]
     lines.append(
-        f"T = {run['T']} tokens ({run['T_source']}, trace {run['trace_chars']} chars); "
+        f"T = {run['T']} tokens ({run['T_source']}, trace {run['trace_chars']} chars; a row "
+        "whose route has a token count endpoint uses its measured T); "
         f"consumed when delta >= {th['consume_ratio']} * T (text) or > {th['opaque_min']} "
         f"tokens (opaque, verbatim vs stripped). Canary word: `{run['canary']}`. Seed "
         f"{run['seed']}, {run['runs']} run(s), {matrix['calls']} calls, "
@@ -404,6 +416,8 @@ def render_md(matrix: dict[str, Any]) -> str:
             kinds = sorted({c["kind"] for c in (r["turn1"] or {}).get("carriers") or []})
             cells.append(", ".join(kinds) or "-")
             extra = list(r["notes"]) + list(r["params_fix"])
+            if r.get("T_source") == "count-endpoint":
+                extra.insert(0, f"T = {r['T']} (count endpoint)")
             if r["errors"]:
                 extra.append(f"{len(r['errors'])} error(s)")
             cells.append("; ".join(extra).replace("|", "/")[:200])

@@ -52,12 +52,23 @@ from reasonwire.eval.variants import (
 from reasonwire.http import RetryPolicy, apost_json, make_async_client
 from reasonwire.routes import Route
 from reasonwire.templates.fixture import DEFAULT_SEED
+from reasonwire.wire.count_tokens import count_body, count_path, count_spec, parse_count
 from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.model import Assistant, Carrier, Turn
 
 EFFORT_LADDER: tuple[str, ...] = ("low", "medium", "high")
 MAX_FIXES = 4
 CANARY_IN_TEXT = re.compile(r"The verification word for this task is ([A-Za-z]+)\.")
+DEFAULT_DOTENV = "~/.hermes/.env"
+AUTH_WAIT_S = 15.0
+"""After a 401 with an unchanged key: how long the key's owner gets to refresh it."""
+T_ESTIMATE = "chars/4"
+T_COUNTED = "count-endpoint"
+COUNT_PLAUSIBLE = 0.25
+"""A counted carrier adds at least this share of the chars/4 estimate; less means the count
+endpoint dropped the trace and counted only the item's framing (no measure of T)."""
+_RESEND = frozenset({"transport", "auth"})
+"""Error kinds a resumed run sends again: the answer said nothing about the cell."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,9 @@ class EvalConfig:
     transport: httpx.AsyncBaseTransport | None = None
     timeout: float = 300.0
     label: str = ""
+    dotenv: str = DEFAULT_DOTENV
+    auth_wait_s: float = AUTH_WAIT_S
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # the 401 wait (tests inject)
 
 
 @dataclass
@@ -104,8 +118,9 @@ class RunResult:
     calls_per_model: dict[str, int] = field(default_factory=dict)
 
 
-def _key_of(route: Route) -> str | None:
-    """The route's key, read now (None when the route needs none)."""
+def _key_of(route: Route, dotenv: str = DEFAULT_DOTENV) -> str | None:
+    """The route's key, read now (None when the route needs none): the auth file's first
+    key path that holds one, or the process environment, then the ``dotenv`` file."""
     src = route.key
     if not src.needs_key:
         return None
@@ -116,7 +131,7 @@ def _key_of(route: Route) -> str | None:
     try:
         return credentials.read_key(f"env:{src.env}")
     except CredentialError:
-        return credentials.read_key(f"dotenv:~/.hermes/.env#{src.env}")
+        return credentials.read_key(credentials.DotenvKey(dotenv, src.env))
 
 
 class _Run:
@@ -128,7 +143,7 @@ class _Run:
         self.run_id = uuid.uuid4().hex[:12]
         self.done: dict[str, dict[str, Any]] = {}
         for rec in read_jsonl(records.out / CALLS):
-            if rec.get("type") == "call" and rec.get("error_kind") != "transport":
+            if rec.get("type") == "call" and rec.get("error_kind") not in _RESEND:
                 self.done[str(rec.get("key"))] = rec
         self.inflight: dict[str, asyncio.Task[Outcome]] = {}
         self.sems: dict[str, asyncio.Semaphore] = {}
@@ -137,6 +152,38 @@ class _Run:
         self.stopped = False
         self.on_progress: Callable[[int], None] = lambda n: None
         self.client: httpx.AsyncClient | None = None
+        # (route, model) -> (T, T_source); measured ones from earlier runs are reused
+        self.T: dict[tuple[str, str], tuple[int, str]] = {}
+        for rec in read_jsonl(records.out / RUNS):
+            if (
+                rec.get("type") == "T"
+                and rec.get("fixture_id") == self.fixture.fixture_id
+                and rec.get("T_source") == T_COUNTED
+            ):
+                self.T[(str(rec["route"]), str(rec["model"]))] = (int(rec["T"]), T_COUNTED)
+
+    # -- one request, with the 401 protocol ----------------------------------------------
+
+    async def post(self, route: Route, path: str, body: Any) -> httpx.Response:
+        """POST ``body``; on a 401 re-read the key once (waiting ``auth_wait_s`` first when
+        it is unchanged, so its owner can refresh it) and retry once. A second 401 raises."""
+        assert self.client is not None
+        url = route.base_url + path
+        key = _key_of(route, self.cfg.dotenv)
+        try:
+            return await apost_json(
+                self.client, url, body, route.auth_headers(key), retries=self.cfg.retries
+            )
+        except ProviderError as exc:
+            if exc.status != 401 or key is None:
+                raise
+        fresh = _key_of(route, self.cfg.dotenv)
+        if fresh == key:
+            await self.cfg.sleep(self.cfg.auth_wait_s)
+            fresh = _key_of(route, self.cfg.dotenv)
+        return await apost_json(
+            self.client, url, body, route.auth_headers(fresh), retries=self.cfg.retries
+        )
 
     # -- one call -------------------------------------------------------------------------
 
@@ -178,19 +225,18 @@ class _Run:
         out: dict[str, Any] = {"type": "call", "key": key, "run_id": self.run_id}
         out["fixture_id"] = self.fixture.fixture_id
         out.update(labels)
-        out["T"] = self.fixture.trace_tokens_estimate
-        out["T_source"] = "chars/4"
+        out["T"], out["T_source"] = self.T.get(
+            (cell.route.name, cell.model), (self.fixture.trace_tokens_estimate, T_ESTIMATE)
+        )
         turn: Turn | None = None
         async with sem:
             try:
-                headers = cell.route.auth_headers(_key_of(cell.route))
-                assert self.client is not None
-                url = cell.route.base_url + cell.path()
-                resp = await apost_json(self.client, url, body, headers, retries=self.cfg.retries)
+                resp = await self.post(cell.route, cell.path(), body)
                 out["status"] = resp.status_code
                 turn = dialect.parse_response(resp.content)
             except ProviderError as exc:
-                out.update(ok=False, status=exc.status, error_kind="provider")
+                kind = "auth" if exc.status == 401 else "provider"
+                out.update(ok=False, status=exc.status, error_kind=kind)
                 out["error"] = exc.provider_message or exc.body_excerpt
                 out["error_body"] = exc.body_excerpt
             except (TransportError, CredentialError) as exc:
@@ -278,6 +324,7 @@ class _Run:
         )
         dialect = target.route.dialect
         jobs: list[Awaitable[Any]] = []
+        await self.measure_T(target, state)
         if variants_for(dialect):
             await self.text_baseline(target, state, "in_loop", discover=True)
             jobs.append(self.text_position(target, state, "in_loop"))
@@ -287,6 +334,61 @@ class _Run:
         jobs.append(self.opaque(target, state))
         await asyncio.gather(*jobs)
         await self.lanes(target, state)
+
+    async def measure_T(self, target: Target, state: _ModelState) -> None:
+        """T of this (route, model): count(with carrier) - count(without) on the dialect's
+        count endpoint, in the loop, for the first text variant the endpoint counts (adds at
+        least ``COUNT_PLAUSIBLE`` of the estimate); else the chars/4 estimate, with the reason
+        recorded. Count calls are free and unrecorded
+        in ``calls.jsonl``; the result goes to ``runs.jsonl`` as a ``T`` record."""
+        ident = (target.route.name, target.model)
+        if ident in self.T:
+            return
+        est = self.fixture.trace_tokens_estimate
+        spec = count_spec(target.route.dialect)
+        names = [v for v in variants_for(target.route.dialect) if v != BASELINE]
+        why, detail = "", {}
+        if spec is None:
+            why = f"no count endpoint for the {target.route.dialect} dialect"
+        elif not names:
+            why = f"no text variant on the {target.route.dialect} dialect (T is not used)"
+        else:
+            path = count_path(spec, target.model)
+            try:
+                base = self.text_cell(target, state, "in_loop", BASELINE).body()
+                resp = await self.post(target.route, path, count_body(spec, base))
+                without = parse_count(spec, resp.content)
+                for name in names:
+                    body = self.text_cell(target, state, "in_loop", name).body()
+                    resp = await self.post(target.route, path, count_body(spec, body))
+                    with_ = parse_count(spec, resp.content)
+                    if with_ - without >= COUNT_PLAUSIBLE * est:
+                        detail = {"variant": name, "with": with_, "without": without}
+                        self.T[ident] = (with_ - without, T_COUNTED)
+                        break
+                else:
+                    why = (
+                        f"the count endpoint counted none of {', '.join(names)} in the loop "
+                        f"(each added < {COUNT_PLAUSIBLE} x {est} tokens)"
+                    )
+            except ReasonwireError as exc:
+                why = f"count endpoint failed: {credentials.redact(str(exc))[:300]}"
+        T, source = self.T.setdefault(ident, (est, T_ESTIMATE))
+        self.records.append(
+            RUNS,
+            {
+                "type": "T",
+                "run_id": self.run_id,
+                "fixture_id": self.fixture.fixture_id,
+                "route": target.route.name,
+                "model": target.model,
+                "T": T,
+                "T_source": source,
+                "T_estimate": est,
+                **({"T_note": why} if why else {}),
+                **({"count": detail} if detail else {}),
+            },
+        )
 
     def text_cell(
         self, target: Target, state: _ModelState, position: str, variant: str, attempt: int = 0
