@@ -19,6 +19,8 @@ from reasonwire.routes import Route, get_route, load_routes, route_from_table
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_OUT = Path("reasonwire-eval")
+DEFAULT_DOTENV = Path("~/.hermes/.env")
+DOTENV_HELP = "Dotenv file read for a key missing from the environment."
 
 
 def _fail(exc: Exception) -> typer.Exit:
@@ -43,10 +45,10 @@ def _routes(
     return out
 
 
-def _key(route: Route) -> str | None:
+def _key(route: Route, dotenv: Path) -> str | None:
     from reasonwire.eval.runner import _key_of
 
-    return _key_of(route)
+    return _key_of(route, str(dotenv))
 
 
 @app.command("run")
@@ -67,6 +69,7 @@ def run_command(
     base_url: str | None = typer.Option(None, help="--route custom: base URL."),
     key_env: str | None = typer.Option(None, help="--route custom: key variable name."),
     progress: bool = typer.Option(True, help="Show the progress bar."),
+    dotenv: Path = typer.Option(DEFAULT_DOTENV, help=DOTENV_HELP),
 ) -> None:
     """Measure which models read replayed reasoning; write records and the matrix."""
     try:
@@ -80,7 +83,7 @@ def run_command(
                     if models and not models.startswith(("max:", "portal-max:")):
                         chosen = select([], models)
                     else:
-                        chosen = select(fetch_catalog(r, _key(r)), models)
+                        chosen = select(fetch_catalog(r, _key(r, dotenv)), models)
                     targets += [Target(r, c.id, c.price) for c in chosen]
             else:
                 from reasonwire.eval.embedded import start_embedded
@@ -96,6 +99,7 @@ def run_command(
                 opaque_min=opaque_min,
                 consume_ratio=consume_ratio,
                 progress=progress and sys.stderr.isatty(),
+                dotenv=str(dotenv),
                 **extra,  # type: ignore[arg-type]
             )
             result = run_eval(cfg)
@@ -117,11 +121,12 @@ def models_command(
     route: str = typer.Option(..., "--route"),
     models: str | None = typer.Option(None, help="portal-max:N to filter by price."),
     routes_file: Path | None = typer.Option(None),
+    dotenv: Path = typer.Option(DEFAULT_DOTENV, help=DOTENV_HELP),
 ) -> None:
     """The route's catalog: kept ids, and each skipped id with its reason."""
     try:
         r = get_route(route, load_routes(routes_file))
-        entries = fetch_catalog(r, _key(r))
+        entries = fetch_catalog(r, _key(r, dotenv))
     except ReasonwireError as exc:
         raise _fail(exc) from None
     kept = {c.id for c in select(entries, models)}
