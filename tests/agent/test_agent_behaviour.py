@@ -331,36 +331,6 @@ def test_tool_schema_from_signature_and_failures_go_to_the_model() -> None:
     assert unknown.content.startswith("error: unknown tool")
 
 
-def test_cross_turn_policy_from_matrix(tmp_path: Any, sim_server: SimServer) -> None:
-    path = tmp_path / "matrix.json"
-    path.write_text(json.dumps({"rows": [
-        {"route": "anthropic", "model": "sim-claude-preserve", "verdict": "consumes-all-turns"},
-        {"route": "anthropic", "model": "sim-claude", "verdict": "in-loop-only"},
-    ]}))  # fmt: skip
-    policy = agent.CrossTurnPolicy.from_matrix(path)
-    assert policy.keeps("anthropic", "sim-claude-preserve")
-    assert not policy.keeps("anthropic", "sim-claude")
-    rec = Recorder()
-    with rec.client() as c:
-        model = agent.anthropic(
-            "sim-claude-preserve", base_url=sim_server.base_url, key=key, http_client=c
-        )
-        bot = agent.Agent(model, TOOLS, cross_turn=policy)
-        s = bot.session("What is the weather in Paris?")
-        bot.run_session(s)
-        bot.run("And in Rome?")
-    assert rec.statuses == [200] * 6
-    turn2 = rec.bodies[3]
-    for t in s.turns:
-        for carrier in t.carriers:
-            assert json.dumps(carrier.value, separators=(",", ":")).encode() in turn2
-    assert all(getattr(m, "native", None) is None for m in bot.transcript)
-    with pytest.raises(ConfigError):
-        bad = tmp_path / "bad.json"
-        bad.write_text("[1]")
-        agent.CrossTurnPolicy.from_matrix(bad)
-
-
 def test_no_branch_on_a_provider_or_route_name_in_agent() -> None:
     """Strategies come from dialects and route data: no comparison against a name literal
     other than the dialect and api choices themselves."""
