@@ -15,9 +15,10 @@ from reasonwire.govern.gateway import usage_fields
 from reasonwire.govern.levels import parse_requested, rank
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import RouteRegistration, RuntimeAdapter
-from reasonwire.wire.controls import is_non_escalating, merge_fragment, strip_controls
+from reasonwire.wire.controls import is_non_escalating, strip_controls
 from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.hidden import StreamScrubber, reattach, scrub_body, vault_entries
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import Usage
 from tests.govern.conftest import make_registry
 
@@ -179,7 +180,7 @@ def test_strip_controls_copy_on_write() -> None:
     assert not is_non_escalating("anthropic", {"reasoning_effort": "none"})
     assert not is_non_escalating("chat", {})
     frag = {"reasoning": {"effort": "low"}}
-    merged = merge_fragment({"reasoning": {"summary": "auto"}}, frag)
+    merged = deep_merge({"reasoning": {"summary": "auto"}}, frag)
     assert merged == {"reasoning": {"summary": "auto", "effort": "low"}}
     merged["reasoning"]["effort"] = "x"
     assert frag == {"reasoning": {"effort": "low"}}  # route data never aliased

@@ -15,6 +15,7 @@ import pytest
 
 from reasonwire.errors import ConfigError, MalformedBody, TruncatedStream
 from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     Assistant,
     Carrier,
@@ -35,7 +36,7 @@ from reasonwire.wire.model import (
     UsageEvent,
     User,
 )
-from reasonwire.wire.responses import DIALECT, deep_merge, error_message
+from reasonwire.wire.responses import DIALECT, error_message
 
 REASONING = {
     "id": "rs_1",

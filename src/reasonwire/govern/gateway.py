@@ -48,12 +48,12 @@ from reasonwire.wire import responses as _responses  # noqa: F401
 from reasonwire.wire.controls import (
     STREAM_USAGE,
     is_non_escalating,
-    merge_fragment,
     strip_controls,
     wants_stream,
 )
 from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.hidden import StreamScrubber, reattach, scrub_body, vault_entries
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, Dialect, RequestOptions, Turn, Usage
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
@@ -269,13 +269,13 @@ class Gateway:
         if is_non_escalating(dialect, removed) and not strip_controls(dialect, fragment)[1]:
             out.update(removed)  # only an exact lowering value, on a request that sets none
         else:
-            merge_fragment(out, fragment)
+            deep_merge(out, fragment)
         row.controls_removed = ",".join(removed)
         conv = auth.binding.conversation_id
         row.carriers_reattached = reattach(dialect, out, lambda k: self.vault.get(conv, k))
         if wants_stream(dialect, out):
             row.stream = True
-            merge_fragment(out, STREAM_USAGE.get(dialect, {}))
+            deep_merge(out, STREAM_USAGE.get(dialect, {}))
         return out
 
     # -- the call -----------------------------------------------------------------------

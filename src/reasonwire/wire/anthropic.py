@@ -43,6 +43,7 @@ from reasonwire.errors import ConfigError
 from reasonwire.wire.anthropic_parse import REASONING_BLOCKS, parse_response
 from reasonwire.wire.anthropic_stream import AnthropicStreamDecoder
 from reasonwire.wire.dialect import register
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
@@ -79,17 +80,6 @@ def thinking_fields(effort: str | None, max_tokens: int | None) -> dict[str, JSO
     if limit <= budget:
         limit = budget + DEFAULT_MAX_TOKENS
     return {"max_tokens": limit, "thinking": {"type": "enabled", "budget_tokens": budget}}
-
-
-def deep_merge(base: dict[str, JSON], extra: Mapping[str, JSON]) -> dict[str, JSON]:
-    """Merge ``extra`` into ``base`` in place: dicts merge key by key, anything else replaces."""
-    for key, value in extra.items():
-        current = base.get(key)
-        if isinstance(current, dict) and isinstance(value, Mapping):
-            deep_merge(current, value)
-        else:
-            base[key] = value
-    return base
 
 
 def _native_blocks(message: Assistant | Turn) -> tuple[JSON, ...] | None:

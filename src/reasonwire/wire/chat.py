@@ -13,7 +13,6 @@ objects that arrived. ``reasoning_content: null`` is never sent (llama.cpp answe
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat_parse import detail_is_opaque, load_body, turn_from_body
@@ -26,6 +25,7 @@ from reasonwire.wire.chat_profiles import (
 )
 from reasonwire.wire.chat_stream import ChatStreamDecoder, DetailsMerger, merge_reasoning_details
 from reasonwire.wire.dialect import register
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
@@ -66,11 +66,11 @@ class ChatDialect:
         if options.tools:
             body["tools"] = [_tool(t.name, t.description, t.parameters) for t in options.tools]
         if options.effort is not None and options.effort not in _OFF:
-            _deep_merge(body, prof.effort_fragment(options.effort))
+            deep_merge(body, prof.effort_fragment(options.effort))
         body["stream"] = options.stream
         if options.stream:
             body["stream_options"] = {"include_usage": True}
-        _deep_merge(body, options.extra_body)
+        deep_merge(body, options.extra_body)
         return body
 
     def _message(self, msg: Message, options: RequestOptions, prof: ChatProfile) -> JSON:
@@ -185,16 +185,6 @@ def _tool(name: str, description: str, parameters: JSON) -> dict[str, JSON]:
         fn["description"] = description
     fn["parameters"] = parameters
     return {"type": "function", "function": fn}
-
-
-def _deep_merge(body: dict[str, Any], extra: Mapping[str, JSON]) -> None:
-    """Merge ``extra`` into ``body``: dicts merge key by key, anything else replaces."""
-    for key, value in extra.items():
-        have = body.get(key)
-        if isinstance(value, Mapping) and isinstance(have, dict):
-            _deep_merge(have, value)
-        else:
-            body[key] = value
 
 
 DIALECT = register(ChatDialect())

@@ -9,7 +9,6 @@ A control is a path of keys into the request body. ``("chat_template_kwargs",
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -89,16 +88,6 @@ def is_non_escalating(dialect: Dialect, removed_values: Mapping[str, JSON]) -> b
     return bool(removed_values) and all(
         k in allowed and allowed[k] == v for k, v in removed_values.items()
     )
-
-
-def merge_fragment(body: dict[str, Any], fragment: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge a route's effort fragment (e.g. ``{"reasoning": {"effort": "low"}}``)."""
-    for key, value in fragment.items():
-        if isinstance(value, Mapping) and isinstance(body.get(key), dict):
-            body[key] = merge_fragment(dict(body[key]), value)
-        else:
-            body[key] = copy.deepcopy(value)
-    return body
 
 
 STREAM_USAGE: Mapping[Dialect, Mapping[str, Any]] = {

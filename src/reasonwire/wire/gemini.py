@@ -21,7 +21,7 @@ Replay rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import register
@@ -32,6 +32,7 @@ from reasonwire.wire.gemini_parse import (
     synthetic_call_id,
 )
 from reasonwire.wire.gemini_stream import GeminiStreamDecoder
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
@@ -60,18 +61,6 @@ NO_EFFORT = frozenset({"none"})
 SCHEMA_FIELD = "parametersJsonSchema"
 """FunctionDeclaration field for a tool's schema: takes JSON Schema as written (``parameters``
 takes Gemini's OpenAPI subset and refuses e.g. ``additionalProperties``)."""
-
-
-def _deep_merge(base: dict[str, JSON], extra: Mapping[str, JSON]) -> dict[str, JSON]:
-    """``extra`` merged into ``base``: dicts merge key by key, anything else replaces."""
-    out = dict(base)
-    for key, value in extra.items():
-        old = out.get(key)
-        if isinstance(old, dict) and isinstance(value, Mapping):
-            out[key] = _deep_merge(old, value)
-        else:
-            out[key] = value
-    return out
 
 
 def _native_parts(message: Assistant | Turn) -> tuple[JSON, ...] | None:
@@ -204,7 +193,7 @@ class GeminiDialect:
         if config:
             body["generationConfig"] = config
         if options.extra_body:
-            body = _deep_merge(body, options.extra_body)
+            body = deep_merge(body, options.extra_body)
         return body
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.dialect import register
+from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
@@ -78,19 +79,6 @@ def tool_spec(tool: ToolSpec) -> dict[str, JSON]:
         "description": tool.description,
         "parameters": tool.parameters,
     }
-
-
-def deep_merge(base: dict[str, JSON], extra: Mapping[str, JSON]) -> dict[str, JSON]:
-    """Merge ``extra`` into ``base`` in place: dicts merge key by key, anything else replaces."""
-    for key, value in extra.items():
-        cur = base.get(key)
-        if isinstance(cur, dict) and isinstance(value, Mapping):
-            base[key] = deep_merge(dict(cur), value)
-        elif isinstance(value, Mapping):
-            base[key] = deep_merge({}, value)
-        else:
-            base[key] = value
-    return base
 
 
 def _native_items(msg: Assistant | Turn) -> tuple[JSON, ...] | None:
@@ -207,7 +195,6 @@ __all__ = [
     "TEXT_CARRIER_KINDS",
     "ResponsesDialect",
     "ResponsesStreamDecoder",
-    "deep_merge",
     "error_message",
     "reasoning_input_item",
     "tool_spec",

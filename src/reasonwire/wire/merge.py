@@ -1,0 +1,23 @@
+"""The one deep merge the dialects use for ``extra_body``, profile defaults and effort fragments."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+
+def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``extra`` into ``base`` in place and return ``base``.
+
+    Mappings merge key by key; anything else replaces. Nested dicts of ``base`` are copied
+    before they change and values from ``extra`` are deep-copied, so neither the caller's
+    ``extra_body`` nor a dict shared with another request is ever modified through the result.
+    """
+    for key, value in extra.items():
+        current = base.get(key)
+        if isinstance(value, Mapping):
+            base[key] = deep_merge(dict(current) if isinstance(current, dict) else {}, value)
+        else:
+            base[key] = copy.deepcopy(value)
+    return base
