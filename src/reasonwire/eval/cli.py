@@ -58,7 +58,9 @@ def run_command(
     out: Path = typer.Option(DEFAULT_OUT, help="Output directory (records, matrix)."),
     budget: float = typer.Option(10.0, help="USD, counted over every run sharing --out."),
     workers: int = typer.Option(8, help="Calls in flight per route."),
-    no_local_server: bool = typer.Option(False, help="Embedded run: skip llama.cpp."),
+    no_local_server: bool = typer.Option(
+        False, "--no-local-server", help="Embedded run: skip llama.cpp."
+    ),
     want_direct: str = typer.Option("", help="Model ids that must reach the direct lane."),
     lane_attempts: int = typer.Option(4, help="Resamples per cell to reach a lane."),
     opaque_min: int = typer.Option(25, help="Opaque: verbatim delta above this is consumed."),
@@ -68,7 +70,9 @@ def run_command(
     kind: str | None = typer.Option(None, help="--route custom: chat|responses|anthropic|gemini"),
     base_url: str | None = typer.Option(None, help="--route custom: base URL."),
     key_env: str | None = typer.Option(None, help="--route custom: key variable name."),
-    progress: bool = typer.Option(True, help="Show the progress bar."),
+    progress: bool = typer.Option(
+        True, "--progress/--no-progress", help="Show the progress bar (on a terminal)."
+    ),
     dotenv: Path = typer.Option(DEFAULT_DOTENV, help=DOTENV_HELP),
 ) -> None:
     """Measure which models read replayed reasoning; write records and the matrix."""
