@@ -10,41 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from reasonwire.eval.embedded import SIM_LANES
-from reasonwire.eval.verdict import combine
-from reasonwire.sim.behaviours import BEHAVIOURS, Behaviour
-
-# text variant -> the sim truth keys whose carriers it sends
-VARIANT_KEYS = {
-    "reasoning_content": ("reasoning_content",),
-    "reasoning": ("reasoning",),
-    "reasoning_details": ("reasoning_details",),
-    "all": ("reasoning_content", "reasoning", "reasoning_details"),
-    "summary_item": ("summary_text",),
-    "thought_part": ("thought",),
-}
-OUTCOME = {"consumed": "consumed", "dropped": "dropped", "rejected": "rejected"}
-
-
-def _expected(beh: Behaviour, keys: tuple[str, ...]) -> str | None:
-    truths = [beh.truth[k] for k in keys if k in beh.truth]
-    if not truths:
-        return None
-
-    def pos(vals: list[str]) -> str:
-        if "rejected" in vals:
-            return "rejected"
-        return "consumed" if "consumed" in vals else "dropped"
-
-    return combine(pos([t.in_loop for t in truths]), pos([t.cross_turn for t in truths]))
-
-
-def _lane_behaviour(beh: Behaviour, lane: str) -> Behaviour:
-    if not beh.lanes:
-        return beh
-    for prefix, sub in beh.lanes.items():
-        if SIM_LANES.lane(prefix + "x") == lane:
-            return sub
-    raise AssertionError(f"{beh.model}: no lane behaviour for {lane}")
+from reasonwire.eval.records import CALLS, read_jsonl
+from reasonwire.sim.behaviours import BEHAVIOURS
+from tests.eval.truth import VARIANT_KEYS, lane_behaviour, opaque_expected
+from tests.eval.truth import expected as _expected
 
 
 def test_every_behaviour_has_a_row(sim_run: tuple[Path, dict[str, Any]]) -> None:
@@ -56,7 +25,7 @@ def test_text_verdicts_equal_truth(sim_run: tuple[Path, dict[str, Any]]) -> None
     _, matrix = sim_run
     checked = 0
     for row in matrix["rows"]:
-        beh = _lane_behaviour(BEHAVIOURS[row["model"]], row["lane"])
+        beh = lane_behaviour(BEHAVIOURS[row["model"]], row["lane"])
         for variant, entry in row["text"].items():
             if variant == "none" or variant not in VARIANT_KEYS:
                 continue
@@ -73,17 +42,50 @@ def test_opaque_verdicts_equal_truth(sim_run: tuple[Path, dict[str, Any]]) -> No
     checked = 0
     for row in matrix["rows"]:
         beh = BEHAVIOURS[row["model"]]
-        if beh.lanes or not beh.reasons:
-            assert "replay" not in row["opaque"] or beh.lanes, row
+        if not beh.reasons and not beh.lanes:
+            assert "replay" not in row["opaque"], row
             continue
-        want = _expected(beh, tuple(k for k in beh.emits if k in beh.truth))
+        want = opaque_expected(lane_behaviour(beh, row["lane"]))
         assert want is not None, beh.model
-        assert row["opaque"]["replay"]["verdict"] == want, (beh.model, row["opaque"])
+        assert row["opaque"]["replay"]["verdict"] == want, (beh.model, row["lane"], row["opaque"])
         extra = row["opaque"].get("replay+all_turns")
         if extra is not None:
             assert extra["verdict"] == (want if beh.all_turns_ok else "rejected"), beh.model
         checked += 1
-    assert checked >= 15
+    assert checked >= 17
+
+
+def test_lane_rows_replay_their_own_lane(sim_run: tuple[Path, dict[str, Any]]) -> None:
+    """sim-portal: a row per lane, each with its own turn 1 and opaque cells whose verbatim
+    and stripped answers both landed on that lane (the truth differs per lane)."""
+    out, matrix = sim_run
+    rows = {r["lane"]: r for r in matrix["rows"] if r["model"] == "sim-portal"}
+    lanes = {SIM_LANES.lane(p + "x") for p in BEHAVIOURS["sim-portal"].lanes}
+    assert set(rows) == lanes
+    calls = [
+        r
+        for r in read_jsonl(out / CALLS)
+        if r.get("model") == "sim-portal" and r.get("step") == "opaque" and r.get("ok")
+    ]
+    for lane, row in rows.items():
+        assert row["turn1"] is not None and row["turn1"]["lane"] == lane
+        sub = lane_behaviour(BEHAVIOURS["sim-portal"], lane)
+        kinds = {c["kind"] for c in row["turn1"]["carriers"]}
+        assert kinds == set(sub.emits), (lane, kinds)
+        for pos in ("in_loop", "cross_turn"):
+            cell = row["opaque"]["replay"][pos]
+            used = [
+                r
+                for r in calls
+                if r.get("t1_lane") == lane
+                and r.get("position") == pos
+                and r.get("lane") == lane
+                and r.get("billed_input") in (cell["verbatim_input"], cell["stripped_input"])
+            ]
+            assert {r["variant"] for r in used} == {"verbatim", "stripped"}, (lane, pos)
+    # the second lane's turn 1 was resampled onto it (attempt 0 is the first lane's)
+    t1_attempts = {r["lane"]: r["attempt"] for r in calls if r.get("position") == "turn1"}
+    assert set(t1_attempts) == lanes and max(t1_attempts.values()) >= 1
 
 
 def test_canary_recall_follows_consumption(sim_run: tuple[Path, dict[str, Any]]) -> None:

@@ -37,6 +37,7 @@ class Cell:
     extra: str = ""  # opaque extra pair name ("" or e.g. "all_turns")
     keep_carriers: bool = True
     attempt: int = 0
+    t1_lane: str | None = None  # turn 2: the lane of the turn 1 whose carriers it replays
 
     def options(self) -> RequestOptions:
         return RequestOptions(
@@ -66,6 +67,7 @@ class Cell:
             "effort": self.effort,
             "extra": self.extra,
             "attempt": self.attempt,
+            **({"t1_lane": self.t1_lane} if self.t1_lane is not None else {}),
             "params_sig": self.fix.signature(),
             "fix_notes": list(self.fix.notes),
         }

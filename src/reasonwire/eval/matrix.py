@@ -22,6 +22,7 @@ Matrix dict (``schema`` ``reasonwire.eval.matrix/1``)::
       "text": {variant: {"verdict", "in_loop": pos, "cross_turn": pos}},
       "opaque": {"replay" | "replay+all_turns": {"verdict", "in_loop": opos, "cross_turn": opos}},
       "turn1": {"effort", "response_id", "lane", "tool_calls", "carriers": [..]} | None,
+                # this lane's turn 1 (the one its opaque cells replay)
       "wording": {position: "probe" | "neutral"}, "params_fix": [note, ...],
       "notes": [str, ...], "errors": [{"step", "variant", "position", "status", "error"}],
       "calls", "cost_usd",
@@ -30,6 +31,8 @@ Matrix dict (``schema`` ``reasonwire.eval.matrix/1``)::
             "status", "error"}
     opos = {"outcome", "delta", "verbatim_input", "stripped_input", "stand_in_input",
             "canary", "wording", "errors": {mode: {"status", "error"}}}
+    # an opaque position compares verbatim and stripped answers that both landed on this
+    # lane, replaying this lane's turn 1 (records carry ``t1_lane``)
 
 Outcomes and verdicts are defined in :mod:`reasonwire.eval.verdict`.
 """
@@ -75,7 +78,9 @@ def _text_cells(
         ok_bases = [r for r in bases if r.get("ok") and r.get("lane") == lane]
         cells: dict[str, Any] = {}
         if not ok_bases:
-            last = bases[-1] if bases else None
+            # an answer on another lane says nothing of this one: only a failure is reported
+            failed = [r for r in bases if not r.get("ok")]
+            last = failed[-1] if failed else None
             for v in variants:
                 cells[v] = {
                     "outcome": "baseline-failed" if last else "missing",
@@ -133,38 +138,68 @@ def _text_cells(
     return out, wording, errors
 
 
+def _pick(at: list[Rec], lane: str) -> tuple[Rec | None, dict[str, Any] | None]:
+    """One mode's record on ``lane``: the answer that landed there, else the last error (an
+    error has no lane), else (the last off-lane answer, why it does not count)."""
+    on = [r for r in at if r.get("ok") and r.get("lane") == lane]
+    if on:
+        return on[-1], None
+    failed = [r for r in at if not r.get("ok")]
+    if failed:
+        return failed[-1], None
+    if at:
+        n = max(int(r.get("attempt") or 0) for r in at) + 1
+        return None, {"status": None, "error": f"did not land on lane {lane} in {n} attempt(s)"}
+    return None, None
+
+
 def _opaque_cells(
     recs: list[Rec], lane: str, th: Thresholds, word: str | None
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The opaque entries of ``lane``: turn-2 records replaying a turn 1 of this lane (their
+    ``t1_lane``; records written before it existed fall back to their own lane), each mode's
+    answer taken on this lane only, so verbatim and stripped compare one upstream."""
     out: dict[str, Any] = {}
     errors: list[dict[str, Any]] = []
-    extras = sorted({str(r.get("extra") or "") for r in recs if r.get("position") != "turn1"})
+    mine = [
+        r
+        for r in recs
+        if r.get("position") != "turn1" and (r.get("t1_lane") or r.get("lane")) in (None, lane)
+    ]
+    extras = sorted({str(r.get("extra") or "") for r in mine})
     for extra in extras:
         name = "replay" + (f"+{extra}" if extra else "")
         entry: dict[str, Any] = {}
         for position in POSITIONS:
             at = [
-                r for r in recs if r.get("position") == position and (r.get("extra") or "") == extra
+                r for r in mine if r.get("position") == position and (r.get("extra") or "") == extra
             ]
+            if not at:
+                continue
+            wording = at[-1].get("wording")  # a neutral-wording rerun comes after the probe's
+            at = [r for r in at if r.get("wording") == wording]
             modes: dict[str, Rec] = {}
-            for r in at:  # the last record per mode wins (a neutral-wording rerun)
-                modes[str(r.get("variant"))] = r
+            off: dict[str, dict[str, Any]] = {}
+            for mode in dict.fromkeys(str(r.get("variant")) for r in at):
+                rec, why = _pick([r for r in at if r.get("variant") == mode], lane)
+                if rec is not None:
+                    modes[mode] = rec
+                elif why is not None:
+                    off[mode] = why
             v, s, si = modes.get("verbatim"), modes.get("stripped"), modes.get("stand_in")
             opos: dict[str, Any] = {
                 "verbatim_input": v.get("billed_input") if v else None,
                 "stripped_input": s.get("billed_input") if s else None,
                 "stand_in_input": si.get("billed_input") if si else None,
-                "wording": v.get("wording") if v else None,
-                "errors": {m: _err(r) for m, r in modes.items() if not r.get("ok")},
+                "wording": wording,
+                "errors": {**{m: _err(r) for m, r in modes.items() if not r.get("ok")}, **off},
                 "delta": None,
                 "canary": None,
             }
-            if v is not None and v.get("ok") and v.get("lane") != lane:
-                continue
-            if v is None:
+            base_ok = (s and s.get("ok")) or (si and si.get("ok"))
+            if v is None or (not base_ok and ("stripped" in off or "stand_in" in off)):
                 opos["outcome"] = "missing"
             elif not v.get("ok"):
-                base_ok = (s and s.get("ok")) or (si and si.get("ok"))
                 # an extra pair refused whole (e.g. reasoning.context) is a result: rejected
                 refused = bool(extra) and v.get("error_kind") == "provider"
                 opos["outcome"] = "rejected" if base_ok or refused else "baseline-failed"
@@ -322,16 +357,24 @@ def _rows(
         lanes = [default_lane]
     text_recs = [r for r in recs if r.get("step") == "text"]
     op_recs = [r for r in recs if r.get("step") == "opaque"]
-    turn1s = [r for r in op_recs if r.get("position") == "turn1" and r.get("ok")]
-    t1 = next((r for r in reversed(turn1s) if r.get("tool_calls") and r.get("carriers")), None)
-    word = None
-    if t1 is not None:
-        m = _CANARY.search(str(t1.get("reasoning_excerpt") or ""))
-        word = m.group(1) if m else None
+    turn1s = [
+        r
+        for r in op_recs
+        if r.get("position") == "turn1"
+        and r.get("ok")
+        and r.get("tool_calls")
+        and r.get("carriers")
+    ]
     variants = list(TEXT_VARIANTS.get(dialect, {}))  # type: ignore[call-overload]
     fixes = sorted({n for r in recs for n in (r.get("fix_notes") or [])})
     rows = []
     for lane in lanes:
+        # turn 1 of this lane: its carriers are what this lane's opaque cells replay
+        t1 = next((r for r in reversed(turn1s) if r.get("lane") == lane), None)
+        word = None
+        if t1 is not None:
+            m = _CANARY.search(str(t1.get("reasoning_excerpt") or ""))
+            word = m.group(1) if m else None
         text, wording, errs = _text_cells(text_recs, lane, canary, T, th, variants)
         opaque, oerrs = _opaque_cells(op_recs, lane, th, word)
         if want_direct and lane != default_lane and (multi or default_lane not in lanes):

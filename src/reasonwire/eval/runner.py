@@ -6,7 +6,10 @@ filter switches the position to the neutral probe wording). Then the other text 
 ``cross_turn`` position and the opaque step run at once; a per-route semaphore (``workers``)
 bounds the calls in flight, so calls of many models overlap. Lane completion runs last: a
 lane a variant landed on without a baseline gets one, and ``want_direct`` models resample
-cells until they reach the route's default (direct) lane.
+cells until they reach the route's default (direct) lane. On a multi-lane route the opaque
+step is lane-bound: every turn-2 request is resampled (``attempt`` += 1, up to
+``lane_attempts``) until it lands on its turn 1's lane, and every lane a text variant landed
+on (the direct lane only, for ``want_direct``) gets its own turn 1 and turn-2 pairs.
 
 Every answer is written to ``calls.jsonl`` before it is used; a cell whose key is already
 recorded (same route, endpoint, exact body and lane attempt) is answered from the record, so a
@@ -16,6 +19,7 @@ re-run with the same ``--out`` resumes and pays nothing twice.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
 import time
@@ -152,6 +156,8 @@ class _Run:
         self.stopped = False
         self.on_progress: Callable[[int], None] = lambda n: None
         self.client: httpx.AsyncClient | None = None
+        # (route, model) -> lanes the opaque step was run for (None: the first, unpinned)
+        self.opaque_tried: dict[tuple[str, str], set[str | None]] = {}
         # (route, model) -> (T, T_source); measured ones from earlier runs are reused
         self.T: dict[tuple[str, str], tuple[int, str]] = {}
         for rec in read_jsonl(records.out / RUNS):
@@ -461,7 +467,7 @@ class _Run:
 
     # -- opaque step ----------------------------------------------------------------------
 
-    def turn1_cell(self, target: Target, state: _ModelState, effort: str) -> Cell:
+    def turn1_cell(self, target: Target, state: _ModelState, effort: str, attempt: int = 0) -> Cell:
         params = route_params(target.route, target.model, effort, self.cfg.max_tokens)
         return Cell(
             route=target.route,
@@ -475,39 +481,78 @@ class _Run:
             tools=(TOOL,),
             params=state.fix.apply(params),
             fix=state.fix,
+            attempt=attempt,
         )
 
-    async def opaque(self, target: Target, state: _ModelState) -> None:
-        turn: Turn | None = None
-        effort = EFFORT_LADDER[0]
-        why = ""
-        for effort in EFFORT_LADDER:
-            res = await self.call(self.turn1_cell(target, state, effort), target)
-            if res.skipped:
-                return
-            if not res.ok or res.turn is None:
-                why = f"turn 1 failed at effort {effort}: {res.status} {res.record.get('error')}"
+    async def on_lane(
+        self, make: Callable[[int], Cell], target: Target, lane: str | None
+    ) -> Outcome:
+        """Send ``make(0)``; with ``lane``, resample (attempt += 1, up to ``lane_attempts``)
+        while the answer lands on another lane. An error, a budget skip or an answer on
+        ``lane`` ends it; the last outcome is returned (off the lane when none landed)."""
+        tries = self.cfg.lane_attempts + 1 if lane is not None else 1
+        res = await self.call(make(0), target)
+        for attempt in range(1, tries):
+            if res.skipped or not res.ok or res.record.get("lane") == lane or self.stopped:
                 break
+            res = await self.call(make(attempt), target)
+        return res
+
+    async def turn1(
+        self, target: Target, state: _ModelState, lane: str | None
+    ) -> tuple[Turn, str, str] | str:
+        """Turn 1 up the effort ladder until it answers with a tool call and a carrier, on
+        ``lane`` when given. Returns (turn, effort, lane), or why there is nothing to replay
+        ("" after a budget stop: the stop is recorded already)."""
+        why = "turn 1 gave nothing to replay"
+        for effort in EFFORT_LADDER:
+            make = functools.partial(self.turn1_cell, target, state, effort)
+            res = await self.on_lane(make, target, lane)
+            if res.skipped:
+                return ""
+            if not res.ok or res.turn is None:
+                return f"turn 1 failed at effort {effort}: {res.status} {res.record.get('error')}"
+            if lane is not None and res.record.get("lane") != lane:
+                return (
+                    f"turn 1 did not land on lane {lane} in {self.cfg.lane_attempts + 1} "
+                    f"attempts at effort {effort}"
+                )
             turn = res.turn
             if turn.tool_calls and turn.carriers:
-                why = ""
-                break
+                return turn, effort, str(res.record.get("lane"))
             why = (
                 f"no reasoning carrier at effort {effort}"
                 if turn.tool_calls
                 else f"no tool call at effort {effort}"
             )
-            turn = None
-        if turn is None:
-            self.note(target, "opaque", why or "turn 1 gave nothing to replay")
+        return why
+
+    async def opaque(self, target: Target, state: _ModelState) -> None:
+        """The opaque step on the lane turn 1 lands on (the direct lane for ``want_direct``
+        models on a multi-lane route); :meth:`lanes` adds the other lanes later."""
+        rule = target.route.lanes
+        want = rule.prefixes and target.model in self.cfg.want_direct
+        await self.opaque_on(target, state, rule.default if want else None)
+
+    async def opaque_on(self, target: Target, state: _ModelState, lane: str | None) -> None:
+        """Turn 1 (on ``lane`` when given), then turn 2 verbatim/stripped in both positions,
+        each request resampled until it lands on turn 1's lane: a delta across lanes would
+        compare two different upstreams."""
+        self.opaque_tried.setdefault((target.route.name, target.model), set()).add(lane)
+        found = await self.turn1(target, state, lane)
+        if isinstance(found, str):
+            if found:
+                self.note(target, "opaque", found + (f" (lane {lane})" if lane else ""))
             return
+        turn, effort, landed = found
+        self.opaque_tried[(target.route.name, target.model)].add(landed)
         params = state.fix.apply(
             route_params(target.route, target.model, effort, self.cfg.max_tokens)
         )
         extras: dict[str, Mapping[str, Any]] = {"": {}}
         extras.update(OPAQUE_EXTRAS.get(target.route.dialect, {}))
         jobs = [
-            self.turn2(target, state, turn, effort, position, name, _merge(params, frag))
+            self.turn2(target, state, turn, effort, position, name, _merge(params, frag), landed)
             for position in POSITIONS
             for name, frag in extras.items()
         ]
@@ -522,8 +567,10 @@ class _Run:
         position: str,
         extra: str,
         params: dict[str, Any],
+        t1_lane: str,
     ) -> None:
         wording = state.wording.get(position, "probe")
+        pin = t1_lane if target.route.lanes.prefixes else None
         for _ in range(2):
             msgs = {
                 "verbatim": (turn.as_message(), True),
@@ -531,38 +578,57 @@ class _Run:
             }
             if target.route.dialect in OPAQUE_STAND_IN:
                 msgs["stand_in"] = (Assistant(text=turn.text, tool_calls=turn.tool_calls), True)
-            cells = [
-                Cell(
-                    route=target.route,
-                    model=target.model,
-                    step="opaque",
-                    position=position,
-                    variant=mode,
-                    wording=wording,
-                    effort=effort,
-                    transcript=tuple(self.fixture.around(msg, position, wording)),
-                    tools=(TOOL,),
-                    params=params,
-                    fix=state.fix,
-                    extra=extra,
-                    keep_carriers=keep,
+
+            def make(mode: str, msg: Assistant, keep: bool, wording: str) -> Callable[[int], Cell]:
+                def cell(attempt: int) -> Cell:
+                    return Cell(
+                        route=target.route,
+                        model=target.model,
+                        step="opaque",
+                        position=position,
+                        variant=mode,
+                        wording=wording,
+                        effort=effort,
+                        transcript=tuple(self.fixture.around(msg, position, wording)),
+                        tools=(TOOL,),
+                        params=params,
+                        fix=state.fix,
+                        extra=extra,
+                        keep_carriers=keep,
+                        attempt=attempt,
+                        t1_lane=t1_lane,
+                    )
+
+                return cell
+
+            outs = await asyncio.gather(
+                *(
+                    self.on_lane(make(mode, msg, keep, wording), target, pin)
+                    for mode, (msg, keep) in msgs.items()
                 )
-                for mode, (msg, keep) in msgs.items()
-            ]
-            outs = await asyncio.gather(*(self.call(c, target) for c in cells))
+            )
             refused = [o for o in outs if o.status == 403 or o.filtered]
             if refused and wording != "neutral":
                 wording = "neutral"
                 continue
+            for mode, o in zip(msgs, outs, strict=True):
+                if o.ok and pin is not None and o.record.get("lane") != pin:
+                    self.note(
+                        target,
+                        "opaque",
+                        f"turn 2 {mode} ({position}{'+' + extra if extra else ''}) did not "
+                        f"land on turn 1's lane {pin} in {self.cfg.lane_attempts + 1} attempts",
+                    )
             return
 
     # -- lanes ----------------------------------------------------------------------------
 
     async def lanes(self, target: Target, state: _ModelState) -> None:
-        """Give every lane a variant landed on its own baseline; resample towards the direct
-        lane for ``want_direct`` models. Only routes with lane prefixes have more than one."""
+        """Give every lane a variant landed on its own baseline and its own opaque step;
+        resample towards the direct lane for ``want_direct`` models. Only routes with lane
+        prefixes have more than one."""
         rule = target.route.lanes
-        if not rule.prefixes or not variants_for(target.route.dialect):
+        if not rule.prefixes:
             return
         want = target.model in self.cfg.want_direct
         landed: set[str] = set()
@@ -584,6 +650,9 @@ class _Run:
                     attempt += 1
                     if res.ok:
                         missing.discard(str(res.record.get("lane")))
+        tried = self.opaque_tried.get((target.route.name, target.model), set())
+        todo = sorted(({rule.default} if want else landed) - tried)
+        await asyncio.gather(*(self.opaque_on(target, state, lane) for lane in todo))
 
     def _lanes_of(self, target: Target, position: str) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
