@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import jwt
 import pytest
@@ -299,3 +300,25 @@ def test_sqlite_store_roundtrip_and_fixed_effort(tmp_path: pytest.TempPathFactor
         ("b", None, True, 7),
     ]
     assert again.rows("b")[0].usage_status == "unavailable"
+
+
+async def test_next_request_waits_for_the_streams_vault_entries() -> None:
+    """The client sees a stream's last bytes before the gateway stores its vault entries; a
+    request that follows at once for the same conversation must wait for them (else the
+    reasoning it needs is not re-attached: DeepSeek's 400 for a missing reasoning_content)."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from reasonwire.govern.gateway import Gateway
+
+    gw: Any = SimpleNamespace(_unsettled={})
+    settled = asyncio.Event()
+    gw._unsettled.setdefault("c1", []).append(settled)
+    waiter = asyncio.create_task(Gateway._settled(gw, "c1"))
+    other = asyncio.create_task(Gateway._settled(gw, "c2"))
+    await asyncio.sleep(0.05)
+    assert other.done()  # another conversation never waits
+    assert not waiter.done()
+    Gateway._settle(gw, "c1", settled)
+    await asyncio.wait_for(waiter, 1)
+    assert gw._unsettled == {}

@@ -18,6 +18,8 @@ only along removed control paths.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections import OrderedDict
@@ -165,6 +167,10 @@ class Gateway:
         self.store: EvidenceStore = store if store is not None else SQLiteStore()
         self.vault = Vault()
         self._verified: dict[str, Binding] = {}
+        # Streams whose vault entries are not stored yet, per conversation: the client sees
+        # the stream's last bytes before the gateway has decoded them, and may send its next
+        # request at once; that request waits for them (see _settled).
+        self._unsettled: dict[str, list[asyncio.Event]] = {}
         self._upstream = upstream if upstream is not None else UpstreamPool()
         self.app = self  # the instance is the ASGI app (see __call__)
 
@@ -294,6 +300,7 @@ class Gateway:
             if row.attempt is None or row.attempt < 1:
                 raise PolicyRefusal("bad-attempt", f"{ATTEMPT_HEADER} must be a positive integer")
             auth = self._authorise(headers, dialect, row)
+            await self._settled(auth.binding.conversation_id)
             body = self._prepare(await request.body(), dialect, auth, row)
         except PolicyRefusal as exc:
             return self._refuse(row, t0, 400 if exc.reason == "malformed-body" else 403, exc)
@@ -324,8 +331,10 @@ class Gateway:
             return Response(data, resp.status_code, media_type=ctype)
         row.outcome = "forwarded"
         if row.stream:
+            settled = asyncio.Event()
+            self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
-                self._relay(resp, dialect, auth, row, t0),
+                self._relay(resp, dialect, auth, row, t0, settled),
                 media_type=resp.headers.get("content-type", "text/event-stream"),
             )
         return await self._answer(resp, dialect, auth, row, t0)
@@ -378,6 +387,7 @@ class Gateway:
         auth: _Authorised,
         row: EvidenceRow,
         t0: float,
+        settled: asyncio.Event,
     ) -> AsyncIterator[bytes]:
         decoder = get_dialect(dialect).stream_decoder()
         scrubber = StreamScrubber(dialect)
@@ -406,6 +416,23 @@ class Gateway:
             if turn is not None:
                 self._keep(turn, dialect, auth, row)
             self._record(row, t0)
+            self._settle(auth.binding.conversation_id, settled)
+
+    async def _settled(self, conversation_id: str, timeout: float = 10.0) -> None:
+        """Wait until the conversation's earlier streams have stored their vault entries."""
+        pending = list(self._unsettled.get(conversation_id, ()))
+        if pending:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.gather(*(e.wait() for e in pending)), timeout)
+
+    def _settle(self, conversation_id: str, settled: asyncio.Event) -> None:
+        settled.set()
+        waiting = self._unsettled.get(conversation_id)
+        if waiting is not None:
+            with contextlib.suppress(ValueError):
+                waiting.remove(settled)
+            if not waiting:
+                del self._unsettled[conversation_id]
 
     def _keep(self, turn: Turn, dialect: Dialect, auth: _Authorised, row: EvidenceRow) -> None:
         self.vault.put(auth.binding.conversation_id, vault_entries(dialect, turn))
