@@ -89,7 +89,9 @@ def _vocab() -> GGUFVocabTokenizer:
     return GGUFVocabTokenizer.from_file(model.model_path(QWEN3))
 
 
-def _post(server: VLLMServer, messages: list[dict[str, Any]]) -> httpx.Response:
+def _post(
+    server: VLLMServer, messages: list[dict[str, Any]], path: str = "/chat/completions"
+) -> httpx.Response:
     body = {
         "model": server.served_model_name,
         "messages": messages,
@@ -97,7 +99,7 @@ def _post(server: VLLMServer, messages: list[dict[str, Any]]) -> httpx.Response:
         "max_tokens": 1,
         "temperature": 0,
     }
-    return httpx.post(server.base_url + "/chat/completions", json=body, timeout=120)
+    return httpx.post(server.base_url + path, json=body, timeout=120)
 
 
 def prompt_tokens(server: VLLMServer, messages: list[dict[str, Any]]) -> int:
@@ -106,10 +108,17 @@ def prompt_tokens(server: VLLMServer, messages: list[dict[str, Any]]) -> int:
     return int(resp.json()["usage"]["prompt_tokens"])
 
 
-def independent_count(messages: list[dict[str, Any]]) -> int:
+def rendered_ids(server: VLLMServer, messages: list[dict[str, Any]]) -> list[int]:
+    """The prompt token ids vLLM would feed the model (``/v1/chat/completions/render``)."""
+    resp = _post(server, messages, "/chat/completions/render")
+    assert resp.status_code == 200, resp.text
+    return [int(i) for i in resp.json()["token_ids"]]
+
+
+def independent_ids(messages: list[dict[str, Any]]) -> list[int]:
     """The real template rendered by reasonwire's transformers-style jinja2 environment, as
     vLLM hands messages to it (tool-call arguments parsed into objects, the tokenizer's special
-    tokens as variables), counted with the GGUF vocabulary."""
+    tokens as variables), tokenized with the GGUF vocabulary."""
     config = json.loads((hf_model_dir(QWEN3) / "tokenizer_config.json").read_text())
     staged = [
         {
@@ -137,11 +146,7 @@ def independent_count(messages: list[dict[str, Any]]) -> int:
         eos_token=config["eos_token"],
         pad_token=config["pad_token"],
     )
-    return _vocab().count(text)
-
-
-def _renamed(messages: list[dict[str, Any]], old: str, new: str) -> list[dict[str, Any]]:
-    return [{(new if k == old else k): v for k, v in m.items()} for m in messages]
+    return _vocab().encode(text)
 
 
 @pytest.mark.parametrize("build", [loop_messages, across_messages], ids=["loop", "across"])
@@ -151,13 +156,16 @@ def _renamed(messages: list[dict[str, Any]], old: str, new: str) -> list[dict[st
 def test_counts_match_an_independent_rendering(
     vllm_server: VLLMServer, field: str, build: Any
 ) -> None:
-    """Without the field and with it, vLLM's count is the template's rendering, counted. vLLM
-    hands ``reasoning`` to the template as ``reasoning_content``, so both count the same."""
-    assert prompt_tokens(vllm_server, build()) == independent_count(build())
-    probed = build(field, PROBE)
-    assert prompt_tokens(vllm_server, probed) == independent_count(
-        _renamed(probed, field, "reasoning_content")
-    )
+    """Without the field and with it, vLLM's prompt is the template's rendering, tokenized: the
+    same ids, and ``usage.prompt_tokens`` their number. vLLM hands ``reasoning`` to the
+    template as ``reasoning_content``, so both render the same."""
+    for sent, expected in (
+        (build(), build()),
+        (build(field, PROBE), build("reasoning_content", PROBE)),
+    ):
+        ids = independent_ids(expected)
+        assert rendered_ids(vllm_server, sent) == ids
+        assert prompt_tokens(vllm_server, sent) == len(ids)
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])

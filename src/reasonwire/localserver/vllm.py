@@ -21,14 +21,17 @@ requests with ``tools`` are accepted.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -279,6 +282,30 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray[Any, Any]]) -> P
     return path
 
 
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _wait_group_gone(pgid: int, timeout: float) -> bool:
+    """Poll until process group ``pgid`` is empty; SIGKILL it if it lingers past ``timeout``."""
+    for budget, kill_first in ((timeout, False), (2.0, True)):
+        if kill_first:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pgid, signal.SIGKILL)
+        deadline = time.monotonic() + budget
+        while time.monotonic() < deadline:
+            if not _group_alive(pgid):
+                return True
+            time.sleep(0.05)
+    return not _group_alive(pgid)
+
+
 # -- the server --------------------------------------------------------------------------------
 
 
@@ -322,8 +349,9 @@ class VLLMServer(ManagedServer):
 
     @property
     def served_model_name(self) -> str:
-        """The ``model`` value requests name (the template stem)."""
-        return Path(self.template).stem
+        """The ``model`` value requests name: the template stem, or a template file's stem."""
+        path = Path(self.template)
+        return path.stem if path.is_file() else self.template
 
     def prepare(self) -> None:
         self.python = check_vllm_python(self.python)
@@ -331,6 +359,14 @@ class VLLMServer(ManagedServer):
             self.model_dir = hf_model_dir(self.template, self.vocab, quiet=self.quiet)
         elif not (self.model_dir / "config.json").is_file():
             raise ConfigError(f"{self.model_dir} is not a Hugging Face model directory")
+
+    def stop(self) -> None:
+        """Stop the group, then wait until every member (the engine core and its workers, which
+        outlive the api_server by a moment) is gone, so the next start has the RAM back."""
+        pgid = self.pid
+        super().stop()
+        if pgid is not None:
+            _wait_group_gone(pgid, self.stop_timeout)
 
     def environment(self) -> dict[str, str]:
         """Offline, no usage reporting, a bounded KV cache and thread count."""
@@ -361,5 +397,7 @@ class VLLMServer(ManagedServer):
             "--enable-auto-tool-choice",
             "--tool-call-parser", "hermes",
             "--disable-uvicorn-access-log",
+            # Registers /v1/chat/completions/render: the prompt vLLM would feed the model.
+            "--enable-scale-out",
             *self.extra_args,
         ]  # fmt: skip
