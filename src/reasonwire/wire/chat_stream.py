@@ -47,6 +47,7 @@ from reasonwire.wire.model import (
 )
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
+_ABSENT: Any = object()  # a dict.get default no JSON value can be
 _CONCAT_KEYS = frozenset({"text", "summary", "data"})
 
 
@@ -218,21 +219,69 @@ class ChatStreamDecoder:
         self, events: list[RawEvent], loads: Callable[[bytes], Any], out: list[StreamEvent]
     ) -> None:
         """The hot path: orjson on the raw bytes; anything it cannot vouch for (``[DONE]``,
-        blank or odd payloads, long digit runs) goes through :meth:`_text_payload`."""
+        blank or odd payloads, long digit runs) goes through :meth:`_text_payload`.
+
+        Nearly every chunk of a long answer is one shape: no ``error``, no ``usage``, one
+        choice with index 0 and no ``finish_reason``, and a delta that is ``{"content": s}``
+        or ``{"reasoning_content": s}`` (with or without ``"content": null``). Those are
+        handled inline (:meth:`_fast`); everything else, and every chunk until the first one
+        has set the top-level fields and the piece lists exist, takes :meth:`_payload`. The
+        fast path only appends to lists the general path would append to and emits the same
+        event, so both give the same state and events.
+        """
+        base = self._events_seen
+        if self._done:
+            self._events_seen = base + len(events)
+            return
         payload_in = self._payload
-        for data, name, _, _ in events:
-            self._events_seen += 1
-            if self._done:
-                continue
+        top = self._top
+        text = self._content
+        thought = self._reasoning.get("reasoning_content")
+        for seen, (data, name, _, _) in enumerate(events, base + 1):
             try:
                 payload = loads(data)
             except ValueError:
+                self._events_seen = seen
                 payload = self._text_payload(data, name)
                 if payload is None:
+                    if self._done:  # what follows [DONE] is ignored (but counted)
+                        break
                     continue
             if type(payload) is not dict:
+                self._events_seen = seen
                 self._not_object(payload, name)
+            if top is not None and payload.get("error") is None and payload.get("usage") is None:
+                choices = payload.get("choices")
+                if type(choices) is list and len(choices) == 1:
+                    choice = choices[0]
+                    if (
+                        type(choice) is dict
+                        and choice.get("finish_reason") is None
+                        and choice.get("index", 0) == 0
+                    ):
+                        delta = choice.get("delta")
+                        if type(delta) is dict:
+                            content = delta.get("content", _ABSENT)
+                            others = len(delta) if content is _ABSENT else len(delta) - 1
+                            if others == 0:
+                                if type(content) is str and text is not None:
+                                    text.append(content)
+                                    if content:
+                                        out.append(TextDelta(content))
+                                    continue
+                            elif others == 1 and (content is None or content is _ABSENT):
+                                piece = delta.get("reasoning_content")
+                                if type(piece) is str and thought is not None:
+                                    thought.append(piece)
+                                    if piece:
+                                        out.append(ReasoningDelta(piece))
+                                    continue
+            self._events_seen = seen
             payload_in(payload, out)
+            top = self._top
+            text = self._content
+            thought = self._reasoning.get("reasoning_content")
+        self._events_seen = base + len(events)
 
     def _text_payload(self, raw: bytes, name: bytes | None) -> Any:
         """The payload by the stdlib rules on the decoded, stripped text; None to skip."""
