@@ -139,9 +139,17 @@ class ResponsesStreamDecoder:
 
     def _events(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
         """The hot path: orjson on the raw bytes; what it cannot vouch for (``[DONE]``, odd
-        payloads, long digit runs) goes through :meth:`_text_payload`."""
+        payloads, long digit runs) goes through :meth:`_text_payload`.
+
+        Text pieces (``_PIECES``: the bulk of any long answer) with an integer
+        ``output_index`` are recorded inline, exactly as :meth:`_piece` records them (same
+        part list, same event, a known index that has no slot still emits); everything else
+        goes through its handler.
+        """
         out: list[StreamEvent] = []
         handlers = _HANDLERS
+        pieces_of = _PIECES
+        slots = self._slots
         for data, name, _, _ in events:
             try:
                 payload = loads(data)
@@ -158,6 +166,26 @@ class ResponsesStreamDecoder:
                 typ = _name(name)
             if self._final is not None:
                 continue  # nothing after the terminal event changes the answer
+            kind = pieces_of.get(typ)
+            if kind is not None:
+                delta = payload.get("delta")
+                idx = payload.get("output_index")
+                if type(delta) is str and type(idx) is int:
+                    slot = slots.get(idx)
+                    if slot is not None:
+                        which, index_key, event = kind
+                        k = payload.get(index_key)
+                        if type(k) is not int:
+                            k = 0
+                        parts: dict[int, list[str]] = getattr(slot, which)
+                        pieces = parts.get(k)
+                        if pieces is None:
+                            parts[k] = [delta]
+                        else:
+                            pieces.append(delta)
+                    if delta:
+                        out.append(event(delta))
+                    continue
             handler = handlers.get(typ)
             if handler is not None:
                 out.extend(handler(self, payload))
@@ -375,3 +403,10 @@ _HANDLERS = {
     "response.incomplete": ResponsesStreamDecoder._on_terminal,
     "error": ResponsesStreamDecoder._on_error,
 }
+
+_PIECES: dict[str, tuple[str, str, type[TextDelta] | type[ReasoningDelta]]] = {
+    "response.reasoning_summary_text.delta": ("summary", "summary_index", ReasoningDelta),
+    "response.reasoning_text.delta": ("content", "content_index", ReasoningDelta),
+    "response.output_text.delta": ("text", "content_index", TextDelta),
+}
+"""Text-piece events: which part list of the slot, which key indexes the part, the event."""

@@ -138,38 +138,42 @@ class SSEDecoder:
 
     def _uniform(self, whole: bytes) -> list[RawEvent] | None:
         """All events of ``whole`` (whole events, the last blank line cut off) when every one
-        has the same common shape, taken apart with a few passes of C over the whole text
-        instead of Python work per event; None for anything else (the general path).
+        has one of the two common shapes, taken apart by a few passes of C over the whole
+        text instead of Python work per event; None for anything else (the general path).
 
-        Shape 1, ``data: X`` blocks only: every newline then belongs to a ``\\n\\ndata: ``
-        separator, which the counts prove (the occurrences cannot overlap), so splitting on
-        the separator yields exactly the payloads. Shape 2, ``event: N`` then ``data: X``:
-        every newline belongs to a ``\\n\\nevent: `` separator or a ``\\ndata: `` line
-        (counts again), and every third line is blank; then line 3k is an ``event:`` line
-        and line 3k+1 a ``data:`` line (a blank in any other place would leave an unaccounted
-        newline). Either way ``whole`` cannot end in a newline (it would be unaccounted), so
-        the last blank line of ``buf`` is also the last cut ``bytes.split`` makes, and the
-        general path would give the same events. No ``id``/``retry`` line occurs, so both
-        stay as they were; the ``event`` name is reset after each event anyway.
+        Shape 1, only ``data: X`` blocks: split on the ``\\n\\ndata: `` separator; if
+        ``whole`` holds no other newline (the newline count is twice the number of cuts),
+        every piece is one event's payload. Shape 2, ``event: N`` then ``data: X``: split
+        into lines; if every third line is blank, the others start with ``event: `` and
+        ``data: `` by turns, and the count fits, every block is exactly those two lines.
+        Either way ``whole`` does not end in a newline, so the last blank line of ``buf``
+        is also the last cut ``bytes.split`` makes and the general path would give the same
+        events. No ``id``/``retry`` line occurs, so both stay as they were; the event name
+        is reset after every event anyway.
         """
-        count = whole.count
-        newlines = count(b"\n")
         if whole[:6] == b"data: ":
-            if newlines != 2 * count(b"\n\ndata: "):
-                return None
             datas = whole[6:].split(b"\n\ndata: ")
+            if whole.count(b"\n") != 2 * (len(datas) - 1):
+                return None
             return list(
                 zip(datas, repeat(None), repeat(self._id), repeat(self._retry), strict=False)
             )
         if whole[:7] != b"event: ":
             return None
-        if newlines != 2 * count(b"\n\nevent: ") + count(b"\ndata: "):
-            return None
         lines = whole.split(b"\n")
+        n = (len(lines) + 1) // 3
         if len(lines) % 3 != 2 or any(lines[2::3]):
             return None
-        names = b"\n".join(lines[0::3])[7:].split(b"\nevent: ")
-        datas = b"\n".join(lines[1::3])[6:].split(b"\ndata: ")
+        # the names and payloads, each joined by newlines: none of them holds one, so the
+        # prefixes sit exactly at the start and after each newline, which the splits prove
+        joined = b"\n".join(lines[0::3])
+        names = joined[7:].split(b"\nevent: ")
+        if joined[:7] != b"event: " or len(names) != n:
+            return None
+        joined = b"\n".join(lines[1::3])
+        datas = joined[6:].split(b"\ndata: ")
+        if joined[:6] != b"data: " or len(datas) != n:
+            return None
         return list(zip(datas, names, repeat(self._id), repeat(self._retry), strict=False))
 
     def close_raw(self) -> list[RawEvent]:
