@@ -224,7 +224,7 @@ class ChatStreamDecoder:
         Nearly every chunk of a long answer is one shape: no ``error``, no ``usage``, one
         choice with index 0 and no ``finish_reason``, and a delta that is ``{"content": s}``
         or ``{"reasoning_content": s}`` (with or without ``"content": null``). Those are
-        handled inline (:meth:`_fast`); everything else, and every chunk until the first one
+        handled inline below; everything else, and every chunk until the first one
         has set the top-level fields and the piece lists exist, takes :meth:`_payload`. The
         fast path only appends to lists the general path would append to and emits the same
         event, so both give the same state and events.
