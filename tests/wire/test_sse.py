@@ -253,3 +253,42 @@ def test_feed_raw_gives_the_same_events_as_feed_for_any_split() -> None:
         assert [(e.data, e.event, e.id, e.retry) for e in events] == [
             (d.decode("utf-8"), (ev or b"message").decode("utf-8"), i, r) for d, ev, i, r in tuples
         ], cut
+
+
+_SHAPES = st.lists(
+    st.tuples(
+        st.sampled_from([None, "message_start", "content_block_delta", "ping"]),
+        st.text(
+            alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)),
+            max_size=30,
+        ),
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=_SHAPES, cuts=st.lists(st.integers(min_value=0, max_value=2000), max_size=6))
+def test_uniform_fast_path_equals_the_general_path(
+    events: list[tuple[str | None, str]], cuts: list[int]
+) -> None:
+    """The whole-chunk fast path for the two common event shapes gives exactly the events of
+    the line-by-line path, for any chunking (streams of one shape and of mixed shapes)."""
+    from reasonwire.wire.sse import SSEDecoder
+
+    stream = "".join(
+        (f"event: {name}\n" if name else "") + f"data: {data}\n\n" for name, data in events
+    ).encode("utf-8")
+    bounds = sorted({c % (len(stream) + 1) for c in cuts})
+    pieces = [stream[a:b] for a, b in zip([0, *bounds], [*bounds, len(stream)], strict=True)]
+
+    class General(SSEDecoder):
+        def _uniform(self, whole: bytes) -> None:  # force the line-by-line path
+            return None
+
+    fast, general = SSEDecoder(), General()
+    got = [ev for p in pieces for ev in fast.feed_raw(p)] + fast.close_raw()
+    want = [ev for p in pieces for ev in general.feed_raw(p)] + general.close_raw()
+    assert got == want
+    assert [d for d, *_ in got] == [data.encode("utf-8") for _, data in events]
