@@ -30,6 +30,10 @@ sim-gemini                  gemini       thoughtSignature required on first func
 sim-gemini-25               gemini       400 on ``thinkingLevel``
 ==========================  ===========  ==================================================
 
+Gemini ``:streamGenerateContent`` answers SSE with ``?alt=sse`` and otherwise (Gemini's
+default, ``alt=json``) one JSON array whose elements are flushed one by one (``[{..}``, then
+``,\r\n{..}`` per chunk, then ``]``): the same payloads either way.
+
 Catalog extras (``GET /v1/models``): ``~sim/chat-latest``, ``~sim/claude-latest``,
 ``sim-chat-all:batch``, ``sim-gpt:batch`` (aliases served by the target behaviour) and the
 catalog-only non-text models ``sim-image``, ``sim-tts`` (404 on every endpoint).
@@ -46,8 +50,6 @@ rule                                                   why no behaviour
 Gemini OpenAI-compat ``extra_content.google``          a gateway field of a fifth API
                                                        surface; the chat dialect tests cover
                                                        extra fields in general
-Gemini JSON-array stream (no ``alt=sse``)              served as SSE only; the array form is
-                                                       a client decoding concern (jsonarray)
 ``reasoning_content: ""`` wanted on every message      field reports only, unconfirmed
 Anthropic signature prefixes (``Eq`` / ``CAIS``)       a client must not assume any prefix;
                                                        ours has none of either

@@ -3,7 +3,8 @@
 Faults are asked for per request with the header ``x-sim-fault`` or a model suffix
 (``sim-qwen3@429``): ``429`` (with Retry-After; ``429:<seconds>``), ``500``, ``503``,
 ``slow:<ms>`` (answer after a delay), ``drop`` (the connection closes mid-body/mid-stream),
-``malformed`` (a 200 whose body is not valid JSON / an SSE event whose data is not JSON).
+``malformed`` (a 200 whose body is not valid JSON / an SSE event or a streamed array element
+that is not JSON).
 """
 
 from __future__ import annotations
@@ -57,7 +58,25 @@ async def _drop(frames: list[bytes]) -> AsyncIterator[bytes]:
     raise DroppedConnection("simulated connection drop")
 
 
-def _render(reply: Reply, fault: str) -> Response:
+def _array_frames(items: list[Any]) -> list[bytes]:
+    """A stream's payloads as Gemini's progressive JSON array (no ``alt=sse``): ``[{..}``
+    first, then ``,\r\n{..}`` per element, then ``]``, each element pretty-printed and
+    flushed on its own, so a client sees the array grow element by element."""
+    frames = [
+        (b"[" if k == 0 else b",\r\n") + json.dumps(item, ensure_ascii=False, indent=2).encode()
+        for k, item in enumerate(items)
+    ]
+    return [*frames, b"]"] if frames else [b"[]"]
+
+
+def _render(reply: Reply, fault: str, array: bool = False) -> Response:
+    if array and reply.items is not None:
+        frames = _array_frames(reply.items)
+        if fault == "drop":
+            return StreamingResponse(_drop(frames[: max(1, len(frames) // 2)]), media_type=_JSON)
+        if fault == "malformed":
+            frames = [*frames[: len(frames) // 2], b",\r\n{not json", *frames[-1:]]
+        return StreamingResponse(iter(frames), reply.status, reply.headers, media_type=_JSON)
     if reply.events is not None:
         frames = reply.events
         if fault == "drop":
@@ -87,6 +106,7 @@ def build_app(seed: int = 0) -> Starlette:
         path_model: str | None = None,
         stream: bool | None = None,
         count: bool = False,
+        array: bool = False,
     ) -> Response:
         raw = await request.body()
         try:
@@ -124,7 +144,7 @@ def build_app(seed: int = 0) -> Starlette:
             reply = mod.handle(body, beh, state, model, want_stream)
         except SimError as exc:
             return _error(mod, exc)
-        return _render(reply, fault)
+        return _render(reply, fault, array)
 
     async def chat_ep(r: Request) -> Response:
         return await serve(r, chat)
@@ -146,7 +166,9 @@ def build_app(seed: int = 0) -> Starlette:
         if action == "generateContent":
             return await serve(r, gemini, path_model=model, stream=False)
         if action == "streamGenerateContent":
-            return await serve(r, gemini, path_model=model, stream=True)
+            # ``alt=sse`` asks for SSE; Gemini's default (``alt=json``) is the JSON array
+            array = r.query_params.get("alt", "json") != "sse"
+            return await serve(r, gemini, path_model=model, stream=True, array=array)
         if action == "countTokens":
             return await serve(r, gemini, path_model=model, count=True)
         return _error(gemini, SimError(404, f"unknown method {action!r}", etype="NOT_FOUND"))

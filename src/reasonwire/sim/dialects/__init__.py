@@ -16,10 +16,13 @@ from reasonwire.sim.engine import SimError
 
 @dataclass
 class Reply:
-    """A JSON body (``body``) or a list of SSE frames (``events``)."""
+    """A JSON body (``body``) or a list of SSE frames (``events``); a stream that may also be
+    delivered as a progressive JSON array (Gemini without ``alt=sse``) keeps its payloads in
+    ``items``, one per SSE frame."""
 
     body: Any = None
     events: list[bytes] | None = None
+    items: list[Any] | None = None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
 

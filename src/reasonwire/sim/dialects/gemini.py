@@ -1,11 +1,13 @@
 """Gemini generateContent as the simulated provider speaks it.
 
-``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent?alt=sse`` and
-``:countTokens``. The first ``functionCall`` part of each model step in the current turn must
-carry a ``thoughtSignature`` (400 otherwise); the literal ``skip_thought_signature_validator``
-is accepted; signatures are sealed thoughts, compared after base64 decoding (urlsafe accepted)
-and unsealed into the prompt as the behaviour's truth says. ``{text, thought: true}`` parts
-come back when ``thinkingConfig.includeThoughts`` is set. Shapes follow the recorded traffic.
+``POST /v1beta/models/{model}:generateContent``, ``:streamGenerateContent`` (SSE with
+``?alt=sse``; without it one JSON array whose elements are flushed one by one, as Gemini
+does) and ``:countTokens``. The first ``functionCall`` part of each model step in the
+current turn must carry a ``thoughtSignature`` (400 otherwise); the literal
+``skip_thought_signature_validator`` is accepted; signatures are sealed thoughts, compared
+after base64 decoding (urlsafe accepted) and unsealed into the prompt as the behaviour's
+truth says. ``{text, thought: true}`` parts come back when ``thinkingConfig.includeThoughts``
+is set. Shapes follow the recorded traffic.
 """
 
 from __future__ import annotations
@@ -216,7 +218,7 @@ def handle(
             }
         )
     # stream: thought chunks, then the answer part(s), finishReason on the last chunk
-    events: list[bytes] = []
+    items: list[dict[str, Any]] = []
     pieces: list[dict[str, Any]] = []
     if p.reasoning and include:
         pieces += [{"text": d, "thought": True} for d in chunks(p.reasoning, 8)]
@@ -230,14 +232,12 @@ def handle(
         cand_obj: dict[str, Any] = {"content": {"parts": [piece], "role": "model"}, "index": 0}
         if k == len(pieces) - 1:
             cand_obj["finishReason"] = "STOP"
-        events.append(
-            sse(
-                {
-                    "candidates": [cand_obj],
-                    "usageMetadata": usage,
-                    "modelVersion": version,
-                    "responseId": rid,
-                }
-            )
+        items.append(
+            {
+                "candidates": [cand_obj],
+                "usageMetadata": usage,
+                "modelVersion": version,
+                "responseId": rid,
+            }
         )
-    return Reply(events=events)
+    return Reply(events=[sse(item) for item in items], items=items)
