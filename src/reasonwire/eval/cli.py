@@ -62,7 +62,7 @@ def run_command(
         False, "--no-local-server", help="Embedded run: skip llama.cpp."
     ),
     want_direct: str = typer.Option("", help="Model ids that must reach the direct lane."),
-    lane_attempts: int = typer.Option(4, help="Resamples per cell to reach a lane."),
+    lane_attempts: int = typer.Option(8, help="Resamples per cell to reach a lane."),
     opaque_min: int = typer.Option(25, help="Opaque: verbatim delta above this is consumed."),
     consume_ratio: float = typer.Option(0.5, help="Text: delta >= ratio*T is consumed."),
     seed: int | None = typer.Option(None, help="Fixture seed (trace and canary)."),

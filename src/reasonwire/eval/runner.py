@@ -93,7 +93,7 @@ class EvalConfig:
     budget: float = 10.0
     workers: int = 8
     want_direct: frozenset[str] = frozenset()
-    lane_attempts: int = 4
+    lane_attempts: int = 8
     opaque_min: int = 25
     consume_ratio: float = 0.5
     seed: int = DEFAULT_SEED
