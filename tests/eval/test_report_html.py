@@ -10,6 +10,7 @@ and the screenshot's pixels must contain the legend colours of the outcomes pres
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import struct
 import subprocess
@@ -235,3 +236,31 @@ def test_chromium_renders_the_table(run_dir: tuple[Path, dict[str, Any]], tmp_pa
         n = int(np.all(pixels == np.array(rgb), axis=-1).sum())
         assert n > 50, (cls, n)  # the legend shows every colour; the table adds its own
     assert {"o-consumed", "o-rejected"} <= seen
+
+
+def test_two_process_report_equals_the_single_process_one(
+    run_dir: tuple[Path, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Large record sets are scanned by two processes (keys sharded) and the HTML written by
+    a forked child; forced on for this small run, every output file is the same."""
+    import reasonwire.eval.matrix as matrix_mod
+    import reasonwire.eval.report_html as html_mod
+
+    src, _ = run_dir
+    single, forked = tmp_path / "single", tmp_path / "forked"
+    for d in (single, forked):
+        shutil.copytree(src, d)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(html_mod, "_FORK_ROWS", 1 << 62)
+    stamps = [html_mod.write_all(single)["generated_at"]]
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0)
+    monkeypatch.setattr(html_mod, "_FORK_ROWS", 0)
+    assert matrix_mod._shards(forked / "calls.jsonl") == min(2, os.cpu_count() or 1)
+    stamps.append(html_mod.write_all(forked)["generated_at"])
+
+    def text(d: Path, name: str, stamp: str) -> str:
+        raw = (d / name).read_text(encoding="utf-8")
+        return raw.replace(stamp, "<generated_at>").replace(str(d), "<out>")
+
+    for name in ("matrix.md", REPORT_HTML, "matrix.json"):
+        assert text(single, name, stamps[0]) == text(forked, name, stamps[1]), name

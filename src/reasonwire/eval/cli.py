@@ -12,8 +12,8 @@ from rich.console import Console
 
 from reasonwire.errors import ReasonwireError
 from reasonwire.eval.catalog import classify, fetch_catalog, select
-from reasonwire.eval.matrix import render_md, write_reports
-from reasonwire.eval.report_html import write_html
+from reasonwire.eval.matrix import render_md
+from reasonwire.eval.report_html import write_all
 from reasonwire.eval.runner import EvalConfig, Target, run_eval
 from reasonwire.routes import Route, get_route, load_routes, route_from_table
 
@@ -107,8 +107,7 @@ def run_command(
                 **extra,  # type: ignore[arg-type]
             )
             result = run_eval(cfg)
-        matrix = write_reports(out)
-        write_html(out, matrix)
+        matrix = write_all(out)
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo(render_md(matrix))
@@ -147,8 +146,7 @@ def models_command(
 def report_command(out: Path = typer.Option(DEFAULT_OUT)) -> None:
     """Write matrix.md, matrix.json and report.html from the records under --out."""
     try:
-        matrix = write_reports(out)
-        write_html(out, matrix)
+        write_all(out)
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo((out.expanduser() / "matrix.md").read_text())  # as written: not rendered twice

@@ -40,10 +40,13 @@ Outcomes and verdicts are defined in :mod:`reasonwire.eval.verdict`.
 from __future__ import annotations
 
 import gc
+import os
 import re
 import time
+import zlib
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -226,6 +229,107 @@ _UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "c
 """Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
 
 
+@dataclass(frozen=True)
+class _Context:
+    """What row building needs besides the call records (all from ``runs.jsonl``)."""
+
+    fid: Any
+    dialects: dict[tuple[str, str], str]
+    notes: dict[tuple[str, str], list[str]]
+    t_of: dict[tuple[str, str], Rec]
+    T: int
+    canary: str
+    th: Thresholds
+    lane_defaults: dict[str, str]
+    want_direct: frozenset[str]
+
+
+@dataclass
+class _Part:
+    """One shard's result: rows of its (route, model) keys, and what every shard counts."""
+
+    rows: dict[tuple[str, str], list[Rec]]
+    discovered: list[tuple[tuple[str, str], str]]
+    spent: float
+    ncalls: int
+
+
+_SHARD_MIN_BYTES = 64 << 20
+"""Below this a calls file is read in one process: forking costs more than it saves."""
+
+
+def _shards(calls: Path) -> int:
+    """Two processes on a large file where fork exists (the report bar: 1M records < 20 s)."""
+    try:
+        big = calls.stat().st_size >= _SHARD_MIN_BYTES
+    except OSError:
+        return 1
+    return min(2, os.cpu_count() or 1) if big and hasattr(os, "fork") else 1
+
+
+def _shard_of(k: tuple[str, str], shards: int) -> int:
+    return zlib.crc32(f"{k[0]}\0{k[1]}".encode()) % shards if shards > 1 else 0
+
+
+def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
+    """Read every call record; keep (slimmed) only those of this shard's keys; build their
+    rows. Each shard parses the whole file, but keeping records (memory) and building rows
+    (the larger costs) is split, so two shards run in about half the time of one."""
+    groups: dict[tuple[str, str], list[Rec]] = defaultdict(list)
+    discovered: list[tuple[tuple[str, str], str]] = []
+    seen: set[tuple[str, str]] = set(ctx.dialects)
+    mine: dict[tuple[str, str], bool] = {}
+    spent = 0.0
+    ncalls = 0
+    fid = ctx.fid
+    for rec in read_jsonl(calls):
+        if rec.get("type") != "call" or rec.get("fixture_id") != fid:
+            continue
+        k = (str(rec.get("route")), str(rec.get("model")))
+        if k not in seen:
+            seen.add(k)
+            discovered.append((k, str(rec.get("dialect"))))
+        keep = mine.get(k)
+        if keep is None:
+            keep = mine[k] = _shard_of(k, shards) == shard
+        if not keep:
+            continue
+        for unused in _UNUSED:
+            rec.pop(unused, None)
+        if rec.get("position") != "turn1":
+            rec.pop("carriers", None)
+        groups[k].append(rec)
+        spent += float(rec.get("cost_usd") or 0.0)
+        ncalls += 1
+    dialects = dict(ctx.dialects)
+    dialects.update(discovered)
+    rows = {k: _key_rows(k, dialects[k], recs, ctx) for k, recs in groups.items()}
+    return _Part(rows, discovered, spent, ncalls)
+
+
+def _key_rows(k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context) -> list[Rec]:
+    t_rec = ctx.t_of.get(k) or {}
+    t_row = (int(t_rec.get("T") or ctx.T), str(t_rec.get("T_source") or "chars/4"),
+             t_rec.get("T_note"))  # fmt: skip
+    return _rows(k, dialect, recs, ctx.notes.get(k, []), t_row, ctx.canary, ctx.th,
+                 ctx.lane_defaults.get(k[0], "direct"), k[1] in ctx.want_direct)  # fmt: skip
+
+
+def _scan_sharded(calls: Path, ctx: _Context, shards: int) -> list[_Part]:
+    """Shard 0 in this process, the others in forked children (their rows come back
+    pickled; records never cross a process boundary)."""
+    if shards == 1:
+        return [_scan(calls, ctx, 0, 1)]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    fork = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(max_workers=shards - 1, mp_context=fork) as pool:
+        others = [pool.submit(_scan, calls, ctx, i, shards) for i in range(1, shards)]
+        first = _scan(calls, ctx, 0, shards)
+        return [first, *(f.result() for f in others)]
+
+
 def build_matrix(out_dir: str | Path) -> dict[str, Any]:
     """The matrix dict of the records under ``out_dir`` (schema in the module docstring).
 
@@ -270,23 +374,6 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
             if k not in dialects:
                 order.append(k)
             dialects[k] = str(t["dialect"])
-    groups: dict[tuple[str, str], list[Rec]] = defaultdict(list)
-    spent = 0.0
-    ncalls = 0
-    for rec in read_jsonl(out / CALLS):
-        if rec.get("type") != "call" or rec.get("fixture_id") != fid:
-            continue
-        for unused in _UNUSED:
-            rec.pop(unused, None)
-        if rec.get("position") != "turn1":
-            rec.pop("carriers", None)
-        k = (str(rec.get("route")), str(rec.get("model")))
-        groups[k].append(rec)
-        if k not in dialects:
-            order.append(k)
-            dialects[k] = str(rec.get("dialect"))
-        spent += float(rec.get("cost_usd") or 0.0)
-        ncalls += 1
     notes: dict[tuple[str, str], list[str]] = defaultdict(list)
     t_of: dict[tuple[str, str], Rec] = {}
     for r in runs:
@@ -298,13 +385,23 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
             k = (str(r.get("route")), str(r.get("model")))
             if msg not in notes[k]:
                 notes[k].append(msg)
-    rows = []
-    for k in order:
-        t_rec = t_of.get(k) or {}
-        t_row = (int(t_rec.get("T") or T), str(t_rec.get("T_source") or "chars/4"),
-                 t_rec.get("T_note"))  # fmt: skip
-        rows.extend(_rows(k, dialects[k], groups.get(k, []), notes.get(k, []), t_row, canary,
-                          th, lane_defaults.get(k[0], "direct"), k[1] in want_direct))  # fmt: skip
+    ctx = _Context(fid, dict(dialects), dict(notes), t_of, T, canary, th, lane_defaults,
+                   frozenset(want_direct))  # fmt: skip
+    calls = out / CALLS
+    parts = _scan_sharded(calls, ctx, _shards(calls))
+    spent = sum(part.spent for part in parts)
+    ncalls = sum(part.ncalls for part in parts)
+    for k, dialect in parts[0].discovered:  # every shard sees every key, in file order
+        if k not in dialects:
+            order.append(k)
+            dialects[k] = dialect
+    by_key: dict[tuple[str, str], list[Rec]] = {}
+    for part in parts:
+        by_key.update(part.rows)
+    for k in order:  # targets without a single record still get their (unmeasured) rows
+        if k not in by_key:
+            by_key[k] = _key_rows(k, dialects[k], [], ctx)
+    rows = [row for k in order for row in by_key[k]]
     return {
         "schema": SCHEMA,
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -481,7 +578,12 @@ def write_reports(out_dir: str | Path) -> dict[str, Any]:
     """Write ``matrix.json`` and ``matrix.md`` under ``out_dir``; return the matrix."""
     out = Path(out_dir).expanduser()
     matrix = build_matrix(out)
+    write_matrix_files(out, matrix)
+    return matrix
+
+
+def write_matrix_files(out: Path, matrix: dict[str, Any]) -> None:
+    """``matrix.json`` and ``matrix.md`` for a built matrix."""
     # orjson: the stdlib's indented encoder is pure Python (~8x slower on a large matrix)
     (out / "matrix.json").write_bytes(orjson.dumps(matrix, option=orjson.OPT_INDENT_2) + b"\n")
     (out / "matrix.md").write_text(render_md(matrix))
-    return matrix
