@@ -68,7 +68,10 @@ async def main():
     srv = await loop.create_server(P, "127.0.0.1", int(sys.argv[1]))
     print("ready", flush=True)
     await srv.serve_forever()
-asyncio.run(main())
+try:
+    asyncio.run(main())
+except KeyboardInterrupt:  # the bench stops it with SIGINT
+    pass
 """
 
 POLICY = """
