@@ -33,7 +33,7 @@ from reasonwire.probe.observer import (
 )
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
 from reasonwire.wire.model import Dialect
-from reasonwire.wire.request_carriers import dialect_for_path, model_in_request
+from reasonwire.wire.request_carriers import dialect_for_path, model_in_request, streams_as_json
 
 _STREAM_TYPES = ("text/event-stream",)
 
@@ -82,8 +82,7 @@ def _is_stream(request: Any, response: Any, dialect: Dialect) -> bool:
     ctype = response.headers.get("content-type", "").lower()
     if ctype.startswith(_STREAM_TYPES):
         return True
-    # Gemini without ?alt=sse streams one JSON array over application/json.
-    return dialect == "gemini" and ":streamgeneratecontent" in request.url.path.lower()
+    return streams_as_json(request.url.path)
 
 
 class _Probe:

@@ -28,6 +28,9 @@ PATH_RULES: tuple[tuple[str, Dialect], ...] = (
     (r"/messages$", "anthropic"),
 )
 _PATH_RES = tuple((re.compile(p, re.IGNORECASE), d) for p, d in PATH_RULES)
+_JSON_STREAM_PATHS = re.compile(r":streamgeneratecontent$", re.IGNORECASE)
+"""Endpoints that stream as one progressively delivered JSON array over application/json
+(Gemini without ``?alt=sse``), so the content type alone does not reveal the stream."""
 _GEMINI_MODEL = re.compile(r"/models/([^/:]+):", re.IGNORECASE)
 
 
@@ -38,6 +41,11 @@ def dialect_for_path(path: str) -> Dialect | None:
         if pattern.search(path):
             return dialect
     return None
+
+
+def streams_as_json(path: str) -> bool:
+    """True for an endpoint whose stream may arrive as ``application/json`` (a JSON array)."""
+    return _JSON_STREAM_PATHS.search(path.split("?", 1)[0].rstrip("/")) is not None
 
 
 def model_in_request(dialect: Dialect, path: str, body: JSON) -> str | None:
@@ -166,4 +174,5 @@ __all__ = [
     "dialect_for_path",
     "model_in_request",
     "request_carriers",
+    "streams_as_json",
 ]
