@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -151,6 +151,29 @@ class _Probe:
             **info,
         )
 
+    def record_failure(
+        self, info: dict[str, Any], settings: ProbeSettings, request: Any, exc: BaseException
+    ) -> None:
+        """A row for a call that got no response (the caller still sees ``exc``)."""
+        try:
+            obs = self.observer(info, settings, request, None)
+            obs.mark_failed(exc)
+            obs.finish()
+        except Exception:
+            pass
+
+    def watch(
+        self, info: dict[str, Any], settings: ProbeSettings, request: Any, response: Any,
+        wrap: Callable[[Any, CallObserver], Any],
+    ) -> None:  # fmt: skip
+        """Count ``response``: now if its body is already read, else by wrapping its stream."""
+        try:
+            obs = self.observer(info, settings, request, response)
+            if not _already_read(response, obs):
+                response.stream = wrap(response.stream, obs)
+        except Exception:
+            pass
+
 
 def _already_read(response: Any, obs: CallObserver) -> bool:
     """A transport may return a response whose body is already in memory (a mock, a cache):
@@ -228,19 +251,9 @@ class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
         try:
             response = inner.handle_request(request)
         except BaseException as exc:
-            try:
-                obs = self._probe.observer(info, settings, request, None)
-                obs.mark_failed(exc)
-                obs.finish()
-            except Exception:
-                pass
+            self._probe.record_failure(info, settings, request, exc)
             raise
-        try:
-            obs = self._probe.observer(info, settings, request, response)
-            if not _already_read(response, obs):
-                response.stream = _SyncStream(response.stream, obs)
-        except Exception:
-            pass
+        self._probe.watch(info, settings, request, response, _SyncStream)
         return response
 
     def close(self) -> None:
@@ -278,19 +291,9 @@ class AsyncProbeTransport(*_ASYNC_T):  # type: ignore[misc]
         try:
             response = await inner.handle_async_request(request)
         except BaseException as exc:
-            try:
-                obs = self._probe.observer(info, settings, request, None)
-                obs.mark_failed(exc)
-                obs.finish()
-            except Exception:
-                pass
+            self._probe.record_failure(info, settings, request, exc)
             raise
-        try:
-            obs = self._probe.observer(info, settings, request, response)
-            if not _already_read(response, obs):
-                response.stream = _AsyncStream(response.stream, obs)
-        except Exception:
-            pass
+        self._probe.watch(info, settings, request, response, _AsyncStream)
         return response
 
     async def aclose(self) -> None:
