@@ -104,6 +104,24 @@ def _policy(retries: RetryPolicy | int | None) -> RetryPolicy:
 # --------------------------------------------------------------------------------------------
 
 
+def _client_options(
+    base_url: str,
+    timeout: httpx.Timeout | float | None,
+    http2: bool,
+    headers: Mapping[str, str] | None,
+    limits: httpx.Limits | None,
+) -> dict[str, Any]:
+    """What the sync and async clients share: our timeouts, pool limits, no redirects."""
+    return {
+        "base_url": base_url,
+        "timeout": timeout if timeout is not None else default_timeout(),
+        "http2": http2,
+        "headers": dict(headers or {}),
+        "limits": limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
+        "follow_redirects": False,
+    }
+
+
 def make_client(
     *,
     base_url: str = "",
@@ -118,13 +136,7 @@ def make_client(
     ``transport`` replaces the network layer (a mock, a recorder, an ASGI app).
     """
     return httpx.Client(
-        base_url=base_url,
-        timeout=timeout if timeout is not None else default_timeout(),
-        transport=transport,
-        http2=http2,
-        headers=dict(headers or {}),
-        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        follow_redirects=False,
+        transport=transport, **_client_options(base_url, timeout, http2, headers, limits)
     )
 
 
@@ -139,13 +151,7 @@ def make_async_client(
 ) -> httpx.AsyncClient:
     """The async twin of :func:`make_client`."""
     return httpx.AsyncClient(
-        base_url=base_url,
-        timeout=timeout if timeout is not None else default_timeout(),
-        transport=transport,
-        http2=http2,
-        headers=dict(headers or {}),
-        limits=limits or httpx.Limits(max_connections=100, max_keepalive_connections=20),
-        follow_redirects=False,
+        transport=transport, **_client_options(base_url, timeout, http2, headers, limits)
     )
 
 
@@ -302,6 +308,17 @@ def _retry_wait(
     return policy.delay(attempt, getattr(failure, "_retry_after", None))
 
 
+def _prepare(
+    retries: RetryPolicy | int | None,
+    body: Any,
+    headers: Mapping[str, str] | None,
+    timeout: httpx.Timeout | float | None,
+) -> tuple[RetryPolicy, bytes, dict[str, str], dict[str, Any]]:
+    """Encode once, before the first attempt: every retry sends the same bytes."""
+    kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
+    return _policy(retries), encode_body(body), _headers(headers), kw
+
+
 def post_json(
     client: httpx.Client,
     url: str,
@@ -317,14 +334,11 @@ def post_json(
     Raises a :class:`~reasonwire.errors.ProviderError` subclass for an error status and
     :class:`~reasonwire.errors.TransportError` when no answer came, after the retries.
     """
-    policy = _policy(retries)
-    content = encode_body(body)
-    hdrs = _headers(headers)
+    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
     attempt = 0
     while True:
         failure: ProviderError | TransportError
         try:
-            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
             response = client.post(url, content=content, headers=hdrs, **kw)
         except httpx.TransportError as exc:
             failure = transport_error(exc, url)
@@ -350,14 +364,11 @@ async def apost_json(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> httpx.Response:
     """The async twin of :func:`post_json`."""
-    policy = _policy(retries)
-    content = encode_body(body)
-    hdrs = _headers(headers)
+    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
     attempt = 0
     while True:
         failure: ProviderError | TransportError
         try:
-            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
             response = await client.post(url, content=content, headers=hdrs, **kw)
         except httpx.TransportError as exc:
             failure = transport_error(exc, url)
@@ -389,14 +400,11 @@ def stream_post(
     raised typed. After the head has arrived nothing is retried; a connection failure while
     the caller reads the body is raised as :class:`~reasonwire.errors.TransportError`.
     """
-    policy = _policy(retries)
-    content = encode_body(body)
-    hdrs = _headers(headers)
+    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
     attempt = 0
     while True:
         failure: ProviderError | TransportError
         try:
-            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
             request = client.build_request("POST", url, content=content, headers=hdrs, **kw)
             response = client.send(request, stream=True)
         except httpx.TransportError as exc:
@@ -436,14 +444,11 @@ async def astream_post(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> AsyncIterator[httpx.Response]:
     """The async twin of :func:`stream_post` (``async for chunk in resp.aiter_bytes()``)."""
-    policy = _policy(retries)
-    content = encode_body(body)
-    hdrs = _headers(headers)
+    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
     attempt = 0
     while True:
         failure: ProviderError | TransportError
         try:
-            kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
             request = client.build_request("POST", url, content=content, headers=hdrs, **kw)
             response = await client.send(request, stream=True)
         except httpx.TransportError as exc:
