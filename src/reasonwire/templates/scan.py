@@ -85,6 +85,9 @@ DEFAULT_RATIO: Final = 0.5
 # Template stem (lower-cased, searched) -> (GGUF vocabulary stem, exact family?). First match
 # wins. "Exact" means the model ships that tokenizer; "approx" means the nearest vocabulary in
 # the llama.cpp tree (e.g. DeepSeek V3's 129k vocabulary is not there; its V2 one is).
+# Unlike reasonwire.localserver.model.vocab_for_template, which must always pick a vocabulary
+# (a tiny model needs one), a template with no fitting vocabulary is counted as chars/4 here,
+# and said so: a token count from an unrelated vocabulary would pass for a measurement.
 VOCAB_MAP: Final[tuple[tuple[str, str, bool], ...]] = (
     (r"qwen3\.5", "ggml-vocab-qwen35", True),
     (r"distill-qwen", "ggml-vocab-qwen2", False),
