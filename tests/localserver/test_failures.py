@@ -18,17 +18,28 @@ from reasonwire.localserver.server import LocalServer
 pytestmark = pytest.mark.localserver
 
 
-def _llama_server_pids() -> set[int]:
-    """Every llama-server process on this machine (read from /proc)."""
+_MARK = "REASONWIRE_TEST_ORPHAN_MARK"
+
+
+def _llama_server_pids(mark: str) -> set[int]:
+    """The llama-server processes that inherited ``mark`` (read from /proc).
+
+    Servers started by other test runs on the same machine carry another mark (or none), so
+    they are never taken for orphans of this test.
+    """
+    needle = f"{_MARK}={mark}".encode()
     pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             argv0 = (entry / "cmdline").read_bytes().split(b"\0", 1)[0]
+            if not argv0.endswith(b"/llama-server"):
+                continue
+            environ = (entry / "environ").read_bytes().split(b"\0")
         except OSError:
             continue
-        if argv0.endswith(b"/llama-server"):
+        if needle in environ:
             pids.add(int(entry.name))
     return pids
 
@@ -44,10 +55,11 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.fixture
-def no_new_servers() -> object:
-    before = _llama_server_pids()
+def no_new_servers(monkeypatch: pytest.MonkeyPatch) -> object:
+    mark = f"{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv(_MARK, mark)
     yield None
-    leftover = {pid for pid in _llama_server_pids() - before if not _gone(pid)}
+    leftover = {pid for pid in _llama_server_pids(mark) if not _gone(pid)}
     assert not leftover, f"orphan llama-server processes: {leftover}"
 
 
