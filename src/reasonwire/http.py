@@ -34,6 +34,7 @@ import httpx
 
 from reasonwire.credentials import SECRET_FIELDS, redact, register_secret
 from reasonwire.errors import ProviderError, RateLimited, TransportError, provider_error_for
+from reasonwire.wire.dialect import read_error
 
 REQUEST_ID_HEADERS: tuple[str, ...] = (
     "x-request-id",
@@ -201,28 +202,15 @@ def provider_message(body: bytes | str) -> str | None:
     """The error message a provider put in its JSON error body, if any.
 
     Understands ``{"error": {"message": ..}}`` (OpenAI, Anthropic, Gemini), ``{"error": ".."}``,
-    ``{"message": ..}``, ``{"detail": ..}`` and a list holding one such object (Gemini).
+    ``{"message": ..}``, ``{"detail": ..}`` and a list holding one such object (Gemini): the
+    error shapes of :func:`reasonwire.wire.dialect.read_error`.
     """
     try:
         data = json.loads(body)
     except (ValueError, TypeError):
         return None
-    if isinstance(data, list) and data:
-        data = data[0]
-    if not isinstance(data, dict):
-        return None
-    err = data.get("error")
-    if isinstance(err, dict):
-        msg = err.get("message")
-        if isinstance(msg, str) and msg:
-            return msg
-    if isinstance(err, str) and err:
-        return err
-    for key in ("message", "detail"):
-        msg = data.get(key)
-        if isinstance(msg, str) and msg:
-            return msg
-    return None
+    info = read_error(data)
+    return info.message if info is not None else None
 
 
 def request_id(headers: httpx.Headers) -> str | None:

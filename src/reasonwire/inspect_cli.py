@@ -24,25 +24,14 @@ import typer
 
 from reasonwire.credentials import redact
 from reasonwire.errors import MalformedBody, ReasonwireError, TruncatedStream, UnknownDialect
-from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.dialect import read_error
 from reasonwire.wire.jsonarray import JSONArrayDecoder
-from reasonwire.wire.model import DIALECTS, JSON, Carrier, Dialect, Done, Turn
+from reasonwire.wire.model import JSON, Carrier, DialectName, Done, Turn
+from reasonwire.wire.registry import detect, get_dialect, names
 from reasonwire.wire.sse import SSEDecoder
 
 Form = Literal["json", "sse", "jsonl", "array"]
 
-_ANTHROPIC_TYPES = frozenset(
-    {
-        "message",
-        "message_start",
-        "message_delta",
-        "message_stop",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "ping",
-    }
-)
 _PREVIEW = 60
 _SCAN = 50  # payloads looked at when detecting the dialect of a stream
 
@@ -51,49 +40,25 @@ _SCAN = 50  # payloads looked at when detecting the dialect of a stream
 class Inspection:
     """What a file held: its dialect, form, the decoded turn and how many payloads it had."""
 
-    dialect: Dialect
+    dialect: DialectName
     form: Form
     turn: Turn
     payloads: int
 
 
-def detect_payload(payload: JSON) -> Dialect | None:
-    """The dialect a single JSON body or stream payload belongs to, or None when its shape
-    does not say (an error object, a keep-alive)."""
-    if isinstance(payload, list):
-        for item in payload[:_SCAN]:
-            found = detect_payload(item)
-            if found:
-                return found
-        return None
-    if not isinstance(payload, dict):
-        return None
-    typ = payload.get("type")
-    obj = payload.get("object")
-    if (isinstance(typ, str) and typ.startswith("response.")) or obj == "response":
-        return "responses"
-    if "choices" in payload or obj in ("chat.completion", "chat.completion.chunk"):
-        return "chat"
-    if typ in _ANTHROPIC_TYPES:
-        return "anthropic"
-    if "candidates" in payload or "usageMetadata" in payload:
-        return "gemini"
-    return None
+def detect_payload(payload: JSON) -> DialectName | None:
+    """The dialect a single JSON body or stream payload belongs to (asked of each dialect
+    object), or None when its shape does not say (an error object, a keep-alive)."""
+    found = detect(payload[:_SCAN] if isinstance(payload, list) else payload)
+    return found.name if found is not None else None
 
 
 def _error_message(payload: JSON) -> str | None:
     """The provider's message when a body is an error object rather than a response."""
-    if isinstance(payload, list) and payload:
-        payload = payload[0]
-    if not isinstance(payload, dict):
+    info = read_error(payload)
+    if info is None:
         return None
-    err = payload.get("error")
-    if isinstance(err, dict):
-        msg = err.get("message")
-        return str(msg) if msg is not None else json.dumps(err)[:200]
-    if isinstance(err, str):
-        return err
-    return None
+    return info.message or info.type or info.code or "an error object without a message"
 
 
 def _sse_payloads(data: bytes) -> Iterator[JSON]:
@@ -141,11 +106,11 @@ def _looks_like_sse(text: str) -> bool:
     return False
 
 
-def _pick(found: Dialect | None, forced: str | None, payloads: list[JSON]) -> Dialect:
+def _pick(found: DialectName | None, forced: str | None, payloads: list[JSON]) -> DialectName:
     if forced is not None:
-        if forced not in DIALECTS:
+        if forced not in names():
             raise UnknownDialect(
-                f"unknown dialect {forced!r}; expected one of {', '.join(DIALECTS)}"
+                f"unknown dialect {forced!r}; expected one of {', '.join(names())}"
             )
         return forced
     if found is not None:
@@ -160,7 +125,7 @@ def _pick(found: Dialect | None, forced: str | None, payloads: list[JSON]) -> Di
     )
 
 
-def _decode_stream(dialect: Dialect, data: bytes) -> Turn:
+def _decode_stream(dialect: DialectName, data: bytes) -> Turn:
     dec = get_dialect(dialect).stream_decoder()
     events = [*dec.feed(data), *dec.close()]
     for ev in reversed(events):

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.model import DIALECTS, Dialect
+from reasonwire.wire.model import DIALECTS, DialectName
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ class LaneRule:
 @dataclass(frozen=True)
 class Route:
     name: str
-    dialect: Dialect
+    dialect: DialectName
     base_url: str
     key: KeySource = KeySource()
     profile: str | None = None

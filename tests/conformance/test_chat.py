@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from reasonwire.wire import chat
-from reasonwire.wire.chat_profiles import ALL_CARRIER_FIELDS, CARRIER_FIELDS
+from reasonwire.wire.chat._facts import ALL_CARRIER_FIELDS, CARRIER_FIELDS
 from reasonwire.wire.model import (
     Assistant,
     Carrier,

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 
 from reasonwire.govern.levels import LEVELS
-from reasonwire.wire.controls import strip_controls
-from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.registry import get_dialect
 from tests.govern.conftest import World, new_conv
+from tests.govern.oracle import found_controls
 
 ROUTES = [
     ("chat/sim-chat-all", "/v1/chat/completions"),
@@ -78,9 +78,9 @@ async def test_200_concurrent_conversations_do_not_cross(world: World) -> None:
             assert not any(other in text for other in convs - {conv})
         seen = world.recorder.find(conv)
         assert len(seen) == 2
-        expected = strip_controls(route.dialect, dict(route.levels[level]))[1]  # type: ignore[index]
+        expected = found_controls(route.dialect, dict(route.levels[level]))  # type: ignore[index]
         for s in seen:
-            assert strip_controls(route.dialect, s["body"])[1] == expected
+            assert found_controls(route.dialect, s["body"]) == expected
             assert not any(o in json.dumps(s["body"]) for o in convs - {conv})
         rows = world.store.rows(conv)
         assert len(rows) == 2

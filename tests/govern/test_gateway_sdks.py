@@ -119,7 +119,7 @@ def test_openai_chat_tool_loop_through_gateway(world: World, stream: bool) -> No
         ("low", "low", "reported")
     ] * 2
     assert rows[0].stream is stream and rows[1].carriers_reattached == 1
-    assert rows[0].controls_removed == "reasoning_effort,chat_template_kwargs.enable_thinking"
+    assert rows[0].controls_removed == "reasoning_effort,chat_template_kwargs"
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -16,11 +16,9 @@ from reasonwire.govern.gateway import usage_fields
 from reasonwire.govern.levels import parse_requested, rank
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import RouteRegistration, RuntimeAdapter
-from reasonwire.wire.controls import is_non_escalating, strip_controls
-from reasonwire.wire.dialect import get_dialect
-from reasonwire.wire.hidden import StreamScrubber, reattach, scrub_body, vault_entries
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import Usage
+from reasonwire.wire.registry import get_dialect
 from tests.govern.conftest import make_registry
 
 
@@ -154,6 +152,14 @@ def test_keyring_pem_roundtrip(tmp_path: pytest.TempPathFactory) -> None:
     assert public.private == {} and verify(public, issue(ring, **_claims())).key_id == "k7"  # type: ignore[arg-type]
 
 
+def strip_controls(dialect: str, body: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    return get_dialect(dialect).strip_controls(body)
+
+
+def is_non_escalating(dialect: str, removed: dict[str, Any]) -> bool:
+    return get_dialect(dialect).is_non_escalating(removed)
+
+
 def test_strip_controls_copy_on_write() -> None:
     body = {
         "model": "m",
@@ -166,15 +172,18 @@ def test_strip_controls_copy_on_write() -> None:
     out, removed = strip_controls("chat", body)
     assert json.dumps(body) == before  # the caller's body is untouched
     assert out["messages"] is body["messages"]  # history not copied
-    assert out["chat_template_kwargs"] == {"other": 1}
-    assert out["generationConfig"] == {"temperature": 0}
+    # Any template kwarg may be a thinking switch or budget, any generationConfig field a
+    # foreign dialect's thinking config: the whole objects go.
+    assert "chat_template_kwargs" not in out and "generationConfig" not in out
     assert removed == {
         "reasoning_effort": "high",
-        "chat_template_kwargs.enable_thinking": True,
-        "generationConfig.thinkingConfig": {"thinkingLevel": "high"},
+        "chat_template_kwargs": {"enable_thinking": True, "other": 1},
+        "generationConfig": {"thinkingConfig": {"thinkingLevel": "high"}, "temperature": 0},
     }
-    only = strip_controls("chat", {"chat_template_kwargs": {"enable_thinking": False}})[0]
-    assert "chat_template_kwargs" not in only  # an emptied parent goes too
+    nested = {"output_config": {"effort": "high", "format": {"type": "json"}}}
+    only = strip_controls("anthropic", nested)[0]
+    assert only == {"output_config": {"format": {"type": "json"}}}
+    assert "output_config" not in strip_controls("anthropic", {"output_config": {"effort": 1}})[0]
     assert is_non_escalating("chat", {"reasoning_effort": "none"})
     assert not is_non_escalating("chat", {"reasoning_effort": "none", "thinking": {}})
     assert not is_non_escalating("chat", {"reasoning_effort": None})
@@ -204,8 +213,8 @@ ANTHROPIC_BODY = {
 def test_vault_anthropic_scrub_and_reattach() -> None:
     body = json.loads(json.dumps(ANTHROPIC_BODY))
     turn = get_dialect("anthropic").parse_response(body)
-    entries = dict(vault_entries("anthropic", turn))
-    scrub_body("anthropic", body)
+    entries = dict(get_dialect("anthropic").vault_entries(turn))
+    body = get_dialect("anthropic").project_body(body)
     assert "secret plan" not in json.dumps(body)
     assert body["content"][0] == {"type": "thinking", "thinking": "", "signature": "SIG1"}
     assert body["content"][1] == {"type": "redacted_thinking", "data": "OPAQUE"}
@@ -220,7 +229,7 @@ def test_vault_anthropic_scrub_and_reattach() -> None:
             },
         ]
     }
-    assert reattach("anthropic", req, entries.get) == 1
+    assert get_dialect("anthropic").reattach(req, entries.get) == 1
     assert req["messages"][1]["content"][0] == ANTHROPIC_BODY["content"][0]
     assert req["messages"][2]["content"] == []  # unknown plaintext never forwarded
 
@@ -250,9 +259,9 @@ def test_stream_scrubber_any_split_drops_only_reasoning() -> None:
     ]
     raw = b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
     for cut in range(1, len(raw)):
-        s = StreamScrubber("anthropic")
+        s = get_dialect("anthropic").stream_projector()
         out = s.feed(raw[:cut]) + s.feed(raw[cut:]) + s.close()
-        assert b"secret" not in out and b"visible" in out and b'"signature": "S"' in out
+        assert b"secret" not in out and b"visible" in out and b'"signature":"S"' in out
         assert out.count(b"event: ") == 3
 
 

@@ -179,7 +179,7 @@ def test_upstream_drops_connection(dropping_server: str, tmp_path: Path) -> None
 
 def test_probe_internal_failure_is_swallowed(tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
-    from reasonwire.wire import chat_stream as cs
+    from reasonwire.wire.chat import _stream as cs
 
     def boom(self: Any, data: bytes) -> Any:
         raise RuntimeError("decoder bug")

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 import reasonwire.probe as probe
 from reasonwire.probe.cli import app
 from reasonwire.probe.ledger import ARCHIVE, append_row, read_rows
-from reasonwire.wire.request_carriers import dialect_for_path, request_carriers
+from reasonwire.wire.registry import dialect_for_path, get_dialect
 
 
 def _row(i: int, writer: int) -> dict[str, object]:
@@ -108,12 +108,17 @@ def test_public_api() -> None:
     ]  # fmt: skip
 
 
+def _name(path: str) -> str | None:
+    found = dialect_for_path(path)
+    return found.name if found is not None else None
+
+
 def test_dialect_for_path() -> None:
-    assert dialect_for_path("/v1/chat/completions") == "chat"
-    assert dialect_for_path("/v1/responses") == "responses"
-    assert dialect_for_path("/v1/messages") == "anthropic"
-    assert dialect_for_path("/v1beta/models/gemini-3:streamGenerateContent?alt=sse") == "gemini"
-    assert dialect_for_path("/v1beta/models/g:generateContent") == "gemini"
+    assert _name("/v1/chat/completions") == "chat"
+    assert _name("/v1/responses") == "responses"
+    assert _name("/v1/messages") == "anthropic"
+    assert _name("/v1beta/models/gemini-3:streamGenerateContent?alt=sse") == "gemini"
+    assert _name("/v1beta/models/g:generateContent") == "gemini"
     assert dialect_for_path("/v1/models") is None
     assert dialect_for_path("/v1/messages/count_tokens") is None
 
@@ -123,11 +128,11 @@ def test_request_carriers_gemini_and_chat_details() -> None:
                         {"role": "model", "parts": [{"text": "th", "thought": True},
                                                     {"functionCall": {"name": "f"},
                                                      "thoughtSignature": "c2ln"}]}]}  # fmt: skip
-    assert [(c.kind, c.size, c.opaque) for c in request_carriers("gemini", gem)] == [
+    assert [(c.kind, c.size, c.opaque) for c in get_dialect("gemini").request_carriers(gem)] == [
         ("thought", 2, False), ("thoughtSignature", 4, True)]  # fmt: skip
     chat = {"messages": [{"role": "assistant", "content": "", "reasoning_details": [
         {"type": "reasoning.text", "text": "é", "signature": "s", "index": 0},
         {"type": "reasoning.encrypted", "data": "abc", "index": 1}]}]}  # fmt: skip
-    assert [(c.kind, c.size, c.opaque) for c in request_carriers("chat", chat)] == [
+    assert [(c.kind, c.size, c.opaque) for c in get_dialect("chat").request_carriers(chat)] == [
         ("reasoning.text", 2, False), ("reasoning.text.signature", 1, True),
         ("reasoning.encrypted", 3, True)]  # fmt: skip

@@ -13,8 +13,8 @@ import httpx
 import pytest
 
 from reasonwire.sim.app import build_app
-from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.model import Done, StreamEvent, TextDelta, Turn
+from reasonwire.wire.registry import get_dialect
 
 TASK = "Find the population of Lyon."
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.model import Turn
+from reasonwire.wire.registry import get_dialect
 
 TASK = "Find the population of Lyon."
 CASES: dict[str, tuple[str, dict[str, Any]]] = {

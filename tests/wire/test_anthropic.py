@@ -571,7 +571,7 @@ def test_generated_streams_decode_like_the_body_under_any_split(
 
 
 def test_module_registers_the_dialect() -> None:
-    from reasonwire.wire.dialect import _REGISTRY
+    from reasonwire.wire.registry import get_dialect
 
-    assert _REGISTRY["anthropic"] is anthropic.DIALECT
+    assert get_dialect("anthropic") is anthropic.DIALECT
     assert anthropic.DIALECT.name == "anthropic"

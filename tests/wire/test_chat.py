@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from reasonwire.errors import ConfigError, MalformedBody, TruncatedStream
 from reasonwire.wire import chat
-from reasonwire.wire.chat_profiles import ALL_CARRIER_FIELDS
+from reasonwire.wire.chat._facts import ALL_CARRIER_FIELDS
 from reasonwire.wire.model import (
     Assistant,
     Carrier,

@@ -10,14 +10,7 @@ import pytest
 
 from reasonwire.errors import MalformedBody
 from reasonwire.sim import SimServer
-from reasonwire.wire.count_tokens import (
-    COUNT_SPECS,
-    count_body,
-    count_path,
-    count_spec,
-    parse_count,
-)
-from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.count_tokens import CountSpec, count_body, count_path, parse_count
 from reasonwire.wire.model import (
     Assistant,
     Carrier,
@@ -28,6 +21,7 @@ from reasonwire.wire.model import (
     ToolResult,
     User,
 )
+from reasonwire.wire.registry import dialects, get_dialect
 
 TRACE = "Weighing the lighthouse keeper's ledger against the tide tables. " * 20
 # (dialect, model, base path, carrier kind the sim's model reads in the loop)
@@ -60,9 +54,17 @@ def _body(dialect: str, model: str, kind: str | None) -> dict[str, object]:
     return get_dialect(dialect).build_request(msgs, opts, None)  # type: ignore[arg-type]
 
 
+def count_spec(dialect: str) -> CountSpec | None:
+    return get_dialect(dialect).count
+
+
 def test_chat_has_no_count_endpoint() -> None:
     assert count_spec("chat") is None
-    assert set(COUNT_SPECS) == {"responses", "anthropic", "gemini"}
+    assert {d.name for d in dialects() if d.count is not None} == {
+        "responses",
+        "anthropic",
+        "gemini",
+    }
 
 
 @pytest.mark.parametrize(("dialect", "model", "base", "kind"), CASES)

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.wire.dialect import StreamDecoder, get_dialect
+from reasonwire.wire.dialect import StreamDecoder
 from reasonwire.wire.gemini import (
     DIALECT,
     SCHEMA_FIELD,
@@ -33,6 +33,7 @@ from reasonwire.wire.model import (
     ToolSpec,
     User,
 )
+from reasonwire.wire.registry import get_dialect
 
 SIG = "Q2lJQjBlMktiNlN5ajFhOTYxRWZiV3Y0VzVDOFJnQUEvaEdsZVY5VllKdG5KRmg0+/8="
 SIG2 = "AAAA/+8="

@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 
 from reasonwire.errors import ConfigError, MalformedBody, TruncatedStream
-from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     Assistant,
@@ -36,6 +35,7 @@ from reasonwire.wire.model import (
     UsageEvent,
     User,
 )
+from reasonwire.wire.registry import get_dialect
 from reasonwire.wire.responses import DIALECT, error_message
 
 REASONING = {

@@ -31,12 +31,11 @@ from reasonwire.agent.models import (
 )
 from reasonwire.agent.policy import CrossTurnPolicy
 from reasonwire.agent.session import Prepared, Session
-from reasonwire.agent.strategy import SERVER_STATE, Strategy, strategy_for
+from reasonwire.agent.strategy import Strategy, strategy_for
 from reasonwire.agent.tools import Tool, spec_from_callable, tool
 from reasonwire.agent.transport import StreamFailed
 
 __all__ = [
-    "SERVER_STATE",
     "Agent",
     "CrossTurnPolicy",
     "KeyLike",

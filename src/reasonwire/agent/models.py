@@ -26,8 +26,9 @@ from reasonwire.errors import ConfigError, CredentialError
 from reasonwire.http import DEFAULT_RETRY, RetryPolicy, make_client
 from reasonwire.routes import KeySource as RouteKeySource
 from reasonwire.routes import Route, get_route, load_routes
-from reasonwire.wire.dialect import WireDialect, get_dialect
+from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.model import JSON
+from reasonwire.wire.registry import get_dialect
 
 DOTENV_FALLBACK = "~/.hermes/.env"
 """Where a route's ``env`` key is looked up when the variable is not set (routes.KeySource)."""
@@ -71,7 +72,7 @@ class Model:
     timeout: float | None = None
 
     @property
-    def dialect(self) -> WireDialect:
+    def dialect(self) -> Dialect:
         return get_dialect(self.route.dialect)
 
     def read_key(self) -> str | None:
@@ -287,7 +288,7 @@ def openai_compatible(
     )
     get_dialect(dialect)  # registers the dialects
     if dialect == "chat":
-        from reasonwire.wire.chat_profiles import get_profile
+        from reasonwire.wire.chat._profiles import get_profile
 
         get_profile(profile)  # unknown profile -> ConfigError now, not at the first call
     return _build(

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import ConfigError
-from reasonwire.eval.variants import TEXT_VARIANTS
+from reasonwire.wire.registry import dialects
 
 KEEP_VERDICT = "consumes-all-turns"
 REJECTED = "rejected"
@@ -103,10 +103,10 @@ def _verdicts(row: dict[str, Any]) -> list[str]:
 def _variant_of_kind() -> dict[str, dict[str, str]]:
     """dialect -> carrier kind -> the text variant that sends exactly that carrier."""
     out: dict[str, dict[str, str]] = {}
-    for dialect, variants in TEXT_VARIANTS.items():
-        for name, specs in variants.items():
+    for dialect in dialects():
+        for name, specs in dialect.variants.text.items():
             if len(specs) == 1:
-                out.setdefault(dialect, {})[specs[0][0]] = name
+                out.setdefault(dialect.name, {})[specs[0][0]] = name
     return out
 
 

@@ -8,9 +8,9 @@ the ``store`` option), never from a provider name:
   carriers exactly as received: Chat the complete raw assistant message with the profile's
   fields, Anthropic the raw content blocks in order, Gemini the parts with each
   ``thoughtSignature`` where it came, Responses (store false) every raw output item.
-- **server_state** (dialects in :data:`SERVER_STATE`, with ``store`` on): the server keeps the
-  turn; after the first answer a request carries only what is new (the tool results) and the
-  id of the last successful response.
+- **server_state** (dialects whose object has ``server_state``, with ``store`` on): the
+  server keeps the turn; after the first answer a request carries only what is new (the tool
+  results) and the id of the last successful response.
 
 A dialect with server state asks, when ``store`` is off, for the fields a stateless replay
 needs (``include: ["reasoning.encrypted_content"]`` for Responses): added automatically.
@@ -20,39 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Literal
 
 from reasonwire.agent.models import Model
+from reasonwire.wire.facts import ServerState
 from reasonwire.wire.model import JSON
-
-
-@dataclass(frozen=True, slots=True)
-class ServerStateSpec:
-    """How one dialect keeps state on the server (all field names are the dialect's own)."""
-
-    store_field: str
-    previous_field: str
-    store_default: bool
-    stateful_profile: str
-    stateless_profile: str
-    stateless_include: tuple[str, ...]
-    include_field: str = "include"
-
-
-SERVER_STATE: Mapping[str, ServerStateSpec] = MappingProxyType(
-    {
-        "responses": ServerStateSpec(
-            store_field="store",
-            previous_field="previous_response_id",
-            store_default=True,
-            stateful_profile="bare",
-            stateless_profile="default",
-            stateless_include=("reasoning.encrypted_content",),
-        )
-    }
-)
-"""Dialects whose servers can keep a conversation, by dialect name."""
+from reasonwire.wire.registry import get_dialect
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +41,7 @@ class Strategy:
     previous_field: str | None = None
 
 
-def _merge_include(extra: Mapping[str, JSON], spec: ServerStateSpec) -> dict[str, JSON]:
+def _merge_include(extra: Mapping[str, JSON], spec: ServerState) -> dict[str, JSON]:
     out = dict(extra)
     have = out.get(spec.include_field)
     items = list(have) if isinstance(have, list) else []
@@ -81,7 +54,7 @@ def _merge_include(extra: Mapping[str, JSON], spec: ServerStateSpec) -> dict[str
 
 def strategy_for(model: Model) -> Strategy:
     """The strategy for ``model``, from its dialect, route profile and ``store``."""
-    spec = SERVER_STATE.get(model.route.dialect)
+    spec = get_dialect(model.route.dialect).server_state
     if spec is None:
         return Strategy("replay", model.route.profile)
     store = spec.store_default if model.store is None else model.store
@@ -100,4 +73,4 @@ def strategy_for(model: Model) -> Strategy:
     )
 
 
-__all__ = ["SERVER_STATE", "ServerStateSpec", "Strategy", "strategy_for"]
+__all__ = ["Strategy", "strategy_for"]

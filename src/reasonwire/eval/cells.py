@@ -14,8 +14,8 @@ from typing import Any
 
 from reasonwire.eval.params import ParamFix
 from reasonwire.routes import Route
-from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.model import JSON, Message, RequestOptions, ToolSpec, Turn
+from reasonwire.wire.registry import get_dialect
 
 FILTER_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
 """Finish reasons that mean a safety layer replaced the answer."""

@@ -11,14 +11,14 @@ from dataclasses import replace
 
 from reasonwire.eval.runner import Target
 from reasonwire.routes import BUILTIN_ROUTES, LaneRule, Route
-from reasonwire.wire.model import Dialect
+from reasonwire.wire.model import DialectName
 
 LOCAL_TEMPLATE = "Qwen-Qwen3-0.6B"
 LOCAL_MODEL = "qwen3-0.6b-template"
 SIM_LANES = LaneRule({"gen-": "openrouter"}, default="direct")
 
 
-def sim_routes(base_url: str, root_url: str) -> dict[Dialect, Route]:
+def sim_routes(base_url: str, root_url: str) -> dict[DialectName, Route]:
     """One route per dialect on a running simulator (Gemini lives under ``/v1beta``)."""
     chat = replace(BUILTIN_ROUTES["sim"], base_url=base_url, lanes=SIM_LANES)
     return {

@@ -462,7 +462,7 @@ def _rows(
         and r.get("tool_calls")
         and r.get("carriers")
     ]
-    variants = list(TEXT_VARIANTS.get(dialect, {}))  # type: ignore[call-overload]
+    variants = list(TEXT_VARIANTS.get(dialect, {}))
     fixes = sorted({n for r in recs for n in (r.get("fix_notes") or [])})
     rows = []
     for lane in lanes:

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reasonwire.routes import Route
-from reasonwire.wire.dialect import get_dialect
 from reasonwire.wire.model import JSON, RequestOptions, User
+from reasonwire.wire.registry import get_dialect
 
 DEFAULT_MAX_TOKENS = 512
 

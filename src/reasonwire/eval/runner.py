@@ -56,9 +56,9 @@ from reasonwire.eval.variants import (
 from reasonwire.http import RetryPolicy, apost_json, make_async_client
 from reasonwire.routes import Route
 from reasonwire.templates.fixture import DEFAULT_SEED
-from reasonwire.wire.count_tokens import count_body, count_path, count_spec, parse_count
-from reasonwire.wire.dialect import get_dialect
+from reasonwire.wire.count_tokens import count_body, count_path, parse_count
 from reasonwire.wire.model import Assistant, Carrier, Turn
+from reasonwire.wire.registry import get_dialect
 
 EFFORT_LADDER: tuple[str, ...] = ("low", "medium", "high")
 MAX_FIXES = 4
@@ -351,7 +351,7 @@ class _Run:
         if ident in self.T:
             return
         est = self.fixture.trace_tokens_estimate
-        spec = count_spec(target.route.dialect)
+        spec = get_dialect(target.route.dialect).count
         names = [v for v in variants_for(target.route.dialect) if v != BASELINE]
         why, detail = "", {}
         if spec is None:

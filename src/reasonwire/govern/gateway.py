@@ -7,9 +7,12 @@ re-checks the runtime pin, the route (registered, not revoked, same dialect and 
 policy, and fixes the conversation's effort on its first call. It then strips every reasoning
 control the client sent, re-attaches vaulted reasoning carriers to the history, injects only
 the route's fragment for the resolved level, and calls the upstream with its own credential
-(read at call time; the runtime never sees it). Answers come back without plaintext
-reasoning (see :mod:`reasonwire.wire.hidden` for the vault design); every call, refusals
-included, leaves an evidence row.
+(read at call time; the runtime never sees it). What the client receives is the dialect's
+visible projection (an allow-list: text, tool calls, usage, ids, finish reasons and the opaque
+carriers the vault keys on; see :mod:`reasonwire.wire.vault` for the design), in JSON, in
+streams and in errors: an upstream error reaches the client as the gateway's own error object,
+never the upstream body. Every call, refusals included, leaves an evidence row, and no
+upstream call is made before its row exists in memory (a last-resort handler records it).
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
@@ -27,6 +30,7 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
@@ -44,36 +48,36 @@ from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, SQLiteStore
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
-from reasonwire.wire import anthropic as _anthropic  # noqa: F401  (registers the dialect)
-from reasonwire.wire import chat as _chat  # noqa: F401
-from reasonwire.wire import responses as _responses  # noqa: F401
-from reasonwire.wire.controls import (
-    STREAM_USAGE,
-    is_non_escalating,
-    strip_controls,
-    wants_stream,
-)
-from reasonwire.wire.dialect import get_dialect
-from reasonwire.wire.hidden import StreamScrubber, reattach, scrub_body, vault_entries
+from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import JSON, Dialect, RequestOptions, Turn, Usage
+from reasonwire.wire.model import JSON, RequestOptions, Turn, Usage
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.registry import dialect_for_gateway_path
+from reasonwire.wire.shape import ShapeError
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
 ATTEMPT_HEADER = "x-reasonwire-attempt"
-FORWARDED_HEADERS = ("anthropic-version",)
-"""Client headers passed upstream: protocol versions only, never auth or feature flags."""
+MAX_ATTEMPT = 1000
+"""Highest ``x-reasonwire-attempt`` accepted (a retry counter, not an id)."""
 
-ENDPOINTS: Mapping[str, Dialect] = {
-    "/v1/chat/completions": "chat",
-    "/v1/responses": "responses",
-    "/v1/messages": "anthropic",
-}
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Bounds on what a client may send; past any of them the request is refused (413/431)
+    before anything is parsed, with an evidence row."""
+
+    max_body_bytes: int = 8 * 1024 * 1024
+    max_headers: int = 64
+    max_header_bytes: int = 16 * 1024
+
 
 _JSON = "application/json"
 
 
 class Vault:
-    """Original reasoning carriers per conversation, keyed as :mod:`wire.hidden` says.
+    """Original reasoning carriers per conversation, keyed as each dialect's ``vault_entries``
+    says (design: :mod:`reasonwire.wire.vault`).
 
     In memory and bounded (least recently used conversations go first); replicas do not share
     it, so a conversation must stay on one gateway replica for carrier continuity.
@@ -132,21 +136,63 @@ def usage_fields(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, flo
         row.cost_usd = sum((figures.get(k) or 0) * p / 1e6 for k, p in prices.items())
 
 
-_ERROR_TYPES = {403: "permission_error", 404: "not_found_error", 502: "api_error"}
+def _error_response(
+    dialect: Dialect | None,
+    status: int,
+    reason: str,
+    message: str,
+    info: ErrorInfo | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """The gateway's own error object, in the dialect's error shape (an OpenAI-style body with
+    ``type: error`` when no dialect is known: both SDK families read it)."""
+    if dialect is None:
+        body: JSON = {
+            "type": "error",
+            "error": {"type": "invalid_request_error", "code": reason, "message": message},
+        }
+    else:
+        body = dialect.error_body(status, reason, message, info)
+    return Response(orjson.dumps(body), status, headers=dict(headers or {}), media_type=_JSON)
 
 
-def _refusal(status: int, reason: str, detail: str) -> Response:
-    """An error both SDK families parse: OpenAI reads ``error.message``, Anthropic
-    ``type: error`` with ``error.type``."""
-    body = {
-        "type": "error",
-        "error": {
-            "type": _ERROR_TYPES.get(status, "invalid_request_error"),
-            "code": reason,
-            "message": f"reasonwire gateway refused: {reason}: {detail}",
-        },
-    }
-    return Response(json.dumps(body), status, media_type=_JSON)
+def _refusal(status: int, reason: str, detail: str, dialect: Dialect | None = None) -> Response:
+    return _error_response(
+        dialect, status, reason, f"reasonwire gateway refused: {reason}: {detail}"
+    )
+
+
+def _retry_after(value: str | None) -> dict[str, str]:
+    """A Retry-After to pass on: delay-seconds (bounded) or an HTTP date, nothing else."""
+    if not value:
+        return {}
+    v = value.strip()
+    if v.isdigit() and len(v) <= 6:
+        return {"retry-after": v}
+    import email.utils
+
+    try:
+        email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError):
+        return {}
+    return {"retry-after": v} if len(v) <= 40 and v.isprintable() else {}
+
+
+def _parse_json(raw: bytes) -> Any:
+    """A request body as JSON: strict UTF-8 and no lone surrogates (orjson), integers beyond
+    64 bits accepted (stdlib) only when the text is valid Unicode."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        value = json.loads(raw)
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except (ValueError, UnicodeError, RecursionError):
+        raise PolicyRefusal(
+            "malformed-body", "the request body is not valid JSON in UTF-8"
+        ) from None
+    return value
 
 
 class Gateway:
@@ -160,13 +206,16 @@ class Gateway:
         store: EvidenceStore | None = None,
         *,
         upstream: UpstreamPool | None = None,
+        limits: Limits | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
         self.keys = keys
         self.store: EvidenceStore = store if store is not None else SQLiteStore()
         self.vault = Vault()
+        self.limits = limits if limits is not None else Limits()
         self._verified: dict[str, Binding] = {}
+        self._profiles: dict[str, Profile] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -178,8 +227,8 @@ class Gateway:
         await self._upstream.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The ASGI app: three POST endpoints and lifespan, no router or middleware stack
-        (they cost more per call than the gateway's own checks)."""
+        """The ASGI app: one POST endpoint per served dialect and lifespan, no router or
+        middleware stack (they cost more per call than the gateway's own checks)."""
         if scope["type"] == "lifespan":
             while True:
                 msg = await receive()
@@ -191,14 +240,27 @@ class Gateway:
                     return
         if scope["type"] != "http":
             return
-        dialect = ENDPOINTS.get(scope["path"])
+        dialect = dialect_for_gateway_path(scope["path"])
         if dialect is None:
-            response: Response = _refusal(404, "not-found", f"no endpoint {scope['path']}")
+            response: Response = _refusal(404, "not-found", "no such endpoint")
         elif scope["method"] != "POST":
-            response = _refusal(405, "method-not-allowed", "use POST")
+            response = _refusal(405, "method-not-allowed", "use POST", dialect)
         else:
-            response = await self.handle(Request(scope, receive), dialect)
+            response = await self._guarded(Request(scope, receive), dialect)
         await response(scope, receive, send)
+
+    async def _guarded(self, request: Request, dialect: Dialect) -> Response:
+        """:meth:`handle` behind a last-resort handler: an unexpected error answers 500 with
+        a reason and leaves an evidence row, never a bare ASGI failure."""
+        t0 = time.perf_counter()
+        row = EvidenceRow(outcome="refused", conversation_id=None, dialect=dialect.name)
+        try:
+            return await self.handle(request, dialect, row, t0)
+        except Exception as exc:  # the last resort: every other path answers on its own
+            row.outcome, row.reason = "refused", f"internal: {type(exc).__name__}"
+            with contextlib.suppress(Exception):
+                self._record(row, t0)
+            return _refusal(500, "internal-error", "the gateway failed on this request", dialect)
 
     # -- authorisation ------------------------------------------------------------------
 
@@ -230,9 +292,10 @@ class Gateway:
             )
         route = self.registry.route(b.route_id)
         row.route_qualification = route.qualification_id
-        if route.dialect != dialect:
+        if route.dialect != dialect.name:
             raise PolicyRefusal(
-                "provider-mismatch", f"route {route.route_id} speaks {route.dialect}, not {dialect}"
+                "provider-mismatch",
+                f"route {route.route_id} speaks {route.dialect}, not {dialect.name}",
             )
         res = resolve(
             self.registry,
@@ -256,79 +319,121 @@ class Gateway:
         row.resolved = res.resolved
         return _Authorised(b, route, res.resolved)
 
+    def _profile(self, route: RouteRegistration, dialect: Dialect) -> Profile:
+        prof = self._profiles.get(route.route_id)
+        if prof is None:
+            prof = dialect.profile(route.profile, **dict(route.profile_fields))
+            self._profiles[route.route_id] = prof
+        return prof
+
     def _prepare(
-        self, raw: bytes, dialect: Dialect, auth: _Authorised, row: EvidenceRow
+        self, body: Mapping[str, Any], dialect: Dialect, auth: _Authorised, row: EvidenceRow
     ) -> dict[str, Any]:
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise PolicyRefusal("malformed-body", "the request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise PolicyRefusal("malformed-body", "the request body is not a JSON object")
         if body.get("model") != auth.route.model:
             raise PolicyRefusal(
                 "provider-mismatch",
                 f"route {auth.route.route_id} is bound to model {auth.route.model!r}",
             )
-        out, removed = strip_controls(dialect, body)
+        profile = self._profile(auth.route, dialect)
+        out, removed = dialect.strip_controls(body, profile)
         fragment = auth.route.levels[auth.resolved]  # type: ignore[index]
-        if is_non_escalating(dialect, removed) and not strip_controls(dialect, fragment)[1]:
+        if dialect.is_non_escalating(removed) and not dialect.strip_controls(fragment)[1]:
             out.update(removed)  # only an exact lowering value, on a request that sets none
         else:
             deep_merge(out, fragment)
         row.controls_removed = ",".join(removed)
         conv = auth.binding.conversation_id
-        row.carriers_reattached = reattach(dialect, out, lambda k: self.vault.get(conv, k))
-        if wants_stream(dialect, out):
+        row.carriers_reattached = dialect.reattach(out, lambda k: self.vault.get(conv, k))
+        if dialect.wants_stream(out):
             row.stream = True
-            deep_merge(out, STREAM_USAGE.get(dialect, {}))
+            deep_merge(out, dict(dialect.stream_usage))
         return out
+
+    def _admit(
+        self, request: Request, raw: bytes, dialect: Dialect, row: EvidenceRow
+    ) -> dict[str, Any]:
+        """The client's body checked before anything else: size, headers, JSON, the
+        dialect's request shape (unknown fields are dropped and named in the evidence)."""
+        lim = self.limits
+        if len(raw) > lim.max_body_bytes:
+            raise PolicyRefusal("body-too-large", f"the body exceeds {lim.max_body_bytes} bytes")
+        body = _parse_json(raw)
+        if not isinstance(body, dict):
+            raise PolicyRefusal("malformed-body", "the request body is not a JSON object")
+        try:
+            shaped = dialect.validate_request(body)
+        except ShapeError as exc:
+            raise PolicyRefusal("malformed-body", f"{exc.path}: {exc.problem}") from None
+        dropped = [k for k in body if k not in shaped]
+        if dropped:
+            row.reason = "unknown fields dropped: " + ",".join(sorted(dropped))[:200]
+        return shaped
+
+    def _check_headers(self, request: Request) -> None:
+        raw = request.scope.get("headers") or []
+        lim = self.limits
+        if (
+            len(raw) > lim.max_headers
+            or sum(len(k) + len(v) for k, v in raw) > lim.max_header_bytes
+        ):
+            raise PolicyRefusal("headers-too-large", "too many or too large request headers")
+
+    async def _read_body(self, request: Request) -> bytes:
+        """The body, refused as soon as it passes the size bound (never read whole)."""
+        limit = self.limits.max_body_bytes
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
+        parts: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
+            parts.append(chunk)
+        return b"".join(parts)
 
     # -- the call -----------------------------------------------------------------------
 
-    async def handle(self, request: Request, dialect: Dialect) -> Response:
-        t0 = time.perf_counter()
+    async def handle(
+        self, request: Request, dialect: Dialect, row: EvidenceRow, t0: float
+    ) -> Response:
         headers = request.headers
-        row = EvidenceRow(
-            outcome="refused", conversation_id=headers.get(CONVERSATION_HEADER), dialect=dialect
-        )
         try:
-            row.attempt = int(headers.get(ATTEMPT_HEADER, "1"))
-        except ValueError:
-            row.attempt = None
-        try:
-            if row.attempt is None or row.attempt < 1:
-                raise PolicyRefusal("bad-attempt", f"{ATTEMPT_HEADER} must be a positive integer")
+            self._check_headers(request)
+            row.conversation_id = headers.get(CONVERSATION_HEADER)
+            attempt = headers.get(ATTEMPT_HEADER, "1")
+            if not (attempt.isdigit() and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
+                raise PolicyRefusal(
+                    "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
+                )
+            row.attempt = int(attempt)
             auth = self._authorise(headers, dialect, row)
             await self._settled(auth.binding.conversation_id)
-            body = self._prepare(await request.body(), dialect, auth, row)
+            shaped = self._admit(request, await self._read_body(request), dialect, row)
+            body = self._prepare(shaped, dialect, auth, row)
         except PolicyRefusal as exc:
-            return self._refuse(row, t0, 400 if exc.reason == "malformed-body" else 403, exc)
+            return self._refuse(row, t0, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         route = auth.route
         try:
-            up_headers = self._upstream_headers(route, headers)
+            up_headers = self._upstream_headers(route, headers, dialect)
         except CredentialError:
             row.outcome, row.reason = "upstream-error", "credential-unavailable"
-            return self._finish_refusal(row, t0, 502, "the gateway has no upstream credential")
+            return self._finish_refusal(
+                row, t0, 502, "the gateway has no upstream credential", dialect
+            )
         options = RequestOptions(model=route.model, stream=row.stream)
-        url = route.upstream_base_url.rstrip("/") + get_dialect(dialect).request_path(options)
-        payload = json.dumps(body, ensure_ascii=False).encode()
+        url = route.upstream_base_url.rstrip("/") + dialect.request_path(options)
+        payload = orjson.dumps(body)
+        row.outcome = "upstream-error"  # until the upstream answers 200
         try:
             resp = await self._upstream.post(url, payload, up_headers)
         except TransportError as exc:
-            row.outcome, row.reason = "upstream-error", f"transport: {type(exc).__name__}"
-            return self._finish_refusal(row, t0, 502, "the upstream could not be reached")
+            row.reason = f"transport: {type(exc).__name__}"
+            return self._finish_refusal(row, t0, 502, "the upstream could not be reached", dialect)
         row.status_code = resp.status_code
         if resp.status_code != 200:
-            try:
-                data = await resp.read()
-            except TransportError:
-                data = b""
-            await resp.aclose()
-            row.outcome, row.reason = "upstream-error", f"upstream status {resp.status_code}"
-            self._record(row, t0)
-            ctype = resp.headers.get("content-type", _JSON)
-            return Response(data, resp.status_code, media_type=ctype)
+            return await self._upstream_error(resp, dialect, row, t0)
         row.outcome = "forwarded"
         if row.stream:
             settled = asyncio.Event()
@@ -339,11 +444,40 @@ class Gateway:
             )
         return await self._answer(resp, dialect, auth, row, t0)
 
+    async def _upstream_error(
+        self, resp: UpstreamResponse, dialect: Dialect, row: EvidenceRow, t0: float
+    ) -> Response:
+        """An upstream error as the gateway's own error object: status, a category, the
+        provider's type/code when allow-listed, never the upstream body (it may quote the
+        request's reasoning or the gateway's own credential)."""
+        try:
+            data = await resp.read()
+        except TransportError:
+            data = b""
+        finally:
+            await resp.aclose()
+        try:
+            info = dialect.error_info(orjson.loads(data)) if data else None
+        except orjson.JSONDecodeError:
+            info = None
+        status = resp.status_code if 400 <= resp.status_code <= 599 else 502
+        row.reason = f"upstream status {resp.status_code}"
+        self._record(row, t0)
+        kind = info.type if info and info.type in dialect.error_types else None
+        code = info.code if info and info.code in dialect.error_types else None
+        message = f"the upstream answered {resp.status_code}" + (
+            f" ({', '.join(x for x in (kind, code) if x)})" if kind or code else ""
+        )
+        extra = _retry_after(resp.headers.get("retry-after")) if status in (429, 503) else {}
+        return _error_response(
+            dialect, status, "upstream-error", message, ErrorInfo(None, kind, code), extra
+        )
+
     def _upstream_headers(
-        self, route: RouteRegistration, client: Mapping[str, str]
+        self, route: RouteRegistration, client: Mapping[str, str], dialect: Dialect
     ) -> dict[str, str]:
         out = {"content-type": _JSON, "accept-encoding": "identity"}
-        for name in FORWARDED_HEADERS:
+        for name in dialect.forwarded_headers:
             value = client.get(name)
             if value is not None:
                 out[name] = value
@@ -365,20 +499,20 @@ class Gateway:
             raw = await resp.read()
         except TransportError:
             row.outcome, row.reason = "upstream-error", "upstream body cut"
-            return self._finish_refusal(row, t0, 502, "the upstream answer was cut")
+            return self._finish_refusal(row, t0, 502, "the upstream answer was cut", dialect)
         finally:
             await resp.aclose()
         row.ttfb_ms = (time.perf_counter() - t0) * 1000
         try:
-            data = json.loads(raw)
-            turn = get_dialect(dialect).parse_response(data)
+            data = orjson.loads(raw)
+            turn = dialect.parse_response(data)
         except (ValueError, ReasonwireError):
             row.outcome, row.reason = "upstream-error", "upstream body malformed"
-            return self._finish_refusal(row, t0, 502, "the upstream answer was malformed")
+            return self._finish_refusal(row, t0, 502, "the upstream answer was malformed", dialect)
         self._keep(turn, dialect, auth, row)
-        scrub_body(dialect, data)
+        visible = dialect.project_body(data, self._profile(auth.route, dialect))
         self._record(row, t0)
-        return Response(json.dumps(data, ensure_ascii=False), media_type=_JSON)
+        return Response(orjson.dumps(visible), media_type=_JSON)
 
     async def _relay(
         self,
@@ -389,28 +523,38 @@ class Gateway:
         t0: float,
         settled: asyncio.Event,
     ) -> AsyncIterator[bytes]:
-        decoder = get_dialect(dialect).stream_decoder()
-        scrubber = StreamScrubber(dialect)
+        """The upstream stream through the dialect's projector. A cut or malformed stream
+        ends with the dialect's error event, never with a clean finish."""
+        decoder = dialect.stream_decoder()
+        projector = dialect.stream_projector(self._profile(auth.route, dialect))
         turn: Turn | None = None
+        failure: str | None = None
         try:
-            async for chunk in resp.aiter():
-                if row.ttfb_ms is None:
-                    row.ttfb_ms = (time.perf_counter() - t0) * 1000
-                out = scrubber.feed(chunk)
-                if out:
-                    yield out  # the client first; evidence decoding can wait
-                decoder.feed(chunk)
-            tail = scrubber.close()
-            if tail:
-                yield tail
-            for ev in decoder.close():
-                if ev.type == "done":
-                    turn = ev.turn
-        except TruncatedStream as exc:
-            row.outcome, row.reason = "upstream-error", "stream truncated"
-            turn = exc.partial if isinstance(exc.partial, Turn) else None
-        except ReasonwireError as exc:
-            row.outcome, row.reason = "upstream-error", f"stream: {type(exc).__name__}"
+            try:
+                async for chunk in resp.aiter():
+                    if row.ttfb_ms is None:
+                        row.ttfb_ms = (time.perf_counter() - t0) * 1000
+                    out = projector.feed(chunk)
+                    if out:
+                        yield out  # the client first; evidence decoding can wait
+                    decoder.feed(chunk)
+                tail = projector.close()
+                if tail:
+                    yield tail
+                for ev in decoder.close():
+                    if ev.type == "done":
+                        turn = ev.turn
+            except TruncatedStream as exc:
+                failure = "the upstream stream ended before its last event"
+                turn = exc.partial if isinstance(exc.partial, Turn) else None
+            except TransportError:
+                failure = "the upstream stream was cut"
+                turn = decoder.partial_turn()
+            except ReasonwireError as exc:
+                failure = f"the upstream stream was malformed ({type(exc).__name__})"
+            if failure is not None:
+                row.outcome, row.reason = "upstream-error", failure
+                yield projector.fail(failure)
         finally:
             await resp.aclose()
             if turn is not None:
@@ -435,7 +579,7 @@ class Gateway:
                 del self._unsettled[conversation_id]
 
     def _keep(self, turn: Turn, dialect: Dialect, auth: _Authorised, row: EvidenceRow) -> None:
-        self.vault.put(auth.binding.conversation_id, vault_entries(dialect, turn))
+        self.vault.put(auth.binding.conversation_id, dialect.vault_entries(turn))
         usage_fields(row, turn.usage, auth.route.price_per_mtok)
 
     # -- evidence -----------------------------------------------------------------------
@@ -444,10 +588,23 @@ class Gateway:
         row.latency_ms = (time.perf_counter() - t0) * 1000
         self.store.record(row)
 
-    def _refuse(self, row: EvidenceRow, t0: float, status: int, exc: PolicyRefusal) -> Response:
+    def _refuse(
+        self, row: EvidenceRow, t0: float, status: int, exc: PolicyRefusal, dialect: Dialect
+    ) -> Response:
         row.reason = exc.reason
-        return self._finish_refusal(row, t0, status, exc.detail)
+        return self._finish_refusal(row, t0, status, exc.detail, dialect)
 
-    def _finish_refusal(self, row: EvidenceRow, t0: float, status: int, detail: str) -> Response:
+    def _finish_refusal(
+        self, row: EvidenceRow, t0: float, status: int, detail: str, dialect: Dialect
+    ) -> Response:
         self._record(row, t0)
-        return _refusal(status, row.reason or "refused", detail)
+        return _refusal(status, row.reason or "refused", detail, dialect)
+
+
+_REFUSAL_STATUS = {
+    "malformed-body": 400,
+    "bad-attempt": 400,
+    "body-too-large": 413,
+    "headers-too-large": 431,
+}
+"""Refusals of the request itself (its shape or size) by status; every other refusal is 403."""

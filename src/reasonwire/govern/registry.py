@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level
-from reasonwire.wire.model import Dialect
+from reasonwire.wire.model import DialectName
 
 ReviewState = Literal["discovery", "qualified"]
 
@@ -44,7 +44,7 @@ class RouteRegistration:
     route_id: str
     provider: str
     model: str
-    dialect: Dialect
+    dialect: DialectName
     upstream_base_url: str
     qualification_id: str
     levels: Mapping[Level, Mapping[str, Any]]
@@ -54,6 +54,11 @@ class RouteRegistration:
     auth_scheme: str = "Bearer"
     headers: Mapping[str, str] = field(default_factory=dict)
     price_per_mtok: Mapping[str, float] | None = None
+    profile: str | None = None
+    """The vendor profile layer of the dialect (``vllm``, ``openrouter``...): which vendor
+    controls are stripped and whether ``<think>`` blocks are cut from visible text."""
+    profile_fields: Mapping[str, Any] = field(default_factory=dict)
+    """The route layer: profile fields overridden for this route only."""
     """USD per million tokens by usage figure (``input_uncached``, ``cache_read``,
     ``cache_write``, ``output``) for an *estimated* cost when the provider reports none."""
 

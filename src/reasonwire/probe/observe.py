@@ -21,11 +21,11 @@ from reasonwire.probe.observer import (
     relay,
 )
 from reasonwire.probe.settings import ledger_dir, load_settings
-from reasonwire.wire.model import Dialect
+from reasonwire.wire.model import DialectName
 
 
 def _observer(
-    dialect: Dialect,
+    dialect: DialectName,
     session_id: str,
     purpose: str | None,
     provider: str | None,
@@ -77,7 +77,7 @@ def _async(chunks: AsyncIterable[bytes], obs: CallObserver | None) -> AsyncItera
 def observe_bytes(
     chunks: AsyncIterable[bytes],
     *,
-    dialect: Dialect,
+    dialect: DialectName,
     session_id: str,
     purpose: str | None = ...,
     provider: str | None = ...,
@@ -92,7 +92,7 @@ def observe_bytes(
 def observe_bytes(
     chunks: Iterable[bytes],
     *,
-    dialect: Dialect,
+    dialect: DialectName,
     session_id: str,
     purpose: str | None = ...,
     provider: str | None = ...,
@@ -106,7 +106,7 @@ def observe_bytes(
 def observe_bytes(
     chunks: Iterable[bytes] | AsyncIterable[bytes],
     *,
-    dialect: Dialect,
+    dialect: DialectName,
     session_id: str,
     purpose: str | None = None,
     provider: str | None = None,

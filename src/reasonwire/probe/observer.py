@@ -25,9 +25,10 @@ from typing import Any
 
 from reasonwire.errors import TruncatedStream
 from reasonwire.probe import worker
-from reasonwire.wire.dialect import StreamDecoder, get_dialect
-from reasonwire.wire.model import Dialect, Turn, Usage
-from reasonwire.wire.request_carriers import SentCarrier, request_carriers
+from reasonwire.wire.dialect import StreamDecoder
+from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.model import DialectName, Turn, Usage
+from reasonwire.wire.registry import get_dialect
 
 # A non-streaming body larger than this is passed through but not parsed.
 MAX_PARSE_BYTES = 64 * 1024 * 1024
@@ -82,7 +83,7 @@ class CallObserver:
         self,
         *,
         session_id: str,
-        dialect: Dialect,
+        dialect: DialectName,
         provider: str | None,
         model: str | None,
         purpose: str | None,
@@ -93,7 +94,7 @@ class CallObserver:
         writer: Any = None,
     ) -> None:
         self.session_id = session_id
-        self.dialect: Dialect = dialect
+        self.dialect: DialectName = dialect
         self.provider = provider
         self.model = model
         self.purpose = purpose
@@ -308,7 +309,9 @@ class CallObserver:
         return row
 
 
-def parse_request_body(content: bytes | None, dialect: Dialect) -> tuple[Any, list[SentCarrier]]:
+def parse_request_body(
+    content: bytes | None, dialect: DialectName
+) -> tuple[Any, list[SentCarrier]]:
     """The decoded request body and the carriers it sends back ((None, []) if not JSON)."""
     if not content:
         return None, []
@@ -316,7 +319,9 @@ def parse_request_body(content: bytes | None, dialect: Dialect) -> tuple[Any, li
         body = json.loads(content)
     except (ValueError, UnicodeDecodeError):
         return None, []
-    return body, request_carriers(dialect, body)
+    if not isinstance(body, dict):
+        return body, []
+    return body, get_dialect(dialect).request_carriers(body)
 
 
 def make_writer(directory: Path, session_id: str, cap_bytes: int) -> Any:

@@ -2,7 +2,7 @@
 
 ``httpx.Client(transport=ProbeTransport(session_id="s1"))`` (or an SDK's ``http_client``)
 is all a user writes. Per call the transport reads the settings once, works out the dialect
-from the URL path (``wire.request_carriers.dialect_for_path``), reads the carriers in the
+from the URL path (``wire.dialect_for_path``), reads the carriers in the
 outgoing body, and wraps the response byte stream: each chunk is kept by reference and
 yielded as the same object, in order. The row is built by the probe worker once the stream
 ends, is closed, fails or is abandoned (whichever comes first), exactly once; it lands
@@ -32,8 +32,8 @@ from reasonwire.probe.observer import (
     relay,
 )
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
-from reasonwire.wire.model import Dialect
-from reasonwire.wire.request_carriers import dialect_for_path, model_in_request, streams_as_json
+from reasonwire.wire.model import DialectName
+from reasonwire.wire.registry import dialect_for_path, get_dialect
 
 _STREAM_TYPES = ("text/event-stream",)
 
@@ -78,11 +78,11 @@ def provider_for(url: Any) -> str:
     return str(url.netloc.decode("ascii", "replace"))
 
 
-def _is_stream(request: Any, response: Any, dialect: Dialect) -> bool:
+def _is_stream(request: Any, response: Any, dialect: DialectName) -> bool:
     ctype = response.headers.get("content-type", "").lower()
     if ctype.startswith(_STREAM_TYPES):
         return True
-    return streams_as_json(request.url.path)
+    return get_dialect(dialect).streams_as_json(request.url.path)
 
 
 class _Probe:
@@ -101,9 +101,10 @@ class _Probe:
     def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
         try:
-            dialect = dialect_for_path(request.url.path)
-            if dialect is None:
+            found = dialect_for_path(request.url.path)
+            if found is None:
                 return None
+            dialect = found.name
             settings = load_settings()
             provider = provider_for(request.url)
             host = urlsplit(str(request.url)).netloc
@@ -118,7 +119,7 @@ class _Probe:
                 {
                     "dialect": dialect,
                     "provider": provider,
-                    "model": model_in_request(dialect, request.url.path, body),
+                    "model": found.model_in_request(request.url.path, body),
                     "sent": sent,
                 },
                 settings,

@@ -1,6 +1,18 @@
-"""The only code that knows provider JSON shapes: neutral types, SSE, four dialects."""
+"""The only code that knows provider JSON shapes: neutral types, SSE, one object per dialect.
 
-from reasonwire.wire.dialect import StreamDecoder, WireDialect, get_dialect
+``get_dialect(name)`` returns the :class:`Dialect` object of a wire API; everything above
+``wire/`` asks it instead of knowing a provider (see ``DIALECTS.md`` beside this file).
+"""
+
+from reasonwire.wire.dialect import Dialect, StreamDecoder, StreamProjector
+from reasonwire.wire.facts import (
+    CarrierKind,
+    Control,
+    ErrorInfo,
+    SentCarrier,
+    ServerState,
+    Variants,
+)
 from reasonwire.wire.model import (
     ABSENT,
     DIALECTS,
@@ -8,7 +20,7 @@ from reasonwire.wire.model import (
     Assistant,
     Carrier,
     CarrierComplete,
-    Dialect,
+    DialectName,
     Done,
     Message,
     Native,
@@ -27,6 +39,8 @@ from reasonwire.wire.model import (
     UsageEvent,
     User,
 )
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.registry import detect, dialect_for_path, dialects, get_dialect
 from reasonwire.wire.sse import SSEDecoder, SSEEvent
 
 __all__ = [
@@ -36,17 +50,25 @@ __all__ = [
     "Assistant",
     "Carrier",
     "CarrierComplete",
+    "CarrierKind",
+    "Control",
     "Dialect",
+    "DialectName",
     "Done",
+    "ErrorInfo",
     "Message",
     "Native",
+    "Profile",
     "ReasoningDelta",
     "RequestOptions",
     "SSEDecoder",
     "SSEEvent",
+    "SentCarrier",
+    "ServerState",
     "StreamDecoder",
     "StreamError",
     "StreamEvent",
+    "StreamProjector",
     "System",
     "TextDelta",
     "ToolCall",
@@ -57,6 +79,9 @@ __all__ = [
     "Usage",
     "UsageEvent",
     "User",
-    "WireDialect",
+    "Variants",
+    "detect",
+    "dialect_for_path",
+    "dialects",
     "get_dialect",
 ]

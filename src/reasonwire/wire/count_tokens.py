@@ -7,19 +7,19 @@ endpoint. Only ``wire/`` knows JSON shapes, so the path, the request fields the 
 accepts (a count endpoint refuses generation-only fields such as ``max_tokens`` or
 ``stream``) and the answer's count field live here.
 
-Chat Completions has no count endpoint: :func:`count_spec` returns ``None`` for it.
+Each dialect object holds its own :class:`CountSpec` (``Dialect.count``); Chat Completions
+has none.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.jsonload import loads
-from reasonwire.wire.model import JSON, Dialect
+from reasonwire.wire.model import JSON
 
 
 @dataclass(frozen=True)
@@ -34,31 +34,6 @@ class CountSpec:
     path: str
     keep: frozenset[str]
     result: str
-
-
-_RESPONSES_KEEP = frozenset(
-    {"model", "input", "instructions", "tools", "tool_choice", "reasoning", "text"}
-    | {"parallel_tool_calls", "truncation"}
-)
-
-COUNT_SPECS: Mapping[str, CountSpec] = MappingProxyType(
-    {
-        "responses": CountSpec("/responses/input_tokens", _RESPONSES_KEEP, "input_tokens"),
-        "anthropic": CountSpec(
-            "/messages/count_tokens",
-            frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking"}),
-            "input_tokens",
-        ),
-        # countTokens takes ``contents`` alone (system and tools only inside a nested
-        # generateContentRequest); a with/without difference needs nothing else.
-        "gemini": CountSpec("/models/{model}:countTokens", frozenset({"contents"}), "totalTokens"),
-    }
-)
-
-
-def count_spec(dialect: Dialect | str) -> CountSpec | None:
-    """The count endpoint of ``dialect``, or ``None`` when it has none (chat)."""
-    return COUNT_SPECS.get(dialect)
 
 
 def count_path(spec: CountSpec, model: str) -> str:
@@ -83,4 +58,4 @@ def parse_count(spec: CountSpec, raw: bytes | str) -> int:
     return value
 
 
-__all__ = ["COUNT_SPECS", "CountSpec", "count_body", "count_path", "count_spec", "parse_count"]
+__all__ = ["CountSpec", "count_body", "count_path", "parse_count"]

@@ -1,23 +1,52 @@
-"""The contract every wire dialect module fulfils, and the registry that finds them.
+"""One wire API as one object: :class:`Dialect`, and the typed facts it owns.
 
-Code above ``wire/`` asks :func:`get_dialect` for a dialect by name (a route record says which)
-and calls these methods; it never branches on a provider.
+Everything the code knows about one wire API lives on its dialect object (in
+``wire/<dialect>/``): request build, parse, stream decode, replay and strip; which fields carry
+reasoning (:class:`CarrierKind`); every request field or header that can set, raise or budget
+reasoning (:class:`Control`, with the documented source of each); the request shape a client
+body must have and the visible projection, an allow-list of what a governed client may see of
+an answer (:mod:`reasonwire.wire.shape`); the error shape; the count endpoint; server-side
+state; detection of a saved body; the harness's text variants. Code above ``wire/`` asks the
+object (:func:`reasonwire.wire.get_dialect`) and never names a provider.
+
+Vendor differences inside one dialect are :class:`~reasonwire.wire.profile.Profile` layers
+(dialect default -> vendor -> route), not subclasses.
+
+A new dialect is one module that builds a :class:`Dialect` subclass instance called
+``DIALECT`` plus one line in :data:`reasonwire.wire.registry.TABLE` (see ``DIALECTS.md`` in
+this folder).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+import re
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
 
+from reasonwire.wire.controls import strip_paths
+from reasonwire.wire.count_tokens import CountSpec
+from reasonwire.wire.facts import (
+    CarrierKind,
+    Control,
+    ErrorInfo,
+    SentCarrier,
+    ServerState,
+    Variants,
+)
 from reasonwire.wire.model import (
     JSON,
     Assistant,
-    Dialect,
+    Carrier,
+    DialectName,
     Message,
     RequestOptions,
     StreamEvent,
     Turn,
 )
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.shape import Shape, ShapeError, TextFilter, project, validate
+from reasonwire.wire.vault import Lookup
 
 
 @runtime_checkable
@@ -37,54 +66,227 @@ class StreamDecoder(Protocol):
     def partial_turn(self) -> Turn: ...
 
 
-class WireDialect(Protocol):
-    """One wire API: request building, response parsing, stream decoding, replay."""
+class StreamProjector(Protocol):
+    """Bytes of an upstream stream in, only what a governed client may see out.
 
-    name: Dialect
+    ``fail(reason)`` returns the bytes of the dialect's own error event, sent instead of a
+    clean end when the upstream stream was cut or malformed.
+    """
+
+    def feed(self, chunk: bytes) -> bytes: ...
+
+    def close(self) -> bytes: ...
+
+    def fail(self, reason: str) -> bytes: ...
+
+
+class Dialect:
+    """One wire API. Subclasses set the data attributes and implement the wire functions.
+
+    The defaults here are the common OpenAI-style conventions; a dialect overrides what
+    differs. Nothing in this class names a provider.
+    """
+
+    name: DialectName
+    path_pattern: re.Pattern[str]
+    """Matches the URL path (query stripped) of a generation request in this dialect."""
+    gateway_path: str | None = None
+    """The path the governance gateway serves this dialect on (None: not served)."""
+    carriers: tuple[CarrierKind, ...] = ()
+    controls: tuple[Control, ...] = ()
+    non_escalating: Mapping[str, JSON] = MappingProxyType({})
+    """Exact top-level control values a client may keep: they can only lower effort."""
+    stream_usage: Mapping[str, JSON] = MappingProxyType({})
+    """What a streamed request needs so that the provider reports usage at the end."""
+    forwarded_headers: tuple[str, ...] = ()
+    """Client headers a gateway may pass upstream: protocol versions, never auth or features."""
+    count: CountSpec | None = None
+    server_state: ServerState | None = None
+    variants: Variants = Variants()
+    request_shape: Shape | None = None
+    """The client request body a gateway accepts (allow-list; see :mod:`wire.shape`)."""
+    visible_body: Shape | None = None
+    """What a governed client may see of a whole answer (allow-list)."""
+    error_types: frozenset[str] = frozenset()
+    """Provider error ``type``/``code`` values that may be shown to a governed client."""
+    profiles: Mapping[str, Profile] = MappingProxyType({})
+    """Vendor profiles by name; ``default`` is the dialect's base layer."""
+
+    # -- wire functions (each dialect implements) ------------------------------------------
 
     def request_path(self, options: RequestOptions) -> str:
-        """Path below the base URL (``/chat/completions``, ``/models/m:generateContent``)."""
-        ...
+        raise NotImplementedError
 
     def build_request(
         self, messages: Sequence[Message], options: RequestOptions, profile: str | None = None
     ) -> dict[str, JSON]:
-        """The JSON body for ``messages``; assistant turns replay their native payload."""
-        ...
+        raise NotImplementedError
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
-        """Parse a non-streaming response body (bytes, text, or already-decoded JSON)."""
-        ...
+        raise NotImplementedError
 
     def stream_decoder(self) -> StreamDecoder:
-        """A fresh incremental decoder for one streamed response."""
-        ...
+        raise NotImplementedError
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
-        """The assistant payload to send back, every carrier exactly as received."""
-        ...
+        raise NotImplementedError
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
-        """The same payload with every reasoning carrier removed."""
-        ...
+        raise NotImplementedError
+
+    def detects(self, payload: JSON) -> bool:
+        """True when one JSON body or stream payload has this dialect's shape."""
+        return False
+
+    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+        """Every reasoning carrier a request body sends back on its assistant turns."""
+        return []
+
+    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
+        """(key, exact original) pairs of a finished turn's carriers a client cannot return."""
+        return []
+
+    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+        """Put vaulted carriers back into a request's history in place; drop reasoning the
+        vault does not know (it cannot be genuine). Returns how many were re-attached."""
+        return 0
+
+    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
+        raise NotImplementedError
+
+    def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
+        """The gateway's own error object in this dialect's shape (OpenAI style by default:
+        ``error.message`` / ``type`` / ``code``; ``type: error`` lets Anthropic SDKs read it)."""
+        etype = info.type if info and info.type in self.error_types else _STATUS_TYPES.get(status)
+        code = info.code if info and info.code in self.error_types else reason
+        return {
+            "type": "error",
+            "error": {"type": etype or "api_error", "code": code, "message": message},
+        }
+
+    # -- facts with a common default -------------------------------------------------------
+
+    def matches_path(self, path: str) -> bool:
+        return self.path_pattern.search(path.split("?", 1)[0].rstrip("/")) is not None
+
+    def streams_as_json(self, path: str) -> bool:
+        """True when a stream on ``path`` may arrive as ``application/json`` (a JSON array)."""
+        return False
+
+    def model_in_request(self, path: str, body: JSON) -> str | None:
+        if isinstance(body, dict) and isinstance(body.get("model"), str):
+            return str(body["model"])
+        return None
+
+    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+        return body.get("stream") is True
+
+    def error_info(self, payload: JSON) -> ErrorInfo | None:
+        """Message, type and code of an error body: ``{"error": {..}}``, ``{"error": ".."}``,
+        ``{"message": ..}``, ``{"detail": ..}``, or a list holding one such object."""
+        return read_error(payload)
+
+    def profile(self, name: str | None = None, **overrides: Any) -> Profile:
+        """The profile layers merged: dialect default -> vendor ``name`` -> route overrides."""
+        base = self.profiles.get("default", Profile())
+        if name is not None and name != "default":
+            vendor = self.profiles.get(name)
+            if vendor is None:
+                from reasonwire.errors import ConfigError
+
+                raise ConfigError(
+                    f"unknown {self.name} profile {name!r}; expected one of: "
+                    f"{', '.join(sorted(self.profiles))}"
+                )
+            base = base.layer(vendor)
+        return base.with_overrides(overrides) if overrides else base
+
+    def strip_controls(
+        self, body: Mapping[str, Any], profile: Profile | None = None
+    ) -> tuple[dict[str, Any], dict[str, JSON]]:
+        """``body`` without any control of the inventory (and the profile's vendor ones), and
+        the removed values by dotted name. Copy-on-write: ``body`` is never changed."""
+        paths = [c.path for c in self.controls if not c.header]
+        if profile is not None:
+            paths += [c.path for c in profile.controls if not c.header]
+        return strip_paths(body, paths)
+
+    def is_non_escalating(self, removed: Mapping[str, JSON]) -> bool:
+        """True when every control the client sent is an allowed lowering value."""
+        allowed = self.non_escalating
+        return bool(removed) and all(k in allowed and allowed[k] == v for k, v in removed.items())
+
+    def validate_request(self, body: JSON) -> dict[str, Any]:
+        """The client body checked against :attr:`request_shape`, unknown fields dropped.
+
+        Raises :class:`~reasonwire.wire.shape.ShapeError` naming the first violation's path.
+        """
+        if self.request_shape is None:
+            raise ShapeError("$", f"the {self.name} dialect accepts no client requests")
+        out = validate(self.request_shape, body)
+        assert isinstance(out, dict)
+        return out
+
+    def project_body(self, body: JSON, profile: Profile | None = None) -> JSON:
+        """A whole answer reduced to :attr:`visible_body` (text cut of think tags when the
+        profile says the model emits them)."""
+        if self.visible_body is None:
+            return {}
+        return project(self.visible_body, body, _text_filter(profile))
+
+    def text_carriers(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.carriers if not c.opaque)
+
+    def is_opaque(self, carrier: Carrier) -> bool:
+        return carrier.opaque
 
 
-_REGISTRY: dict[str, WireDialect] = {}
+def _text_filter(profile: Profile | None) -> TextFilter | None:
+    if profile is None or not profile.think_tags:
+        return None
+    from reasonwire.wire.thinktags import cut_think
+
+    return cut_think
 
 
-def register(dialect: WireDialect) -> WireDialect:
-    _REGISTRY[dialect.name] = dialect
-    return dialect
+_STATUS_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    405: "invalid_request_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "api_error",
+}
 
 
-def get_dialect(name: str) -> WireDialect:
-    """The dialect called ``name`` (``chat``, ``responses``, ``anthropic``, ``gemini``)."""
-    from reasonwire.errors import UnknownDialect
-    from reasonwire.wire import anthropic, chat, gemini, responses  # noqa: F401  (registers)
+def read_error(payload: JSON) -> ErrorInfo | None:
+    """The common error shapes (see :meth:`Dialect.error_info`)."""
+    if isinstance(payload, list) and payload:
+        payload = payload[0]
+    if not isinstance(payload, dict):
+        return None
+    err = payload.get("error")
+    if isinstance(err, dict):
+        msg = err.get("message")
+        etype = err.get("type") if isinstance(err.get("type"), str) else err.get("status")
+        code = err.get("code")
+        return ErrorInfo(
+            msg if isinstance(msg, str) and msg else None,
+            etype if isinstance(etype, str) else None,
+            str(code) if isinstance(code, str | int) and not isinstance(code, bool) else None,
+        )
+    if isinstance(err, str) and err:
+        return ErrorInfo(err)
+    for key in ("message", "detail"):
+        msg = payload.get(key)
+        if isinstance(msg, str) and msg:
+            return ErrorInfo(msg)
+    return None
 
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise UnknownDialect(
-            f"unknown dialect {name!r}; expected one of: {', '.join(sorted(_REGISTRY))}"
-        ) from None
+
+__all__ = ["Dialect", "StreamDecoder", "StreamProjector", "read_error"]

@@ -1,7 +1,7 @@
 """Neutral types shared by every wire dialect.
 
 Everything above ``wire/`` speaks in these types only. A provider difference is carried as
-data (a :data:`Dialect` tag, a carrier ``kind``, a field profile), never as a branch on a
+data (a :data:`DialectName` tag, a carrier ``kind``, a field profile), never as a branch on a
 provider name somewhere else.
 
 Carriers are sacred: :class:`Carrier.value` is the exact JSON value that arrived (same keys,
@@ -19,8 +19,12 @@ from typing import Any, Literal, TypeAlias
 JSON: TypeAlias = Any
 """A decoded JSON value (dict, list, str, int, float, bool or None)."""
 
-Dialect = Literal["chat", "responses", "anthropic", "gemini"]
-DIALECTS: tuple[Dialect, ...] = ("chat", "responses", "anthropic", "gemini")
+DialectName: TypeAlias = str
+"""A dialect's registry name (``chat``, ``responses``, ``anthropic``, ``gemini``, or one a
+test registers); :func:`reasonwire.wire.get_dialect` turns it into the :class:`Dialect` object."""
+
+DIALECTS: tuple[DialectName, ...] = ("chat", "responses", "anthropic", "gemini")
+"""The built-in dialects, in detection order."""
 
 
 class _Absent:
@@ -66,7 +70,7 @@ class Carrier:
     text the carrier holds, if any. ``tool_call_id`` links a carrier that rides on a tool call.
     """
 
-    dialect: Dialect
+    dialect: DialectName
     kind: str
     path: str
     value: JSON
@@ -127,7 +131,7 @@ class Native:
     gemini: the content parts. Replaying to the same dialect sends these values unchanged.
     """
 
-    dialect: Dialect
+    dialect: DialectName
     items: tuple[JSON, ...]
 
 
@@ -237,7 +241,7 @@ class Turn:
     ``native`` holds the dialect's assistant payload for replay.
     """
 
-    dialect: Dialect
+    dialect: DialectName
     text: str
     reasoning_text: str
     tool_calls: tuple[ToolCall, ...]

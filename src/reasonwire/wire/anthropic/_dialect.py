@@ -1,7 +1,8 @@
 """Anthropic Messages dialect (``POST {base}/messages``).
 
 Request building, replay and strip live here; response parsing in
-:mod:`reasonwire.wire.anthropic_parse`, stream decoding in :mod:`reasonwire.wire.anthropic_stream`.
+:mod:`reasonwire.wire.anthropic._parse`, stream decoding in
+:mod:`reasonwire.wire.anthropic._stream`.
 
 Replay rules (why they are what they are):
 
@@ -39,15 +40,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from reasonwire.errors import ConfigError
-from reasonwire.wire.anthropic_parse import REASONING_BLOCKS, parse_response
-from reasonwire.wire.anthropic_stream import AnthropicStreamDecoder
-from reasonwire.wire.dialect import register
+from reasonwire.wire.anthropic import _facts, _hidden
+from reasonwire.wire.anthropic._parse import REASONING_BLOCKS, parse_response
+from reasonwire.wire.anthropic._stream import AnthropicStreamDecoder
+from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
-    Dialect,
+    DialectName,
     Message,
     RequestOptions,
     System,
@@ -55,6 +60,9 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import SSEProjector, encode_event
+from reasonwire.wire.vault import Lookup
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when the caller gives none (the API has no default)."""
@@ -111,10 +119,35 @@ def _assistant(blocks: Sequence[JSON]) -> list[JSON]:
     return [{"role": "assistant", "content": list(blocks)}] if blocks else []
 
 
-class AnthropicDialect:
+class AnthropicDialect(Dialect):
     """The Anthropic Messages wire API."""
 
-    name: Dialect = "anthropic"
+    name: DialectName = "anthropic"
+    path_pattern = _facts.PATH
+    gateway_path = "/v1/messages"
+    carriers = _facts.CARRIERS
+    controls = _facts.CONTROLS
+    forwarded_headers = _facts.FORWARDED_HEADERS
+    count = _facts.COUNT
+    variants = _facts.VARIANTS
+    request_shape = _facts.REQUEST
+    visible_body = _facts.VISIBLE
+    error_types = _facts.ERROR_TYPES
+
+    def detects(self, payload: JSON) -> bool:
+        return _facts.detects(payload)
+
+    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+        return _hidden.request_carriers(body)
+
+    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
+        return _hidden.vault_entries(turn)
+
+    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+        return _hidden.reattach(body, lookup)
+
+    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
+        return SSEProjector(_facts.STREAM_EVENT, _error_event)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/messages"
@@ -192,5 +225,11 @@ def _is_reasoning(block: Any) -> bool:
     return isinstance(block, dict) and block.get("type") in REASONING_BLOCKS
 
 
-DIALECT = register(AnthropicDialect())
-"""The registered Anthropic Messages dialect."""
+def _error_event(reason: str) -> bytes:
+    """A stream ``error`` event (the anthropic SDK raises on it)."""
+    data = {"type": "error", "error": {"type": "api_error", "message": reason}}
+    return encode_event("error", orjson.dumps(data))
+
+
+DIALECT = AnthropicDialect()
+"""The Anthropic Messages dialect object."""

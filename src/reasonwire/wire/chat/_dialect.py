@@ -2,8 +2,8 @@
 
 Reasoning rides on the assistant message (``reasoning_content``, ``reasoning``,
 ``reasoning_details``) and on tool calls (``extra_content``). Which of them a route reads, and
-how it takes an effort level, is data in :mod:`reasonwire.wire.chat_profiles`; parsing is in
-:mod:`reasonwire.wire.chat_parse`, stream assembly in :mod:`reasonwire.wire.chat_stream`.
+how it takes an effort level, is data in :mod:`reasonwire.wire.chat._profiles`; parsing is in
+:mod:`reasonwire.wire.chat._parse`, stream assembly in :mod:`reasonwire.wire.chat._stream`.
 
 Replay builds the assistant message from what was received: ``role``, ``content``,
 ``tool_calls`` as received, and each carrier field the profile returns, with the very value
@@ -12,24 +12,25 @@ objects that arrived. ``reasoning_content: null`` is never sent (llama.cpp answe
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.chat_parse import detail_is_opaque, load_body, turn_from_body
-from reasonwire.wire.chat_profiles import (
-    CARRIER_FIELDS,
-    CHAT_PROFILES,
-    TOOL_CALL_CARRIER,
-    ChatProfile,
-    get_profile,
-)
-from reasonwire.wire.chat_stream import ChatStreamDecoder, DetailsMerger, merge_reasoning_details
-from reasonwire.wire.dialect import register
+from reasonwire.wire.chat import _facts, _hidden
+from reasonwire.wire.chat._facts import CARRIER_FIELDS, TEXT_KINDS, TOOL_CALL_CARRIER
+from reasonwire.wire.chat._parse import load_body, turn_from_body
+from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
+from reasonwire.wire.chat._stream import ChatStreamDecoder
+from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.facts import ErrorInfo, SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
-    Dialect,
+    DialectName,
     Message,
     RequestOptions,
     System,
@@ -37,15 +38,32 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import SSEProjector, encode_event
+from reasonwire.wire.vault import Lookup
 
-_TEXT_KINDS = ("reasoning_content", "reasoning")
 _OFF = ("none",)
 
 
-class ChatDialect:
+class ChatDialect(Dialect):
     """Chat Completions: request building, parsing, stream decoding and replay."""
 
-    name: Dialect = "chat"
+    name: DialectName = "chat"
+    path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
+    gateway_path = "/v1/chat/completions"
+    carriers = _facts.CARRIERS
+    controls = _facts.CONTROLS
+    non_escalating = _facts.NON_ESCALATING
+    stream_usage = _facts.STREAM_USAGE
+    variants = _facts.VARIANTS
+    request_shape = _facts.REQUEST
+    visible_body = _facts.VISIBLE
+    error_types = _facts.ERROR_TYPES
+    profiles = CHAT_PROFILES
+
+    def profile(self, name: str | None = None, **overrides: object) -> Profile:
+        base = get_profile(name)
+        return base.with_overrides(overrides) if overrides else base
 
     def request_path(self, options: RequestOptions) -> str:
         return "/chat/completions"
@@ -99,6 +117,32 @@ class ChatDialect:
     def strip(self, message: Assistant | Turn, profile: str | None = None) -> list[JSON]:
         """``[assistant_message]`` without any reasoning carrier."""
         return [_assistant(_as_assistant(message), get_profile(profile), keep=False)]
+
+    # -- facts ------------------------------------------------------------------------
+
+    def detects(self, payload: JSON) -> bool:
+        return _facts.detects(payload)
+
+    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+        return _hidden.request_carriers(body)
+
+    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
+        return _hidden.vault_entries(turn)
+
+    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+        return _hidden.reattach(body, lookup)
+
+    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
+        return SSEProjector(
+            _facts.VISIBLE,
+            self._error_event,
+            think_tags=profile is not None and profile.think_tags,
+            literal=_facts.STREAM_LITERALS,
+        )
+
+    def _error_event(self, reason: str) -> bytes:
+        body = self.error_body(502, "upstream-stream", reason, ErrorInfo(None))
+        return encode_event("message", orjson.dumps(body))
 
 
 def _as_assistant(message: Assistant | Turn) -> Assistant:
@@ -156,7 +200,7 @@ def _from_parts(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, J
         for c in msg.carriers:
             if not prof.returns_field(c.kind) or c.value is None:
                 continue
-            readable = c.kind in _TEXT_KINDS and isinstance(c.value, str)
+            readable = c.kind in TEXT_KINDS and isinstance(c.value, str)
             own_details = c.kind == "reasoning_details" and c.dialect == "chat"
             if readable or own_details:
                 out.setdefault(c.kind, c.value)
@@ -187,16 +231,7 @@ def _tool(name: str, description: str, parameters: JSON) -> dict[str, JSON]:
     return {"type": "function", "function": fn}
 
 
-DIALECT = register(ChatDialect())
+DIALECT = ChatDialect()
+"""The Chat Completions dialect object."""
 
-__all__ = [
-    "CHAT_PROFILES",
-    "DIALECT",
-    "ChatDialect",
-    "ChatProfile",
-    "ChatStreamDecoder",
-    "DetailsMerger",
-    "detail_is_opaque",
-    "get_profile",
-    "merge_reasoning_details",
-]
+__all__ = ["DIALECT", "ChatDialect", "ChatProfile"]

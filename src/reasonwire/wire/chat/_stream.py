@@ -1,7 +1,7 @@
 """Incremental decoder for streamed Chat Completions (``choices[0].delta`` chunks over SSE).
 
 The decoder assembles the final state in the non-streaming body's shape and hands it to
-:func:`~reasonwire.wire.chat_parse.turn_from_body`, so a stream and the same answer sent
+:func:`~reasonwire.wire.chat._parse.turn_from_body`, so a stream and the same answer sent
 whole give the same Turn.
 
 Assembly rules:
@@ -27,7 +27,7 @@ from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
-from reasonwire.wire.chat_parse import (
+from reasonwire.wire.chat._parse import (
     arguments_text,
     details_text,
     parse_usage,

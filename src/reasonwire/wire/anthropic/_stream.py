@@ -25,7 +25,7 @@ from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
-from reasonwire.wire.anthropic_parse import carrier_for, turn_from_message, usage_from
+from reasonwire.wire.anthropic._parse import carrier_for, turn_from_message, usage_from
 from reasonwire.wire.model import (
     CarrierComplete,
     Done,

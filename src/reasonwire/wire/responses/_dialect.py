@@ -29,14 +29,19 @@ Request building choices (and why):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Any
+
+import orjson
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.dialect import register
+from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.facts import ErrorInfo, SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
-    Dialect,
+    DialectName,
     Message,
     RequestOptions,
     System,
@@ -45,8 +50,12 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
-from reasonwire.wire.responses_parse import decode_body, error_message, turn_from_response
-from reasonwire.wire.responses_stream import ResponsesStreamDecoder
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import SSEProjector, encode_event
+from reasonwire.wire.responses import _facts, _hidden
+from reasonwire.wire.responses._parse import decode_body, turn_from_response
+from reasonwire.wire.responses._stream import ResponsesStreamDecoder
+from reasonwire.wire.vault import Lookup
 
 PROFILES: Mapping[str, Mapping[str, JSON]] = {
     "default": {"include": ["reasoning.encrypted_content"]},
@@ -114,10 +123,33 @@ def _without_id(item: JSON) -> JSON:
     return item
 
 
-class ResponsesDialect:
+class ResponsesDialect(Dialect):
     """The Responses wire API (see the module docstring for the request choices)."""
 
-    name: Dialect = "responses"
+    name: DialectName = "responses"
+    path_pattern = _facts.PATH
+    gateway_path = "/v1/responses"
+    carriers = _facts.CARRIERS
+    controls = _facts.CONTROLS
+    count = _facts.COUNT
+    server_state = _facts.SERVER_STATE
+    variants = _facts.VARIANTS
+    request_shape = _facts.REQUEST
+    visible_body = _facts.VISIBLE
+    error_types = _facts.ERROR_TYPES
+    profiles = MappingProxyType(
+        {n: Profile(n, request_defaults=MappingProxyType(dict(v))) for n, v in PROFILES.items()}
+    )
+
+    def profile(self, name: str | None = None, **overrides: Any) -> Profile:
+        """Responses profiles are alternatives (``bare`` asks for nothing), not layers."""
+        found = self.profiles.get(name or "default")
+        if found is None:
+            raise ConfigError(
+                f"responses: unknown profile {name!r}; expected one of: "
+                + ", ".join(sorted(self.profiles))
+            )
+        return found.with_overrides(overrides) if overrides else found
 
     def request_path(self, options: RequestOptions) -> str:
         return "/responses"
@@ -186,16 +218,41 @@ class ResponsesDialect:
             ]
         return _neutral_items(message, keep_carriers=False)
 
+    def detects(self, payload: JSON) -> bool:
+        return _facts.detects(payload)
 
-DIALECT = register(ResponsesDialect())
+    def error_info(self, payload: JSON) -> ErrorInfo | None:
+        info = super().error_info(payload)
+        if info is None and isinstance(payload, dict) and payload.get("type") == "error":
+            msg, code = payload.get("message"), payload.get("code")
+            return ErrorInfo(
+                msg if isinstance(msg, str) else None, None, code if isinstance(code, str) else None
+            )
+        return info
 
-__all__ = [
-    "DIALECT",
-    "PROFILES",
-    "TEXT_CARRIER_KINDS",
-    "ResponsesDialect",
-    "ResponsesStreamDecoder",
-    "error_message",
-    "reasoning_input_item",
-    "tool_spec",
-]
+    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+        return _hidden.request_carriers(body)
+
+    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
+        return _hidden.vault_entries(turn)
+
+    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+        return _hidden.reattach(body, lookup)
+
+    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
+        return SSEProjector(_facts.STREAM_EVENT, _error_event)
+
+
+def _error_event(reason: str) -> bytes:
+    """A stream error the openai SDK raises on (an ``error`` key in the event data)."""
+    data = {
+        "type": "error",
+        "error": {"type": "api_error", "code": "upstream_stream", "message": reason},
+    }
+    return encode_event("error", orjson.dumps(data))
+
+
+DIALECT = ResponsesDialect()
+"""The Responses dialect object."""
+
+__all__ = ["DIALECT", "PROFILES", "ResponsesDialect", "reasoning_input_item", "tool_spec"]

@@ -21,22 +21,27 @@ Replay rules:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire.dialect import register
-from reasonwire.wire.gemini_parse import (
+from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.gemini import _facts, _hidden
+from reasonwire.wire.gemini._parse import (
     is_thought,
     parse_body,
     same_signature,
     synthetic_call_id,
 )
-from reasonwire.wire.gemini_stream import GeminiStreamDecoder
+from reasonwire.wire.gemini._stream import GeminiStreamDecoder
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
-    Dialect,
+    DialectName,
     Message,
     RequestOptions,
     System,
@@ -45,6 +50,8 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
+from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import SSEProjector, encode_event
 
 STAND_IN_SIGNATURE = "skip_thought_signature_validator"
 """Signature put on the first ``functionCall`` of a step built from foreign/synthetic history.
@@ -119,10 +126,40 @@ def _model_content(parts: list[JSON]) -> list[JSON]:
     return [{"role": "model", "parts": parts}] if parts else []
 
 
-class GeminiDialect:
-    """``POST {base}/models/{model}:generateContent`` (or ``:streamGenerateContent``)."""
+class GeminiDialect(Dialect):
+    """The Gemini generateContent wire API."""
 
-    name: Dialect = "gemini"
+    name: DialectName = "gemini"
+    path_pattern = _facts.PATH
+    carriers = _facts.CARRIERS
+    controls = _facts.CONTROLS
+    count = _facts.COUNT
+    variants = _facts.VARIANTS
+    visible_body = _facts.VISIBLE
+    error_types = _facts.ERROR_TYPES
+
+    def detects(self, payload: JSON) -> bool:
+        return _facts.detects(payload)
+
+    def streams_as_json(self, path: str) -> bool:
+        return _facts.JSON_STREAM_PATH.search(path.split("?", 1)[0].rstrip("/")) is not None
+
+    def model_in_request(self, path: str, body: JSON) -> str | None:
+        found = super().model_in_request(path, body)
+        if found is not None:
+            return found
+        m = _facts.MODEL_IN_PATH.search(path)
+        return m.group(1) if m else None
+
+    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+        """Gemini says it in the path (``:streamGenerateContent``), never in the body."""
+        return False
+
+    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+        return _hidden.request_carriers(body)
+
+    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
+        return SSEProjector(_facts.VISIBLE, _error_event)
 
     def request_path(self, options: RequestOptions) -> str:
         model = options.model.removeprefix("models/")
@@ -221,7 +258,12 @@ class GeminiDialect:
         return _model_content(_foreign_parts(message, keep_carriers=False))
 
 
-DIALECT = register(GeminiDialect())
+def _error_event(reason: str) -> bytes:
+    data = {"error": {"code": 502, "status": "UNAVAILABLE", "message": reason}}
+    return encode_event("message", orjson.dumps(data))
+
+
+DIALECT = GeminiDialect()
 
 __all__ = [
     "DIALECT",

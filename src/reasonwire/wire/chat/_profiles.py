@@ -11,71 +11,20 @@ a :class:`ChatProfile` per route family in :data:`CHAT_PROFILES`, never a branch
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.model import JSON
+from reasonwire.wire.chat._facts import TOOL_CALL_CARRIER
+from reasonwire.wire.profile import Profile
 
-CARRIER_FIELDS: tuple[str, ...] = ("reasoning_content", "reasoning", "reasoning_details")
-"""Carrier fields that sit on the assistant message itself, in replay order."""
-
-TOOL_CALL_CARRIER = "extra_content"
-"""The carrier field that rides on each tool call (Gemini's ``google.thought_signature``)."""
-
-ALL_CARRIER_FIELDS: tuple[str, ...] = (*CARRIER_FIELDS, TOOL_CALL_CARRIER)
-
-LEVEL = "<level>"
-"""Placeholder in :attr:`ChatProfile.effort_value`: replaced by the effort level as written."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChatProfile:
-    """How one family of Chat Completions routes treats reasoning.
-
-    ``returns``: the carrier fields sent back on an assistant message (and so the ones the
-    route reads); ``None`` means every carrier field that was received. ``effort_path`` is the
-    key path in the request body that expresses effort and ``effort_value`` the value put there
-    (:data:`LEVEL` stands for the level itself; a dict is deep-merged with what is there).
-    ``max_tokens_field`` names the output-length field the route understands.
-    """
-
-    name: str
-    returns: tuple[str, ...] | None
-    effort_path: tuple[str, ...]
-    effort_value: JSON = LEVEL
-    max_tokens_field: str = "max_tokens"
-    note: str = ""
-    required_on_tool_calls: tuple[str, ...] = ()
-    """Carrier fields the route requires on every assistant message with tool calls; a
-    message built without one (neutral history) sends it as ``""``."""
-
-    def returns_field(self, name: str) -> bool:
-        """True when a replay to this route carries the field ``name``."""
-        return self.returns is None or name in self.returns
-
-    def effort_fragment(self, level: str) -> dict[str, JSON]:
-        """The body fragment that asks this route for ``level`` of effort."""
-        value: JSON = _fill(self.effort_value, level)
-        for key in reversed(self.effort_path):
-            value = {key: value}
-        assert isinstance(value, dict)
-        return value
-
-
-def _fill(template: JSON, level: str) -> JSON:
-    if template == LEVEL:
-        return level
-    if isinstance(template, dict):
-        return {k: _fill(v, level) for k, v in template.items()}
-    return template
-
+ChatProfile = Profile
+"""Chat profiles are plain :class:`~reasonwire.wire.profile.Profile` layers."""
 
 CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
     {
         p.name: p
         for p in (
-            ChatProfile(
+            Profile(
                 "default",
                 None,
                 ("reasoning_effort",),
@@ -119,6 +68,7 @@ CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
                 ("reasoning_content",),
                 ("reasoning_effort",),
                 note="llama-server --jinja reads reasoning_content only; null answers 500.",
+                think_tags=True,
             ),
             ChatProfile(
                 "vllm",
@@ -126,6 +76,7 @@ CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
                 ("chat_template_kwargs", "enable_thinking"),
                 True,
                 note="vLLM/SGLang: reasoning (and reasoning_content) reach the template.",
+                think_tags=True,
             ),
             ChatProfile(
                 "gemini-openai",
@@ -133,17 +84,30 @@ CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
                 ("reasoning_effort",),
                 note="Gemini's OpenAI-compatible endpoint: thought_signature on tool calls.",
             ),
+            ChatProfile(
+                "ollama",
+                ("reasoning_content",),
+                ("think",),
+                True,
+                note="Ollama's OpenAI-compatible endpoint: open models, <think> inline.",
+                think_tags=True,
+            ),
         )
     }
 )
-"""Every known chat profile by name."""
+"""Every known chat vendor layer by name (``default`` is the dialect's base layer)."""
+
+_LAYERED: Mapping[str, Profile] = MappingProxyType(
+    {n: CHAT_PROFILES["default"].layer(p) for n, p in CHAT_PROFILES.items()}
+)
+"""Each vendor layered on the default, merged once."""
 
 
 def get_profile(name: str | None) -> ChatProfile:
     """The profile called ``name`` (``None`` is ``default``); unknown -> ConfigError."""
     key = "default" if name is None else name
     try:
-        return CHAT_PROFILES[key]
+        return _LAYERED[key]
     except KeyError:
         raise ConfigError(
             f"unknown chat profile {key!r}; expected one of: {', '.join(sorted(CHAT_PROFILES))}"

@@ -25,7 +25,7 @@ from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.chat_profiles import CARRIER_FIELDS, TOOL_CALL_CARRIER
+from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 MESSAGE_PATH = "choices[0].message"

@@ -41,7 +41,7 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
-from reasonwire.wire.responses_parse import (
+from reasonwire.wire.responses._parse import (
     CARRIER_KIND,
     TEXT_JOIN,
     arguments_text,

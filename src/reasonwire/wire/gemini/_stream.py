@@ -38,7 +38,7 @@ from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
-from reasonwire.wire.gemini_parse import (
+from reasonwire.wire.gemini._parse import (
     PARTS_PATH,
     compact_json,
     is_thought,

@@ -1,0 +1,231 @@
+"""Anthropic Messages facts as data: carriers, controls, count endpoint, the request shape,
+the visible projection (answers and stream events) and the harness variants.
+
+Source: Anthropic's Messages API reference (create, streaming, extended and adaptive
+thinking, effort, token counting, errors) and ``shared/WIRE.md``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from reasonwire.wire.count_tokens import CountSpec
+from reasonwire.wire.facts import CarrierKind, Control, Variants
+from reasonwire.wire.model import JSON
+from reasonwire.wire.shape import (
+    Anything,
+    Blank,
+    Bool,
+    Const,
+    Int,
+    ListOf,
+    Nullable,
+    Num,
+    Obj,
+    OneOf,
+    Str,
+    Tagged,
+)
+
+CARRIERS = (
+    CarrierKind("thinking", False, "content[i](type=thinking).thinking"),
+    CarrierKind("signature", True, "content[i](type=thinking).signature"),
+    CarrierKind("redacted_thinking", True, "content[i](type=redacted_thinking).data"),
+)
+
+_REF = "Anthropic Messages API reference (extended thinking, effort)"
+CONTROLS = (
+    Control(("thinking",), _REF, "thinking: enabled|adaptive|disabled, budget_tokens"),
+    Control(("output_config", "effort"), _REF, "effort level"),
+    Control(("anthropic-beta",), "Anthropic beta headers", "enables features", header=True),
+)
+"""Reasoning controls of Anthropic Messages. Beta headers are never forwarded (the gateway
+passes ``anthropic-version`` only); every other top-level field outside the request shape is
+dropped."""
+
+FORWARDED_HEADERS = ("anthropic-version",)
+
+COUNT = CountSpec(
+    "/messages/count_tokens",
+    frozenset({"model", "messages", "system", "tools", "tool_choice", "thinking"}),
+    "input_tokens",
+)
+
+# -- request shape --------------------------------------------------------------------------
+
+_CACHE = Anything()
+_BLOCK_IN = Tagged(
+    {
+        "text": Obj(
+            {"type": Str(), "text": Str(), "cache_control": _CACHE, "citations": Anything()}
+        ),
+        "image": Obj({"type": Str(), "source": Anything(), "cache_control": _CACHE}),
+        "document": Obj(
+            {
+                "type": Str(),
+                "source": Anything(),
+                "title": Str(),
+                "context": Str(),
+                "citations": Anything(),
+                "cache_control": _CACHE,
+            }
+        ),
+        "tool_use": Obj(
+            {
+                "type": Str(),
+                "id": Str(),
+                "name": Str(),
+                "input": Anything(),
+                "cache_control": _CACHE,
+            },
+            frozenset({"id", "name"}),
+        ),
+        "tool_result": Obj(
+            {
+                "type": Str(),
+                "tool_use_id": Str(),
+                "content": Anything(),
+                "is_error": Bool(),
+                "cache_control": _CACHE,
+            },
+            frozenset({"tool_use_id"}),
+        ),
+        # Looked up in the vault by signature; never forwarded as the client sent it.
+        "thinking": Obj({"type": Str(), "thinking": Str(), "signature": Str()}),
+        "redacted_thinking": Obj({"type": Str(), "data": Str()}),
+    }
+)
+_MESSAGE = Obj(
+    {
+        "role": Const(frozenset({"user", "assistant"})),
+        "content": OneOf((Str(), ListOf(_BLOCK_IN))),
+    },
+    frozenset({"role", "content"}),
+)
+REQUEST = Obj(
+    {
+        "model": Str(),
+        "messages": ListOf(_MESSAGE),
+        "system": OneOf((Str(), ListOf(_BLOCK_IN))),
+        "max_tokens": Int(lo=1),
+        "tools": ListOf(Anything()),
+        "tool_choice": Anything(),
+        "temperature": Num(),
+        "top_p": Num(),
+        "top_k": Int(lo=0),
+        "stop_sequences": ListOf(Str()),
+        "stream": Bool(),
+        "metadata": Anything(),
+        "service_tier": Str(),
+        "thinking": Anything(),
+        "output_config": Obj({"effort": Anything(), "format": Anything()}),
+    },
+    frozenset({"model", "messages", "max_tokens"}),
+)
+
+# -- visible projection ---------------------------------------------------------------------
+
+_BLOCK_OUT = Tagged(
+    {
+        "text": Obj({"type": Str(), "text": Str(text=True), "citations": Anything()}),
+        "tool_use": Obj({"type": Str(), "id": Str(), "name": Str(), "input": Anything()}),
+        # Opaque parts only: the signature stays, the text is never present.
+        "thinking": Obj({"type": Str(), "thinking": Blank(), "signature": Str()}),
+        "redacted_thinking": Obj({"type": Str(), "data": Str()}),
+    }
+)
+_USAGE = Obj(
+    {
+        "input_tokens": Nullable(Int()),
+        "output_tokens": Int(),
+        "cache_read_input_tokens": Nullable(Int()),
+        "cache_creation_input_tokens": Nullable(Int()),
+        "cache_creation": Anything(),
+        "service_tier": Nullable(Str()),
+    }
+)
+VISIBLE = Obj(
+    {
+        "id": Str(),
+        "type": Str(),
+        "role": Str(),
+        "model": Str(),
+        "content": ListOf(_BLOCK_OUT),
+        "stop_reason": Nullable(Str()),
+        "stop_sequence": Nullable(Str()),
+        "usage": _USAGE,
+    }
+)
+"""What a governed client sees of a message: text, tool_use, thinking blocks as signature
+only (the SDK keeps the block so the client can return it), redacted thinking, usage."""
+
+ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "request_too_large",
+        "rate_limit_error",
+        "api_error",
+        "overloaded_error",
+    }
+)
+
+_DELTA = Tagged(
+    {
+        "text_delta": Obj({"type": Str(), "text": Str(text=True)}),
+        "input_json_delta": Obj({"type": Str(), "partial_json": Str()}),
+        "signature_delta": Obj({"type": Str(), "signature": Str()}),
+        "citations_delta": Obj({"type": Str(), "citation": Anything()}),
+    }
+)
+STREAM_EVENT = Tagged(
+    {
+        "message_start": Obj({"type": Str(), "message": VISIBLE}, frozenset({"message"})),
+        "content_block_start": Obj(
+            {"type": Str(), "index": Int(), "content_block": _BLOCK_OUT},
+            frozenset({"content_block"}),
+        ),
+        "content_block_delta": Obj(
+            {"type": Str(), "index": Int(), "delta": _DELTA}, frozenset({"delta"})
+        ),
+        "content_block_stop": Obj({"type": Str(), "index": Int()}),
+        "message_delta": Obj(
+            {
+                "type": Str(),
+                "delta": Obj({"stop_reason": Nullable(Str()), "stop_sequence": Nullable(Str())}),
+                "usage": _USAGE,
+            }
+        ),
+        "message_stop": Obj({"type": Str()}),
+        "ping": Obj({"type": Str()}),
+        "error": Obj({"type": Str(), "error": Obj({"type": Const(ERROR_TYPES)})}),
+    }
+)
+"""Every stream event a governed client may receive; ``thinking_delta`` (and any delta or
+event kind not named here) is dropped whole."""
+
+VARIANTS = Variants(
+    none_reason="unsigned thinking cannot be sent: Anthropic is measured by the opaque step"
+)
+
+_TYPES = frozenset(
+    {
+        "message",
+        "message_start",
+        "message_delta",
+        "message_stop",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "ping",
+    }
+)
+
+
+def detects(payload: JSON) -> bool:
+    return isinstance(payload, dict) and payload.get("type") in _TYPES
+
+
+PATH = re.compile(r"/messages$", re.IGNORECASE)

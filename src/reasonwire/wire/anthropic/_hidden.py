@@ -1,0 +1,64 @@
+"""Anthropic reasoning a governed client cannot hold (vault key: the thinking block's
+signature, which the client returns), and the carriers a request sends back (for the probe)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.model import JSON, Turn
+from reasonwire.wire.vault import Lookup, present, sized
+
+
+def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
+    return [
+        ("sig:" + str(c.value["signature"]), c.value)
+        for c in turn.carriers
+        if isinstance(c.value, dict)
+        and c.value.get("type") == "thinking"
+        and c.value.get("signature")
+    ]
+
+
+def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+    n = 0
+    for msg in body.get("messages") or ():
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        content = msg.get("content")
+        if not isinstance(content, list):
+            continue
+        kept: list[Any] = []
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "thinking":
+                found = lookup("sig:" + str(block.get("signature")))
+                if found is None:
+                    continue  # unknown plaintext thinking: not genuine, never forwarded
+                kept.append(found)
+                n += 1
+            else:
+                kept.append(block)
+        msg["content"] = kept
+    return n
+
+
+def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+    out: list[SentCarrier] = []
+    for msg in body.get("messages") or ():
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        content = msg.get("content")
+        if not isinstance(content, list):
+            continue
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "thinking":
+                if present(block.get("thinking")):
+                    out.append(SentCarrier("thinking", sized(block["thinking"]), False))
+                if present(block.get("signature")):
+                    out.append(SentCarrier("signature", sized(block["signature"]), True))
+            elif block.get("type") == "redacted_thinking" and present(block.get("data")):
+                out.append(SentCarrier("redacted_thinking", sized(block["data"]), True))
+    return out

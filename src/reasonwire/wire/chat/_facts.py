@@ -1,0 +1,277 @@
+"""Chat Completions facts as data: carriers, the controls inventory, the request shape, the
+visible projection and the harness variants.
+
+Sources are named per control: OpenAI's Chat Completions reference, OpenRouter's reasoning
+and routing docs, DeepSeek's thinking-mode guide, Z.ai's GLM thinking docs, vLLM's and
+SGLang's OpenAI-compatible server docs, Qwen (DashScope) compatible-mode docs, Ollama's API,
+Gemini's OpenAI-compatibility page (all summarised in ``shared/WIRE.md``).
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, Variants
+from reasonwire.wire.model import JSON
+from reasonwire.wire.shape import (
+    Anything,
+    Bool,
+    Const,
+    Int,
+    ListOf,
+    Nullable,
+    Num,
+    Obj,
+    OneOf,
+    Str,
+    Tagged,
+)
+
+CARRIER_FIELDS: tuple[str, ...] = ("reasoning_content", "reasoning", "reasoning_details")
+"""Carrier fields that sit on the assistant message itself, in replay order."""
+
+TOOL_CALL_CARRIER = "extra_content"
+"""The carrier field that rides on each tool call (Gemini's ``google.thought_signature``)."""
+
+ALL_CARRIER_FIELDS: tuple[str, ...] = (*CARRIER_FIELDS, TOOL_CALL_CARRIER)
+
+TEXT_KINDS = ("reasoning_content", "reasoning")
+"""Readable text carriers a message built from neutral parts can express."""
+
+CARRIERS = (
+    CarrierKind("reasoning_content", False, "choices[0].message.reasoning_content"),
+    CarrierKind("reasoning", False, "choices[0].message.reasoning"),
+    CarrierKind("reasoning_details", False, "choices[0].message.reasoning_details"),
+    CarrierKind("extra_content", True, "choices[0].message.tool_calls[i].extra_content"),
+)
+
+_OAI = "OpenAI Chat Completions reference"
+_OR = "OpenRouter docs (reasoning tokens; model routing; provider routing)"
+_VLLM = "vLLM / SGLang OpenAI-compatible server docs"
+CONTROLS = (
+    Control(("reasoning_effort",), _OAI, "effort level (none|minimal|low|medium|high|xhigh)"),
+    Control(("reasoning",), _OR, "effort, max_tokens budget, exclude, enabled"),
+    Control(("include_reasoning",), _OR, "legacy switch for returning reasoning"),
+    Control(("models",), _OR, "fallback model list: changes which model runs"),
+    Control(("provider",), _OR, "provider routing preferences: changes which upstream runs"),
+    Control(("route",), _OR, "legacy fallback routing switch"),
+    Control(("thinking",), "DeepSeek thinking mode; Z.ai GLM thinking", "thinking on/off"),
+    Control(("enable_thinking",), "Qwen (DashScope) compatible mode", "thinking switch"),
+    Control(("thinking_budget",), "Qwen (DashScope) compatible mode", "thinking token budget"),
+    Control(("chat_template_kwargs",), _VLLM, "template switches and budgets"),
+    Control(("chat_template",), _VLLM, "a per-request chat template"),
+    Control(("separate_reasoning",), "SGLang OpenAI-compatible server", "reasoning parser"),
+    Control(("think",), "Ollama API", "thinking switch or level"),
+    Control(("extra_body",), "Gemini OpenAI compatibility", "literal extra_body.google..."),
+    Control(("google",), "Gemini OpenAI compatibility", "google.thinking_config"),
+    Control(("output_config",), "Anthropic Messages (foreign field)", "effort"),
+    Control(("generationConfig",), "Gemini API (foreign field)", "thinkingConfig"),
+    Control(("generation_config",), "Gemini API (foreign field)", "thinking_config"),
+)
+"""Every request field that sets, raises, budgets or switches reasoning or the model on an
+OpenAI-compatible route. Whole objects go (``chat_template_kwargs``: any key of it may be a
+template's thinking switch or budget). Foreign dialects' fields are listed too: a compatible
+server may honour them."""
+
+NON_ESCALATING: dict[str, JSON] = {"reasoning_effort": "none"}
+"""``reasoning_effort: "none"`` can only lower effort: kept when the route sets none."""
+
+STREAM_USAGE: dict[str, JSON] = {"stream_options": {"include_usage": True}}
+
+# -- request shape: what a client may send ---------------------------------------------------
+
+_TEXT_PART = Obj({"type": Str(), "text": Str()}, frozenset({"text"}))
+_PARTS = Tagged(
+    {
+        "text": _TEXT_PART,
+        "image_url": Obj({"type": Str(), "image_url": Anything()}),
+        "input_audio": Obj({"type": Str(), "input_audio": Anything()}),
+        "file": Obj({"type": Str(), "file": Anything()}),
+        "refusal": Obj({"type": Str(), "refusal": Str()}),
+    }
+)
+_CONTENT = Nullable(OneOf((Str(), ListOf(_PARTS))))
+_CALL = Obj(
+    {
+        "id": Str(),
+        "type": Str(),
+        "index": Int(),
+        "function": Obj({"name": Str(), "arguments": Str()}),
+        TOOL_CALL_CARRIER: Anything(),
+    }
+)
+_MESSAGE = Obj(
+    {
+        "role": Const(frozenset({"system", "developer", "user", "assistant", "tool"})),
+        "content": _CONTENT,
+        "name": Str(),
+        "tool_calls": ListOf(_CALL),
+        "tool_call_id": Str(),
+        "refusal": Nullable(Str()),
+        # Reasoning a client replays: only looked up in the vault, never forwarded as sent.
+        **{f: Anything() for f in CARRIER_FIELDS},
+    },
+    frozenset({"role"}),
+)
+REQUEST = Obj(
+    {
+        "model": Str(),
+        "messages": ListOf(_MESSAGE),
+        "tools": ListOf(Obj({"type": Str(), "function": Anything()})),
+        "tool_choice": OneOf((Str(), Obj({"type": Str(), "function": Anything()}))),
+        "parallel_tool_calls": Bool(),
+        "stream": Bool(),
+        "stream_options": Obj({"include_usage": Bool()}),
+        "max_tokens": Int(lo=1),
+        "max_completion_tokens": Int(lo=1),
+        "temperature": Num(),
+        "top_p": Num(),
+        "n": Int(lo=1, hi=1),
+        "stop": OneOf((Str(), ListOf(Str()))),
+        "presence_penalty": Num(),
+        "frequency_penalty": Num(),
+        "seed": Int(),
+        "response_format": Anything(),
+        "logprobs": Bool(),
+        "top_logprobs": Int(lo=0),
+        "user": Str(),
+        "metadata": Anything(),
+        "service_tier": Str(),
+        "verbosity": Str(),
+        # Controls: removed after validation, but typed so that a wrong type is a 400 too.
+        **{c.path[0]: Anything() for c in CONTROLS},
+    },
+    frozenset({"model", "messages"}),
+)
+"""The Chat Completions request a governed client may send (the reference's documented
+fields; ``n`` is 1 because the gateway keeps one answer)."""
+
+# -- visible projection ---------------------------------------------------------------------
+
+_VISIBLE_PART = Tagged({"text": Obj({"type": Str(), "text": Str(text=True)})})
+_VISIBLE_CALL = Obj(
+    {
+        "id": Str(),
+        "type": Str(),
+        "index": Int(),
+        "function": Obj({"name": Str(), "arguments": Str()}),
+        # Opaque thought signature (Gemini's compatibility layer): returned byte for byte.
+        TOOL_CALL_CARRIER: Obj({"google": Obj({"thought_signature": Str()})}),
+    }
+)
+_VISIBLE_MESSAGE = Obj(
+    {
+        "role": Str(),
+        "content": Nullable(OneOf((Str(text=True), ListOf(_VISIBLE_PART)))),
+        "refusal": Nullable(Str()),
+        "tool_calls": ListOf(_VISIBLE_CALL),
+    }
+)
+_USAGE = Obj(
+    {
+        "prompt_tokens": Int(),
+        "completion_tokens": Int(),
+        "total_tokens": Int(),
+        "prompt_tokens_details": Obj({"cached_tokens": Int(), "audio_tokens": Int()}),
+        "completion_tokens_details": Obj(
+            {
+                "reasoning_tokens": Int(),
+                "audio_tokens": Int(),
+                "accepted_prediction_tokens": Int(),
+                "rejected_prediction_tokens": Int(),
+            }
+        ),
+        "cost": Num(),
+    }
+)
+_CHOICE = Obj(
+    {
+        "index": Int(),
+        "finish_reason": Nullable(Str()),
+        "message": _VISIBLE_MESSAGE,
+        "delta": _VISIBLE_MESSAGE,
+    }
+)
+VISIBLE = Obj(
+    {
+        "id": Str(),
+        "object": Str(),
+        "created": Int(),
+        "model": Str(),
+        "system_fingerprint": Nullable(Str()),
+        "service_tier": Nullable(Str()),
+        "choices": ListOf(_CHOICE),
+        "usage": Nullable(_USAGE),
+    }
+)
+"""What a governed client sees of an answer or a stream chunk: ids, text, tool calls (with
+their opaque thought signatures), finish reasons, usage. No reasoning field of any name."""
+
+ERROR_TYPES = frozenset(
+    {
+        "invalid_request_error",
+        "authentication_error",
+        "permission_error",
+        "not_found_error",
+        "rate_limit_error",
+        "server_error",
+        "api_error",
+        "insufficient_quota",
+        "rate_limit_exceeded",
+        "context_length_exceeded",
+        "model_not_found",
+        "invalid_api_key",
+    }
+)
+"""Provider error types and codes a governed client may be shown (the OpenAI reference's)."""
+
+STREAM_LITERALS = frozenset({"[DONE]"})
+
+# -- the harness ----------------------------------------------------------------------------
+
+
+def _text(trace: str) -> JSON:
+    return trace
+
+
+def _details(trace: str) -> JSON:
+    return [{"type": "reasoning.text", "text": trace, "format": "unknown", "index": 0}]
+
+
+_RC: CarrierSpec = ("reasoning_content", _text)
+_R: CarrierSpec = ("reasoning", _text)
+_RD: CarrierSpec = ("reasoning_details", _details)
+
+VARIANTS = Variants(
+    text=MappingProxyType(
+        {
+            "none": (),
+            "reasoning_content": (_RC,),
+            "reasoning": (_R,),
+            "reasoning_details": (_RD,),
+            "all": (_RC, _R, _RD),
+        }
+    ),
+)
+
+_DETECT_OBJECTS = frozenset({"chat.completion", "chat.completion.chunk"})
+
+
+def detects(payload: JSON) -> bool:
+    return isinstance(payload, dict) and (
+        "choices" in payload or payload.get("object") in _DETECT_OBJECTS
+    )
+
+
+__all__ = [
+    "CARRIERS",
+    "CARRIER_FIELDS",
+    "CONTROLS",
+    "ERROR_TYPES",
+    "REQUEST",
+    "TEXT_KINDS",
+    "TOOL_CALL_CARRIER",
+    "VARIANTS",
+    "VISIBLE",
+    "detects",
+]

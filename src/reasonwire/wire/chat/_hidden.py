@@ -1,0 +1,75 @@
+"""Chat Completions reasoning a governed client cannot hold: the vault's keys and re-attaching
+the originals, and the carriers a request sends back (for the probe).
+
+The vault key of an assistant message is its first tool call id (the client returns it), or a
+hash of its text when it made no call. See :mod:`reasonwire.wire.vault` for the design.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
+from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.model import JSON, Turn
+from reasonwire.wire.vault import Lookup, present, sized, text_key
+
+
+def _key(tool_call_ids: list[str], text: str) -> str:
+    return "tc:" + tool_call_ids[0] if tool_call_ids else text_key(text)
+
+
+def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
+    fields = {
+        c.kind: c.value
+        for c in turn.carriers
+        if c.kind in CARRIER_FIELDS and c.path.startswith("choices[0].")
+    }
+    if not fields:
+        return []
+    ids = [tc.id for tc in turn.tool_calls if tc.id]
+    return [(_key(ids, turn.text), fields)]
+
+
+def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+    n = 0
+    for msg in body.get("messages") or ():
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        for f in CARRIER_FIELDS:
+            msg.pop(f, None)
+        ids = [
+            str(tc["id"])
+            for tc in msg.get("tool_calls") or ()
+            if isinstance(tc, dict) and tc.get("id")
+        ]
+        content = msg.get("content")
+        found = lookup(_key(ids, content if isinstance(content, str) else ""))
+        if isinstance(found, dict):
+            msg.update(found)
+            n += 1
+    return n
+
+
+def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+    out: list[SentCarrier] = []
+    for msg in body.get("messages") or ():
+        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+            continue
+        for field in ("reasoning_content", "reasoning"):
+            if present(msg.get(field)):
+                out.append(SentCarrier(field, sized(msg[field]), False))
+        for detail in msg.get("reasoning_details") or ():
+            if not isinstance(detail, dict):
+                continue
+            kind = str(detail.get("type") or "reasoning_details")
+            for key, opaque in (("text", False), ("summary", False), ("data", True)):
+                if present(detail.get(key)):
+                    out.append(SentCarrier(kind, sized(detail[key]), opaque))
+            if present(detail.get("signature")):
+                out.append(SentCarrier(kind + ".signature", sized(detail["signature"]), True))
+        for call in msg.get("tool_calls") or ():
+            if isinstance(call, dict) and present(call.get(TOOL_CALL_CARRIER)):
+                out.append(SentCarrier(TOOL_CALL_CARRIER, sized(call[TOOL_CALL_CARRIER]), True))
+    return out

@@ -1,0 +1,118 @@
+"""Typed facts a dialect object holds: carrier kinds, controls, error info, server state,
+harness variants, carriers found in a request. Plain frozen data, no behaviour."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from reasonwire.wire.model import JSON
+
+
+@dataclass(frozen=True, slots=True)
+class CarrierKind:
+    """One kind of reasoning carrier this dialect sends and expects back.
+
+    ``opaque`` carriers (signatures, encrypted content) must return byte for byte and are
+    never shown or folded; text carriers are readable reasoning. ``where`` says where the
+    carrier sits in an answer, as a JSON path pattern.
+    """
+
+    name: str
+    opaque: bool
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class Control:
+    """A request field (``path`` of keys into the body) or header that can set, raise, budget
+    or switch reasoning, or change which model runs.
+
+    ``source`` names the vendor documentation the entry comes from; ``what`` says what it does.
+    ``header`` controls are request headers (``path`` holds the lower-case header name).
+    """
+
+    path: tuple[str, ...]
+    source: str
+    what: str
+    header: bool = False
+
+    @property
+    def name(self) -> str:
+        return ".".join(self.path)
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """What an error body says: message, type and code, each ``None`` when absent."""
+
+    message: str | None
+    type: str | None = None
+    code: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerState:
+    """How a dialect's servers can keep a conversation (all field names are the dialect's).
+
+    ``stateful_profile`` / ``stateless_profile`` name the request profile used with and
+    without ``store``; ``stateless_include`` lists what a stateless replay must ask for.
+    """
+
+    store_field: str
+    previous_field: str
+    store_default: bool
+    stateful_profile: str
+    stateless_profile: str
+    stateless_include: tuple[str, ...]
+    include_field: str = "include"
+
+
+CarrierSpec = tuple[str, Callable[[str], JSON]]
+"""(carrier kind, trace -> carrier value): one carrier of a harness text variant."""
+
+
+@dataclass(frozen=True, slots=True)
+class Variants:
+    """The consumption harness's variants for this dialect.
+
+    ``text``: variant name -> carriers on the fixture's tool-call turn (``none`` is the
+    baseline; empty when the dialect cannot send unsigned reasoning, with ``none_reason``).
+    ``opaque_extras``: extra turn-2 pairs of the opaque step (name -> body fragment).
+    ``stand_in``: the dialect documents a stand-in for a signature (a third turn-2 request).
+    """
+
+    text: Mapping[str, tuple[CarrierSpec, ...]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    none_reason: str = ""
+    opaque_extras: Mapping[str, Mapping[str, JSON]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    stand_in: bool = False
+
+
+BASELINE = "none"
+"""The variant without any carrier."""
+
+
+@dataclass(frozen=True, slots=True)
+class SentCarrier:
+    """One reasoning carrier in a request: its kind, byte size and whether it is opaque."""
+
+    kind: str
+    size: int
+    opaque: bool
+
+
+__all__ = [
+    "BASELINE",
+    "CarrierKind",
+    "CarrierSpec",
+    "Control",
+    "ErrorInfo",
+    "SentCarrier",
+    "ServerState",
+    "Variants",
+]

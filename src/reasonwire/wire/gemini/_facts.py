@@ -1,0 +1,114 @@
+"""Gemini facts as data: carriers, controls, count endpoint, detection, the visible
+projection and the harness variants.
+
+Source: the Gemini API reference (generateContent, streamGenerateContent, countTokens,
+thinking, thought signatures) and ``shared/WIRE.md``. Gemini's REST surface accepts
+lowerCamelCase and snake_case field names alike, so both spellings are listed.
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+
+from reasonwire.wire.count_tokens import CountSpec
+from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, Variants
+from reasonwire.wire.model import JSON
+from reasonwire.wire.shape import Anything, Int, ListOf, Nullable, Num, Obj, Str, Tagged
+
+CARRIERS = (
+    CarrierKind("thought", False, "candidates[0].content.parts[i](thought=true).text"),
+    CarrierKind("thoughtSignature", True, "candidates[0].content.parts[i].thoughtSignature"),
+)
+
+_REF = "Gemini API reference (thinking)"
+CONTROLS = (
+    Control(("generationConfig", "thinkingConfig"), _REF, "thinkingBudget, thinkingLevel"),
+    Control(("generation_config", "thinking_config"), _REF, "the same, snake_case"),
+)
+
+COUNT = CountSpec("/models/{model}:countTokens", frozenset({"contents"}), "totalTokens")
+"""countTokens takes ``contents`` alone (system and tools only inside a nested
+generateContentRequest); a with/without difference needs nothing else."""
+
+# -- visible projection ---------------------------------------------------------------------
+
+_CALL = Obj({"name": Str(), "args": Anything(), "id": Str()})
+_PART = Tagged(
+    {},
+    key="thought",
+    # Parts without ``thought``: text, function calls, their opaque signatures.
+    untagged=Obj(
+        {
+            "text": Str(text=True),
+            "functionCall": _CALL,
+            "function_call": _CALL,
+            "thoughtSignature": Str(),
+            "thought_signature": Str(),
+        }
+    ),
+)
+"""A part marked ``thought`` (any value) is dropped whole; others keep text, calls and the
+signature that rides on them."""
+_USAGE = Obj(
+    {
+        "promptTokenCount": Int(),
+        "candidatesTokenCount": Int(),
+        "thoughtsTokenCount": Int(),
+        "cachedContentTokenCount": Int(),
+        "totalTokenCount": Int(),
+    }
+)
+VISIBLE = Obj(
+    {
+        "candidates": ListOf(
+            Obj(
+                {
+                    "content": Obj({"role": Str(), "parts": ListOf(_PART)}),
+                    "finishReason": Str(),
+                    "index": Int(),
+                }
+            )
+        ),
+        "usageMetadata": _USAGE,
+        "modelVersion": Str(),
+        "responseId": Str(),
+        "createTime": Str(),
+        "avgLogprobs": Nullable(Num()),
+    }
+)
+
+ERROR_TYPES = frozenset(
+    {
+        "INVALID_ARGUMENT",
+        "FAILED_PRECONDITION",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "RESOURCE_EXHAUSTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DEADLINE_EXCEEDED",
+    }
+)
+
+
+def _text(trace: str) -> JSON:
+    return trace
+
+
+_TEXT_VARIANTS: dict[str, tuple[CarrierSpec, ...]] = {
+    "none": (),
+    "thought_part": (("thought", _text),),
+}
+VARIANTS = Variants(text=MappingProxyType(_TEXT_VARIANTS), stand_in=True)
+
+
+def detects(payload: JSON) -> bool:
+    return isinstance(payload, dict) and ("candidates" in payload or "usageMetadata" in payload)
+
+
+PATH = re.compile(r":(stream)?generatecontent$", re.IGNORECASE)
+JSON_STREAM_PATH = re.compile(r":streamgeneratecontent$", re.IGNORECASE)
+"""Endpoints that stream as one progressively delivered JSON array over application/json
+(without ``?alt=sse``), so the content type alone does not reveal the stream."""
+MODEL_IN_PATH = re.compile(r"/models/([^/:]+):", re.IGNORECASE)

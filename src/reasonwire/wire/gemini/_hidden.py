@@ -1,0 +1,25 @@
+"""The carriers a Gemini request sends back on its model turns (for the probe)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.vault import present, sized
+
+
+def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+    out: list[SentCarrier] = []
+    for content in body.get("contents") or ():
+        if not isinstance(content, dict) or content.get("role") != "model":
+            continue
+        for part in content.get("parts") or ():
+            if not isinstance(part, dict):
+                continue
+            if part.get("thought") is True and present(part.get("text")):
+                out.append(SentCarrier("thought", sized(part["text"]), False))
+            for key in ("thoughtSignature", "thought_signature"):
+                if present(part.get(key)):
+                    out.append(SentCarrier("thoughtSignature", sized(part[key]), True))
+    return out

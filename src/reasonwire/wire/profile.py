@@ -1,0 +1,114 @@
+"""Profiles: what one vendor or route does differently inside a dialect, merged in layers.
+
+One wire API serves many vendors (Chat Completions: OpenAI, OpenRouter, DeepSeek, vLLM,
+llama.cpp, Z.ai, Cerebras, Gemini's compatibility layer...). Their differences are data: a
+:class:`Profile` per vendor, layered on the dialect's ``default`` profile, then on the route's
+own overrides (a route record or a TOML route file). Every capability field says why it
+exists. A layer changes only the fields it sets (a field left at its class default inherits);
+``controls`` accumulate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from reasonwire.errors import ConfigError
+from reasonwire.wire.facts import Control
+from reasonwire.wire.model import JSON
+
+LEVEL = "<level>"
+"""Placeholder in :attr:`Profile.effort_value`: replaced by the effort level as written."""
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """How one vendor family or route treats reasoning on its dialect."""
+
+    name: str = "default"
+    returns: tuple[str, ...] | None = None
+    """Carrier fields sent back on an assistant message (and so the ones the route reads).
+    ``None``: every carrier field that was received. Why: servers ignore or refuse fields
+    they do not read (llama.cpp answers ``reasoning_content: null`` with 500)."""
+    effort_path: tuple[str, ...] = ()
+    """Key path in the request body that expresses effort. Why: ``reasoning_effort`` on one
+    vendor is ``reasoning: {effort}`` or ``thinking: {type}`` on another."""
+    effort_value: JSON = LEVEL
+    """The value put at :attr:`effort_path` (:data:`LEVEL` stands for the level; a dict is
+    deep-merged with what is there)."""
+    max_tokens_field: str = "max_tokens"
+    """The output-length field the route understands (some refuse ``max_tokens``)."""
+    required_on_tool_calls: tuple[str, ...] = ()
+    """Carrier fields the route requires on every assistant message with tool calls; a
+    message built without one sends it as ``""``. Why: DeepSeek answers 400 without it."""
+    request_defaults: Mapping[str, JSON] = field(default_factory=lambda: MappingProxyType({}))
+    """Body fields merged into every request before ``extra_body`` (Responses' include of
+    encrypted reasoning for stateless replay)."""
+    think_tags: bool = False
+    """The model may write its reasoning inline as ``<think>...</think>`` in ``content``
+    (open models behind a server without a reasoning parser). Why: a governed client must
+    not see it, so the gateway's projection cuts those blocks, in streams too."""
+    controls: tuple[Control, ...] = ()
+    """Vendor request fields that set reasoning or the model, beyond the dialect's own
+    inventory. Why: the gateway strips every one of them; the route fragment is the only
+    source of effort."""
+    note: str = ""
+    """One line for people: what this vendor does."""
+
+    def returns_field(self, name: str) -> bool:
+        """True when a replay to this route carries the field ``name``."""
+        return self.returns is None or name in self.returns
+
+    def effort_fragment(self, level: str) -> dict[str, JSON]:
+        """The body fragment that asks this route for ``level`` of effort."""
+        value: JSON = _fill(self.effort_value, level)
+        for key in reversed(self.effort_path):
+            value = {key: value}
+        return value if isinstance(value, dict) else {}
+
+    def layer(self, over: Profile) -> Profile:
+        """This profile with ``over``'s explicitly set fields on top (controls accumulate)."""
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(Profile):
+            value = getattr(over, f.name)
+            if f.name == "controls":
+                if value:
+                    changes["controls"] = self.controls + tuple(
+                        c for c in value if c not in self.controls
+                    )
+            elif value != _DEFAULTS[f.name]:
+                changes[f.name] = value
+        return dataclasses.replace(self, **changes)
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Profile:
+        """The route layer: field -> value from a route record or TOML file (lists become
+        tuples). Unknown fields are a :class:`~reasonwire.errors.ConfigError`."""
+        known = {f.name for f in dataclasses.fields(Profile)} - {"controls", "name"}
+        changes: dict[str, Any] = {}
+        for key, value in overrides.items():
+            if key not in known:
+                raise ConfigError(
+                    f"unknown profile field {key!r}; expected one of: {', '.join(sorted(known))}"
+                )
+            changes[key] = tuple(value) if isinstance(value, list) else value
+        return dataclasses.replace(self, **changes)
+
+
+def _fill(template: JSON, level: str) -> JSON:
+    if template == LEVEL:
+        return level
+    if isinstance(template, dict):
+        return {k: _fill(v, level) for k, v in template.items()}
+    return template
+
+
+_DEFAULTS: dict[str, Any] = {
+    f.name: getattr(Profile(), f.name) for f in dataclasses.fields(Profile)
+}
+"""Each field's class default: a layer that leaves a field at it inherits the field."""
+
+
+__all__ = ["LEVEL", "Profile"]

@@ -1,0 +1,82 @@
+"""The visible projection of a stream: SSE bytes in, only allow-listed events out.
+
+Each event's JSON is decoded and reduced to the dialect's event shape
+(:func:`reasonwire.wire.shape.project`); an event of a kind the shape does not describe, or
+whose data is not JSON, is dropped whole (``[DONE]`` and the like excepted, by name). Fields
+the shape does not name never reach the client, whatever escapes or nesting they use, since
+the decision is made on the decoded value. Visible text is cut of ``<think>`` blocks when the
+route's profile says the model writes them, with one cutter per JSON path across events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+
+from reasonwire.wire.shape import Shape, TextFilter, project
+from reasonwire.wire.sse import SSEDecoder, SSEEvent
+from reasonwire.wire.thinktags import PathCutters
+
+EventFilter = Callable[[dict[str, object]], bool]
+"""Extra per-event rule after projection: False drops the event (e.g. an emptied delta)."""
+
+
+def encode_event(event: str, data: bytes | str) -> bytes:
+    """One SSE event (``event:`` line only when the name is not the default)."""
+    raw = data.encode() if isinstance(data, str) else data
+    head = b"event: " + event.encode() + b"\n" if event != "message" else b""
+    return head + b"data: " + raw + b"\n\n"
+
+
+class SSEProjector:
+    """A :class:`~reasonwire.wire.dialect.StreamProjector` for SSE dialects."""
+
+    __slots__ = ("_error", "_keep", "_literal", "_shape", "_sse", "_tf")
+
+    def __init__(
+        self,
+        shape: Shape,
+        error_event: Callable[[str], bytes],
+        *,
+        think_tags: bool = False,
+        literal: frozenset[str] = frozenset(),
+        keep: EventFilter | None = None,
+    ) -> None:
+        self._shape = shape
+        self._error = error_event
+        self._literal = literal
+        self._keep = keep
+        self._tf: TextFilter | None = PathCutters() if think_tags else None
+        self._sse = SSEDecoder()
+
+    def feed(self, chunk: bytes) -> bytes:
+        return self._emit(self._sse.feed(chunk))
+
+    def close(self) -> bytes:
+        return self._emit(self._sse.close())
+
+    def fail(self, reason: str) -> bytes:
+        return self._error(reason)
+
+    def _emit(self, events: list[SSEEvent]) -> bytes:
+        out: list[bytes] = []
+        for ev in events:
+            text = ev.data.strip()
+            if text in self._literal:
+                out.append(encode_event(ev.event, text))
+                continue
+            try:
+                data = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                continue  # not JSON: never forwarded
+            if not isinstance(data, dict):
+                continue
+            seen = project(self._shape, data, self._tf)
+            if not seen or (self._keep is not None and not self._keep(seen)):
+                continue
+            out.append(encode_event(ev.event, orjson.dumps(seen)))
+        return b"".join(out)
+
+
+__all__ = ["EventFilter", "SSEProjector", "encode_event"]

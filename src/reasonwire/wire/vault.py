@@ -1,0 +1,42 @@
+"""Hidden reasoning and the vault: the design, and the small helpers every dialect shares.
+
+A governed client must not see plaintext reasoning, yet continuity needs it back: an
+Anthropic ``thinking`` block's signature covers its text, and DeepSeek-style
+``reasoning_content`` must come back as text after a tool call, so a client that never saw
+the text cannot return it. The gateway therefore shows the client only the dialect's visible
+projection (which keeps every opaque part: signature, ``encrypted_content``, item id), stores
+the exact original carriers per conversation under a key the client does carry back
+(signature, reasoning item id, tool call id), and re-attaches the originals on the way up.
+Reasoning the client sends that is not in the vault is removed (it cannot be genuine).
+
+Each dialect object says where its keys are (``vault_entries`` / ``reattach``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+from reasonwire.wire.model import JSON, canonical_bytes
+
+Lookup = Callable[[str], JSON | None]
+"""key -> the exact original carrier value, or None."""
+
+
+def text_key(text: str) -> str:
+    """The vault key of a message known only by its text."""
+    return "tx:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def present(value: JSON) -> bool:
+    return value is not None and value != ""
+
+
+def sized(value: JSON) -> int:
+    """UTF-8 bytes of a string carrier as sent; compact JSON bytes of any other value."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    return len(canonical_bytes(value))
+
+
+__all__ = ["Lookup", "present", "sized", "text_key"]
