@@ -1,0 +1,3 @@
+from reasonwire._extras import require
+
+require("localserver")
