@@ -1,3 +1,3 @@
-from reasonwire._extras import require
+from reasonwire._extras import require as _require
 
-require("localserver")
+_require("localserver")

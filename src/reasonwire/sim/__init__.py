@@ -62,9 +62,9 @@ DeepSeek Responses raw-CoT replay (content items)      items without id/seal are
 
 from __future__ import annotations
 
-from reasonwire._extras import require
+from reasonwire._extras import require as _require
 
-require("sim")  # starlette, uvicorn, cryptography: one line naming the extra when absent
+_require("sim")  # starlette, uvicorn, cryptography: one line naming the extra when absent
 from reasonwire.sim.behaviours import BEHAVIOURS, Behaviour, FieldTruth  # noqa: E402
 from reasonwire.sim.server import SimServer  # noqa: E402
 
