@@ -13,7 +13,7 @@ VLLM_VENV := .venv-vllm
 VLLM_PY := $(abspath $(VLLM_VENV))/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: demo test lint typecheck unit localserver lane-llama-cpp-python test-vllm bench clean
+.PHONY: demo test lint typecheck layers lean unit localserver lane-llama-cpp-python test-vllm bench clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "$(PY) not found; run with PY=/path/to/python3.11"; exit 1; }
@@ -35,6 +35,15 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The layer contract (tests/test_layers.py, part of `unit` too): seconds, nothing imported.
+layers: $(STAMP)
+	$(BIN)/pytest -q tests/test_layers.py
+
+# `pip install .` with no extras into a fresh venv under the temp dir: the lean core's
+# package set, and the probe and agent against the simulator (part of `unit` too).
+lean: $(STAMP)
+	$(BIN)/pytest -q tests/test_lean_install.py
 
 unit: $(STAMP) localserver
 	@if [ -x "$(LCP_PY)" ]; then export REASONWIRE_LLAMA_CPP_PYTHON="$(LCP_PY)"; fi; \

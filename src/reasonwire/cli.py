@@ -1,52 +1,136 @@
 """The one ``reasonwire`` command. Each package contributes a sub-command group from its own
-``cli`` module; this file only wires them together."""
+``cli`` module; this file only wires them together.
+
+The command needs the ``cli`` extra (typer, rich) and each group its package's extra; without
+them it prints one line naming the install command and exits 2, never a traceback. This module
+imports typer only inside :func:`main` and :func:`build_app`, so it imports on the lean core.
+"""
 
 from __future__ import annotations
 
 import importlib
+import sys
+from typing import TYPE_CHECKING, NoReturn
 
-import typer
+from reasonwire._extras import MissingExtra, missing_extra, require
 
-app = typer.Typer(
-    name="reasonwire",
-    help="Reasoning state on the wire: continuity, consumption, cost and governance.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
+if TYPE_CHECKING:
+    import typer
+
+HELP = "Reasoning state on the wire: continuity, consumption, cost and governance."
+
+# (sub-command, module holding a typer app called ``app``, extra it needs, help)
+_GROUPS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "eval",
+        "reasonwire.eval.cli",
+        "eval",
+        "Consumption harness: which models read replayed reasoning.",
+    ),
+    (
+        "templates",
+        "reasonwire.templates.cli",
+        "templates",
+        "Offline consumption scan of chat templates.",
+    ),
+    ("probe", "reasonwire.probe.cli", "cli", "Read-only stream probe ledger and report."),
+    ("sim", "reasonwire.sim.cli", "sim", "Reference provider simulator."),
+    (
+        "localserver",
+        "reasonwire.localserver.cli",
+        "localserver",
+        "Real llama.cpp server with tiny models.",
+    ),
+    ("gateway", "reasonwire.govern.gateway_cli", "govern", "Governed-effort loopback gateway."),
+    (
+        "qualify",
+        "reasonwire.govern.qualify_cli",
+        "govern",
+        "Evidence validator for adapter qualification.",
+    ),
 )
-
-# (sub-command, module holding a typer app called ``app``, help)
-_GROUPS: tuple[tuple[str, str, str], ...] = (
-    ("eval", "reasonwire.eval.cli", "Consumption harness: which models read replayed reasoning."),
-    ("templates", "reasonwire.templates.cli", "Offline consumption scan of chat templates."),
-    ("probe", "reasonwire.probe.cli", "Read-only stream probe ledger and report."),
-    ("sim", "reasonwire.sim.cli", "Reference provider simulator."),
-    ("localserver", "reasonwire.localserver.cli", "Real llama.cpp server with tiny models."),
-    ("gateway", "reasonwire.govern.gateway_cli", "Governed-effort loopback gateway."),
-    ("qualify", "reasonwire.govern.qualify_cli", "Evidence validator for adapter qualification."),
-)
+_EXTRA_OF = {name: extra for name, _, extra, _ in _GROUPS}
+# What a group needs before it starts, when less than its extra: ``eval`` against a real route
+# runs on the core; only its embedded default (simulator, local server) needs the [eval] extra,
+# and says so when it starts them.
+_START_OF = {"eval": "cli"}
 
 
-def _register(only: str | None = None) -> None:
-    """Add the sub-command groups; ``only`` imports just that group (a fast start for
-    ``reasonwire <group> ...``: the other groups' imports cost about a second)."""
+def version() -> str:
+    """The installed distribution's version, else the source tree's ``__version__``."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("reasonwire")
+    except PackageNotFoundError:
+        from reasonwire import __version__
+
+        return __version__
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app with its sub-command groups; ``only`` imports just that group (a fast
+    start for ``reasonwire <group> ...``: the other groups' imports cost about a second).
+    Without ``only``, a group whose extra is not installed is left out of the help."""
+    import typer
+
     from reasonwire.inspect_cli import inspect_command
 
+    app = typer.Typer(
+        name="reasonwire", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False
+    )
+
+    @app.callback(invoke_without_command=True)
+    def _root(
+        show_version: bool = typer.Option(
+            False, "--version", "-V", help="Print the version and exit.", is_eager=True
+        ),
+    ) -> None:
+        if show_version:
+            typer.echo(f"reasonwire {version()}")
+            raise typer.Exit()
+
     app.command("inspect")(inspect_command)
-    for name, module, help_text in _GROUPS:
+    for name, module, extra, help_text in _GROUPS:
         if only is not None and name != only:
             continue
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name and module.startswith(exc.name):
-                continue  # that package is not part of this build yet
-            raise
+        if only is None:
+            try:
+                require(_START_OF.get(name, extra))
+            except MissingExtra:
+                continue
+        mod = importlib.import_module(module)
         app.add_typer(mod.app, name=name, help=help_text)
+    return app
+
+
+def _missing(exc: ModuleNotFoundError, feature: str, extra: str) -> NoReturn:
+    """One line on stderr and exit 2 for a missing optional dependency; anything else (a
+    missing module of reasonwire itself) propagates."""
+    line = missing_extra(exc, feature, extra)
+    if line is None:
+        raise exc
+    print(line, file=sys.stderr)
+    raise SystemExit(2)
 
 
 def main() -> None:
-    import sys
-
-    first = sys.argv[1] if len(sys.argv) > 1 else None
-    _register(first if first in {g[0] for g in _GROUPS} else None)
-    app()
+    args = sys.argv[1:]
+    if args[:1] in (["--version"], ["-V"]):
+        # Answered before typer is imported: a lean install can still say what it is.
+        print(f"reasonwire {version()}")
+        return
+    group = args[0] if args and args[0] in _EXTRA_OF else None
+    extra = _EXTRA_OF[group] if group else "cli"
+    feature = f"the '{group}' command" if group else "this command"
+    try:
+        require("cli", feature)
+        require(_START_OF.get(group or "", extra), feature)
+        app = build_app(group)
+    except ModuleNotFoundError as exc:
+        _missing(exc, feature, extra)
+    try:
+        app()
+    except ModuleNotFoundError as exc:  # a command's lazy import of an optional dependency
+        _missing(exc, feature, extra)

@@ -20,6 +20,10 @@ CORPUS = Path(
         str(Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cassettes"),
     )
 )
+# Whether the recordings are there; without them (a fresh clone with no ../shared beside it)
+# every test of tests/conformance not marked ``no_corpus`` skips with ABSENT (conftest.py).
+PRESENT = CORPUS.is_dir()
+ABSENT = f"conformance corpus not found at {CORPUS} (set REASONWIRE_CORPUS)"
 
 
 @dataclass(frozen=True)
@@ -40,7 +44,7 @@ class Interaction:
 
 def corpus_dir() -> Path:
     if not CORPUS.is_dir():
-        pytest.skip(f"conformance corpus not found at {CORPUS} (set REASONWIRE_CORPUS)")
+        pytest.skip(ABSENT)
     return CORPUS
 
 

@@ -209,6 +209,7 @@ def test_stream_final_state(label: str, data: bytes) -> None:
 
 
 def test_sse_and_array_forms_agree() -> None:
+    corpus.corpus_dir()  # without the corpus STREAMS is empty: skip, do not fail
     by_source: dict[str, dict[str, Turn]] = {}
     for label, data in STREAMS:
         source, form = label.rsplit(":", 1)
@@ -222,6 +223,7 @@ def test_streamed_text_merges_like_nonstream_answer() -> None:
     """The iter stream's 4 thought chunks become one thought part and the visible chunks
     join the signed first text chunk: the [thought, text+signature] shape of the
     non-streaming answer in the thinking_part recording."""
+    corpus.corpus_dir()
     stream = next(data for label, data in STREAMS if label.startswith(ITER))
     turn, _ = _decode(stream)
     nonstream = corpus.load_cassette(THINKING)[0].response_json

@@ -1,0 +1,3 @@
+from reasonwire._extras import require as _require
+
+_require("localserver")

@@ -9,18 +9,20 @@ Environment: ``REASONWIRE_PROBE`` (``0``/``false``/``off`` disables), ``REASONWI
 (comma-separated provider names or hosts; empty = all), ``REASONWIRE_PROBE_CAP_MB``,
 ``REASONWIRE_PROBE_CONFIG`` (path of the TOML file, default ``<home>/probe.toml``).
 TOML keys: ``probe = true``, ``providers = ["openai", "api.example.com"]``, ``cap_mb = 10``.
+
+``<home>`` is ``$REASONWIRE_HOME``, else the per-user data directory (:func:`user_data_dir`,
+our own few lines so that the probe runs on the lean core, without platformdirs).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import platformdirs
 
 DEFAULT_CAP_BYTES = 10 * 1024 * 1024
 _FALSE = frozenset({"0", "false", "no", "off"})
@@ -39,12 +41,33 @@ class ProbeSettings:
         return not self.providers or provider in self.providers or host in self.providers
 
 
+def user_data_dir(app: str = "reasonwire") -> Path:
+    """The per-user data directory for ``app``, where platformdirs' ``user_data_dir(app,
+    appauthor=False)`` puts it:
+
+    - Windows: ``%LOCALAPPDATA%\\<app>`` (else ``~\\AppData\\Local\\<app>``);
+    - macOS: ``~/Library/Application Support/<app>``;
+    - elsewhere (Linux, the BSDs): ``$XDG_DATA_HOME/<app>``, else ``~/.local/share/<app>``.
+      A relative ``$XDG_DATA_HOME`` is ignored, as the XDG Base Directory spec says.
+    """
+    env = os.environ
+    if sys.platform == "win32":
+        local = env.get("LOCALAPPDATA", "").strip()
+        base = Path(local) if local else Path.home() / "AppData" / "Local"
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Application Support"
+    else:
+        xdg = env.get("XDG_DATA_HOME", "").strip()
+        base = Path(xdg) if xdg and os.path.isabs(xdg) else Path.home() / ".local" / "share"
+    return base / app
+
+
 def home_dir() -> Path:
     """``$REASONWIRE_HOME``, else the user data directory for reasonwire."""
     env = os.environ.get("REASONWIRE_HOME")
     if env:
         return Path(env).expanduser()
-    return Path(platformdirs.user_data_dir("reasonwire", appauthor=False))
+    return user_data_dir("reasonwire")
 
 
 def ledger_dir(explicit: str | os.PathLike[str] | None = None) -> Path:

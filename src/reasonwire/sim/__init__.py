@@ -62,7 +62,10 @@ DeepSeek Responses raw-CoT replay (content items)      items without id/seal are
 
 from __future__ import annotations
 
-from reasonwire.sim.behaviours import BEHAVIOURS, Behaviour, FieldTruth
-from reasonwire.sim.server import SimServer
+from reasonwire._extras import require as _require
+
+_require("sim")  # starlette, uvicorn, cryptography: one line naming the extra when absent
+from reasonwire.sim.behaviours import BEHAVIOURS, Behaviour, FieldTruth  # noqa: E402
+from reasonwire.sim.server import SimServer  # noqa: E402
 
 __all__ = ["BEHAVIOURS", "Behaviour", "FieldTruth", "SimServer"]

@@ -27,13 +27,17 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-import jinja2
-import jinja2.ext
-import jinja2.nodes
-from jinja2.parser import Parser
-from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
-
+from reasonwire._extras import MissingExtra
 from reasonwire.errors import ConfigError
+
+try:
+    import jinja2
+    import jinja2.ext
+    import jinja2.nodes
+    from jinja2.parser import Parser
+    from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
+except ModuleNotFoundError as _exc:  # one line naming the extra, not a bare ImportError
+    raise MissingExtra.of("templates", _exc) from None
 
 
 class TemplateRenderError(ConfigError):
