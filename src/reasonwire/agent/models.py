@@ -238,17 +238,21 @@ def openrouter(
     """OpenRouter: its Responses endpoint by default (``store`` false, every raw output item
     replayed), or ``api="chat"`` for Chat Completions with ``reasoning_details`` back whole."""
     chat_route = get_route("openrouter")
-    if api == "chat":
-        route = chat_route
-    elif api == "responses":
-        route = replace(chat_route, name="openrouter-responses", dialect="responses", profile=None)
-    else:
-        raise ConfigError(f"api must be 'responses' or 'chat', not {api!r}")
+    routes = {
+        "chat": chat_route,
+        "responses": replace(
+            chat_route, name="openrouter-responses", dialect="responses", profile=None
+        ),
+    }
+    route = routes.get(api)
+    if route is None:
+        raise ConfigError(f"api must be one of {', '.join(sorted(routes))}, not {api!r}")
+    stateful = get_dialect(route.dialect).server_state is not None
     return _build(
         route,
         model,
         effort=effort,
-        store=False if route.dialect == "responses" else None,
+        store=False if stateful else None,
         base_url=base_url,
         extra_body=extra_body,
         max_tokens=max_tokens,
@@ -275,22 +279,17 @@ def openai_compatible(
     timeout: float | None = None,
     name: str = "openai-compatible",
 ) -> Model:
-    """Any OpenAI-compatible server: Chat Completions with a field ``profile`` (see
-    ``wire.chat_profiles``), or ``dialect="responses"``. No key unless ``key`` is given."""
-    if dialect not in ("chat", "responses"):
-        raise ConfigError(f"dialect must be 'chat' or 'responses', not {dialect!r}")
+    """Any OpenAI-compatible server: Chat Completions with a vendor ``profile`` (the chat
+    dialect's profiles), or ``dialect="responses"``. No key unless ``key`` is given."""
+    wire = get_dialect(dialect)  # unknown dialect -> UnknownDialect now
+    wire.profile(profile)  # unknown profile -> ConfigError now, not at the first call
     route = Route(
         name=name,
-        dialect="chat" if dialect == "chat" else "responses",
+        dialect=wire.name,
         base_url=base_url.rstrip("/"),
         profile=profile,
         local=key is None,
     )
-    get_dialect(dialect)  # registers the dialects
-    if dialect == "chat":
-        from reasonwire.wire.chat._profiles import get_profile
-
-        get_profile(profile)  # unknown profile -> ConfigError now, not at the first call
     return _build(
         route,
         model,
