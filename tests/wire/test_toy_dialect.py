@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 import orjson
@@ -37,7 +37,7 @@ class _ToyServer(BaseHTTPRequestHandler):
     """The toy provider: a tool call with mind + seal, then an answer only if the bot turn
     came back with the seal exact (else 400, as signed providers do)."""
 
-    seen: list[dict[str, Any]] = []
+    seen: ClassVar[list[dict[str, Any]]] = []
 
     def log_message(self, *args: Any) -> None:
         pass
