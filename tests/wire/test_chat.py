@@ -208,31 +208,25 @@ def _native_turn() -> Any:
 @pytest.mark.parametrize(
     ("profile", "fields"),
     [
-        ("default", {"reasoning_content", "reasoning", "reasoning_details", "extra_content"}),
+        ("default", {"reasoning_content", "reasoning", "reasoning_details"}),
         ("openrouter", {"reasoning", "reasoning_details"}),
         ("deepseek", {"reasoning_content"}),
         ("llamacpp", {"reasoning_content"}),
         ("vllm", {"reasoning", "reasoning_content"}),
-        ("gemini-openai", {"extra_content"}),
+        ("gemini-openai", set()),
     ],
 )
 def test_replay_sends_the_profile_fields_as_the_same_objects(
     profile: str, fields: set[str]
 ) -> None:
+    """The profile chooses which reasoning fields on the message go back; the tool calls go
+    back as received (their ``extra_content`` too, on every profile: raw replay)."""
     turn, message = _native_turn()
     [msg] = D.replay(turn, profile=profile)
-    present = {f for f in ALL_CARRIER_FIELDS if f in msg} | (
-        {"extra_content"} if "extra_content" in msg["tool_calls"][0] else set()
-    )
-    assert present == fields
-    for f in fields - {"extra_content"}:
+    assert {f for f in ALL_CARRIER_FIELDS if f in msg} == fields
+    for f in fields:
         assert msg[f] is message[f]
-    if "extra_content" in fields:
-        assert msg["tool_calls"] is message["tool_calls"]
-    else:
-        assert msg["tool_calls"][0] == {
-            k: v for k, v in message["tool_calls"][0].items() if k != "extra_content"
-        }
+    assert msg["tool_calls"] is message["tool_calls"]
     # build_request uses the same replay for a chat-native assistant turn
     body = D.build_request([User("q"), turn.as_message()], RequestOptions(model="m"), profile)
     assert body["messages"][1] == msg
@@ -542,3 +536,33 @@ def test_split_stream_equals_whole_and_equals_body(
     assert done.turn.text == "".join(v for k, v in pieces if k == "content")
     body_turn = D.parse_response(json.dumps(done.turn.raw))
     assert (body_turn.text, body_turn.reasoning_text) == (done.turn.text, done.turn.reasoning_text)
+
+
+@pytest.mark.parametrize("profile", ["default", "deepseek", "openrouter", "llamacpp"])
+def test_raw_replay_keeps_every_received_key_in_order(profile: str) -> None:
+    """A proxy-normalised answer (LiteLLM shape) goes back as received: vendor keys our code
+    does not model (thinking_blocks, provider_specific_fields, a call's index and
+    extra_content) included, in their order; only reasoning fields the profile does not read
+    are left out."""
+    message = {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "step one",
+        "thinking_blocks": [{"type": "thinking", "thinking": "step one", "signature": "Eq1"}],
+        "provider_specific_fields": {"citations": None, "refusal": None},
+        "tool_calls": [
+            {
+                "index": 0,
+                "id": "t1",
+                "type": "function",
+                "function": {"name": "f", "arguments": "{}"},
+                "extra_content": {"google": {"thought_signature": "SIG=="}},
+            }
+        ],
+    }
+    [msg] = D.replay(D.parse_response(_body(message, finish="tool_calls")), profile=profile)
+    expected = dict(message)
+    if profile == "openrouter":
+        del expected["reasoning_content"]  # OpenRouter reads reasoning / reasoning_details only
+    assert list(msg) == list(expected) and msg == expected
+    assert msg["thinking_blocks"] is message["thinking_blocks"]

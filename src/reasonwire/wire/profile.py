@@ -44,6 +44,11 @@ class Profile:
     required_on_tool_calls: tuple[str, ...] = ()
     """Carrier fields the route requires on every assistant message with tool calls; a
     message built without one sends it as ``""``. Why: DeepSeek answers 400 without it."""
+    replay_drop: tuple[str, ...] = ()
+    """Keys of a received assistant message the route documents must not be sent back
+    (everything else is replayed as received, in order). Why: a raw replay keeps vendor
+    fields other peers drop (``thinking_blocks``, ``provider_specific_fields``,
+    ``extra_content``); a route that refuses one names it here."""
     request_defaults: Mapping[str, JSON] = field(default_factory=lambda: MappingProxyType({}))
     """Body fields merged into every request before ``extra_body`` (Responses' include of
     encrypted reasoning for stateless replay)."""

@@ -158,29 +158,36 @@ def _assistant(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, JS
 
 
 def _from_native(src: Mapping[str, JSON], prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
+    """The assistant message as received: every key, in order, the same value objects.
+
+    Left out: reasoning fields when stripping or when the profile does not return them, a
+    ``null`` reasoning field (llama.cpp answers it with 500), the keys the profile documents
+    must not be sent back (``replay_drop``), an empty or null ``tool_calls``, and, when
+    stripping, each tool call's ``extra_content``. A ``null`` content without tool calls is
+    sent as ``""``.
+    """
     calls = src.get("tool_calls")
     has_calls = isinstance(calls, list) and bool(calls)
-    content = src.get("content")
-    out: dict[str, JSON] = {
-        "role": "assistant",
-        "content": "" if content is None and not has_calls else content,
-    }
-    if keep:
-        for name in CARRIER_FIELDS:
-            value = src.get(name)
-            if value is not None and prof.returns_field(name):
-                out[name] = value
-    if has_calls:
-        assert isinstance(calls, list)
-        if keep and prof.returns_field(TOOL_CALL_CARRIER):
-            out["tool_calls"] = calls
-        elif any(isinstance(c, dict) and TOOL_CALL_CARRIER in c for c in calls):
-            out["tool_calls"] = [
+    out: dict[str, JSON] = {}
+    for key, value in src.items():
+        if key in CARRIER_FIELDS:
+            if keep and value is not None and prof.returns_field(key):
+                out[key] = value
+        elif key in prof.replay_drop or (key == "tool_calls" and not has_calls):
+            continue  # documented drops; an empty tool_calls list is a 400 on OpenAI
+        elif key == "content" and value is None and not has_calls:
+            out[key] = ""
+        elif key == "tool_calls" and has_calls and not keep:
+            assert isinstance(value, list)
+            out[key] = [
                 {k: v for k, v in c.items() if k != TOOL_CALL_CARRIER} if isinstance(c, dict) else c
-                for c in calls
+                for c in value
             ]
         else:
-            out["tool_calls"] = calls
+            out[key] = value
+    out.setdefault("role", "assistant")
+    if "content" not in out:
+        out["content"] = None if has_calls else ""
     return out
 
 
