@@ -265,10 +265,10 @@ class ResponsesToChatStream:
                                      "function": {"name": item.get("name"), "arguments": ""}}]}
                 )  # fmt: skip
         if typ == "response.function_call_arguments.delta":
-            n = self._calls.get(int(ev.get("output_index", 0)))
-            if n is not None and isinstance(ev.get("delta"), str):
+            at = self._calls.get(int(ev.get("output_index", 0)))
+            if at is not None and isinstance(ev.get("delta"), str):
                 return self._chunk(
-                    {"tool_calls": [{"index": n, "function": {"arguments": ev["delta"]}}]}
+                    {"tool_calls": [{"index": at, "function": {"arguments": ev["delta"]}}]}
                 )
         if typ in ("response.completed", "response.incomplete") and isinstance(
             ev.get("response"), dict
