@@ -240,16 +240,21 @@ def load_pairs(text: str) -> Any:
 def scan_json(doc: Any, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> list[PathMatch]:
     """Every credential in a parsed JSON document (from ``json.loads`` or
     :func:`load_pairs`): string values and key names through :func:`scan_text`, and any
-    non-empty value of a secret-named field. In document order, each (kind, place) once."""
-    rules = tuple(extra)
-    out: dict[PathMatch, None] = {}
+    non-empty value of a secret-named field. In document order, each (kind, place) once.
+
+    The strings are scanned as one text joined by NULs (no pattern crosses a NUL), so a
+    document of many short strings costs one scan, not one per string.
+    """
+    places: list[tuple[tuple[str | int, ...], bool]] = []
+    strings: list[str] = []
+    named: list[PathMatch] = []
     stack: list[tuple[tuple[str | int, ...], Any]] = [((), doc)]
     while stack:
         path, node = stack.pop()
         items: list[tuple[str | int, Any]]
         if isinstance(node, str):
-            for m in scan_text(node, rules):
-                out[PathMatch(m.kind, path)] = None
+            places.append((path, False))
+            strings.append(node)
             continue
         if isinstance(node, _Pairs):
             items = list(node)
@@ -261,11 +266,22 @@ def scan_json(doc: Any, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> li
             continue
         for key, value in items:
             if isinstance(key, str):
-                for m in scan_text(key, rules):
-                    out[PathMatch(m.kind, path, in_key=True)] = None
+                places.append((path, True))
+                strings.append(key)
                 if is_secret_field(key) and value not in (None, ""):
-                    out[PathMatch(SECRET_FIELD_KIND, (*path, key))] = None
+                    named.append(PathMatch(SECRET_FIELD_KIND, (*path, key)))
         stack.extend(((*path, k), v) for k, v in reversed(items))
+    starts: list[int] = []
+    pos = 0
+    for text in strings:
+        starts.append(pos)
+        pos += len(text) + 1
+    out: dict[PathMatch, None] = {}
+    for m in scan_text("\0".join(strings), extra):
+        path, in_key = places[bisect_right(starts, m.start) - 1]
+        out[PathMatch(m.kind, path, in_key)] = None
+    for pm in named:
+        out[pm] = None
     return list(out)
 
 
