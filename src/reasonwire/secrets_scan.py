@@ -72,13 +72,14 @@ _KIND = {
     "xai": "xai- key",
     "google": "Google API key",
     "github": "GitHub token",
+    "github_pat": "GitHub token",
     "hf": "Hugging Face token",
     "aws": "AWS access key id",
     "jws": "JWS-shaped token",
     "bearer": "bearer token",
     "pem": "PEM private key",
 }
-KINDS: tuple[str, ...] = tuple(_KIND.values())
+KINDS: tuple[str, ...] = tuple(dict.fromkeys(_KIND.values()))
 
 # Boundaries keep base64 carrier values intact: a real key is not glued to further key
 # characters. Prefixes with ``-``/``_`` cannot occur inside standard base64, so their
@@ -92,7 +93,8 @@ _TOKENS = re.compile(
     r"sk-(?<!" + _URL + r"sk-)(?P<sk>[A-Za-z0-9_\-]{12,})"
     r"|xai-(?<!" + _URL + r"xai-)(?P<xai>[A-Za-z0-9_\-]{20,})"
     r"|AIza(?<!" + _B64 + r"AIza)(?P<google>[0-9A-Za-z_\-]{35})(?![A-Za-z0-9+/_\-=])"
-    r"|gh(?<!" + _URL + r"gh)(?P<github>[pousr]_[A-Za-z0-9]{30,}|ithub_pat_[A-Za-z0-9_]{30,})"
+    r"|gh(?<!" + _URL + r"gh)(?P<github>[pousr]_[A-Za-z0-9]{30,})"
+    r"|github_pat_(?<!" + _URL + r"github_pat_)(?P<github_pat>[A-Za-z0-9_]{30,})"
     r"|hf_(?<!" + _URL + r"hf_)(?P<hf>[A-Za-z0-9]{30,})"
     r"|A(?<!" + _B64 + r"A)(?P<aws>[KS]IA[A-Z0-9]{16})(?![A-Za-z0-9+/_\-=])"
     r"|eyJ(?<!" + _URL + r"eyJ)(?P<jws>[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*)"
@@ -101,7 +103,17 @@ _TOKENS = re.compile(
 )
 # Spans of the groups above start after the prefix; the prefix belongs to the credential
 # (except "Bearer ", which is kept so a redacted header still says what it was).
-_PREFIX = {"sk": 3, "xai": 4, "google": 4, "github": 2, "hf": 3, "aws": 1, "jws": 3, "bearer": 0}
+_PREFIX = {
+    "sk": 3,
+    "xai": 4,
+    "google": 4,
+    "github": 2,
+    "github_pat": 11,
+    "hf": 3,
+    "aws": 1,
+    "jws": 3,
+    "bearer": 0,
+}
 _PEM_END = "-----END "
 _PEM_END_LINE = re.compile(r"-----END [A-Z0-9 ]{1,60}-----")
 
@@ -210,7 +222,10 @@ def scan_text(text: str, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> l
     sorted by position; spans are in ``text``. ``extra`` adds ``(kind, pattern)`` rules
     (e.g. the exact keys this process has loaded); each pattern must itself be linear."""
     rules = tuple(extra)
-    found = set(_scan_plain(text, rules))
+    plain = _scan_plain(text, rules)
+    if "\\" not in text:
+        return plain if not rules else sorted(plain, key=lambda m: (m.start, m.end, m.kind))
+    found = set(plain)
     views: list[_View] = []
     layer = text
     while "\\" in layer and len(views) < _MAX_UNESCAPE:
