@@ -157,11 +157,14 @@ def _scan_plain(text: str, extra: Iterable[tuple[str, re.Pattern[str]]]) -> list
     # The first "-----END " after the last searched BEGIN (-1: none left). A new search starts
     # only past the previous hit, so all searches together read the text once.
     end_at = 0
+    pem_until = -1  # the end of the last PEM block: anything inside it is part of it
     for m in _TOKENS.finditer(text):
         name = m.lastgroup
         if name is None:  # pragma: no cover - every alternative is a named group
             continue
         start, end = m.span(name)
+        if start < pem_until:
+            continue
         if name == "bearer" and not _bearer_ok(m.group(name)):
             continue
         if name == "pem":
@@ -171,10 +174,10 @@ def _scan_plain(text: str, extra: Iterable[tuple[str, re.Pattern[str]]]) -> list
             if end_at != -1 and end_at < end:
                 end_at = text.find(_PEM_END, end)
             if end_at == -1:
-                end = len(text)  # no END marker: the rest may be key material
-            else:
-                line = _PEM_END_LINE.match(text, end_at)
-                end = line.end() if line else end_at + len(_PEM_END)
+                out.append(Match(_KIND[name], start, len(text)))
+                break  # no END marker: the rest may be key material, all of it
+            line = _PEM_END_LINE.match(text, end_at)
+            end = pem_until = line.end() if line else end_at + len(_PEM_END)
         else:
             start -= _PREFIX[name]
         out.append(Match(_KIND[name], start, end))
