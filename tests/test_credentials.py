@@ -316,6 +316,7 @@ def _best(fn: Callable[[], object], runs: int = 3) -> float:
     return best
 
 
+@pytest.mark.timeout(60)  # a quadratic detector takes hours here: fail, do not hang
 @pytest.mark.parametrize("name", list(INPUTS))
 def test_detector_is_linear(name: str) -> None:
     make = INPUTS[name]

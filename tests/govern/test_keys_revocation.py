@@ -146,6 +146,37 @@ def test_steady_state_costs_stats_not_reads(
     assert reads == 2
 
 
+@pytest.mark.parametrize("change", ["new list", "same-size edit"])
+def test_coarse_timestamps_do_not_hide_a_revocation(
+    control: KeyRing, keydir: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """On a filesystem with 1 s timestamps, a revocation list created, or edited in place to
+    the same size, within the second the ring was loaded leaves every stamp as it was: the
+    recent stamps make the ring compare contents instead."""
+    real = binding._stat
+
+    def coarse(path: str) -> binding._Stat:
+        t = real(path)
+        if isinstance(t, str) or os.path.isdir(path):
+            return t if isinstance(t, str) else (t[0], 0, t[2] // 10**9, t[3] // 10**9)
+        return (t[0], t[1], t[2] // 10**9 * 10**9, t[3] // 10**9 * 10**9)
+
+    monkeypatch.setattr(binding, "_stat", coarse)
+    if change == "same-size edit":
+        (keydir / REVOCATION_FILE).write_text("k2\n")
+    while time.time() % 1 > 0.5:  # start early in a second: all of this takes milliseconds
+        time.sleep(0.05)
+    (keydir / REVOCATION_FILE).touch()  # every stamp in this second
+    if change == "new list":
+        (keydir / REVOCATION_FILE).unlink()
+    ring = KeyRing.load_dir(keydir)
+    t1 = _token(control, "k1")
+    assert verify(ring, t1).key_id == "k1"
+    with (keydir / REVOCATION_FILE).open("r+" if change == "same-size edit" else "w") as f:
+        f.write("k1\n")  # in place: same inode, same size
+    assert _refusal(ring, t1).reason == "binding-revoked-key"
+
+
 def test_broken_key_file_on_reload_fails_closed_for_that_key(
     control: KeyRing, keydir: Path
 ) -> None:
@@ -276,6 +307,7 @@ def test_serve_rereads_keys_on_sighup(
     import uvicorn
 
     monkeypatch.setattr(uvicorn, "run", fake_run)
+    signal.signal(signal.SIGHUP, lambda _s, _f: None)  # if serve installed none: no crash
     args = ["serve", "--policy", "rw_sighup_policy", "--keys", str(keydir)]
     res = CliRunner().invoke(gateway_cli.app, [*args, "--evidence", str(tmp_path / "ev.sqlite")])
     assert res.exit_code == 0, res.output

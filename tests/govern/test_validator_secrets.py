@@ -175,6 +175,7 @@ FILLERS = {
 }
 
 
+@pytest.mark.timeout(60)  # a quadratic scan takes hours here: fail, do not hang
 @pytest.mark.parametrize("name", list(FILLERS))
 def test_validator_is_linear(r: Repo, name: str) -> None:
     head = r[1]
@@ -194,6 +195,7 @@ def test_validator_is_linear(r: Repo, name: str) -> None:
         assert times[1] / times[0] < 8, times  # 4x the input; quadratic would be 16x
 
 
+@pytest.mark.timeout(60)  # a quadratic scan takes hours here: fail, do not hang
 def test_validator_linear_on_raw_base64(r: Repo) -> None:
     head = r[1]
     for n in (1_000_000, 2_000_000):
