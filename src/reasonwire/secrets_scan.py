@@ -18,9 +18,11 @@ Linear time. Every pattern is a literal prefix followed by one run of one charac
 attempt at a run's start therefore costs that run once and the starts inside it cost O(1)
 each, and a successful one resumes after its end. The JWS shape has three dot-separated runs,
 so each run is read at most three times. PEM blocks pair a ``BEGIN`` marker with the next
-``END`` marker through one remembered forward search, not a lazy ``.*?``. The unescaped
-view is built in one pass. ``tests/govern/test_validator_secrets.py`` measures it on 1-2 MB
-of base64-like text and of repeated near-miss prefixes.
+``END`` marker through one remembered forward search, not a lazy ``.*?``; what lies inside a
+block is part of it, and a block without ``END`` runs to the end of the text. Each unescaped
+view is built in one pass (at most three, for JSON nested in JSON strings).
+``tests/test_credentials.py`` and ``tests/govern/test_validator_secrets.py`` time it on
+0.5-2 MB of base64-like text and of repeated near-miss prefixes.
 """
 
 from __future__ import annotations
@@ -82,9 +84,9 @@ _KIND = {
 KINDS: tuple[str, ...] = tuple(dict.fromkeys(_KIND.values()))
 
 # Boundaries keep base64 carrier values intact: a real key is not glued to further key
-# characters. Prefixes with ``-``/``_`` cannot occur inside standard base64, so their
-# look-behind is the base64url alphabet only (a key after ``/`` in a URL is still found);
-# all-alphanumeric prefixes (``AIza``, ``AKIA``, ``eyJ``) also refuse ``+`` and ``/``.
+# characters. Prefixes with ``-``/``_`` cannot occur inside standard base64, and a JWS needs
+# two dots, which base64 lacks, so their look-behind is the base64url alphabet only (a key
+# after ``/`` in a URL is still found); ``AIza`` and ``AKIA`` also refuse ``+`` and ``/``.
 _URL = r"[A-Za-z0-9_\-]"
 _B64 = r"[A-Za-z0-9+/_\-]"
 _TOKENS = re.compile(
