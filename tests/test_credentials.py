@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import random
+import string
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +25,8 @@ from reasonwire.credentials import (
     register_secret,
 )
 from reasonwire.errors import CredentialError, ServerError
+from reasonwire.secrets_scan import KINDS, format_path, scan_json, scan_text
+from tests.govern.planted import Planted, by_label, planted
 
 
 def test_env_read_at_call_time(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,8 +122,8 @@ def test_loaded_keys_are_redacted_everywhere(monkeypatch: pytest.MonkeyPatch) ->
         "sk-" + "proj-abcdefghijklmnopqrstuvwx",  # built: no key-shaped text is tracked
         "sk-" + "ant-api03-AbCdEfGhIjKlMnOpQrStUv",
         "AI" + "zaSyA1234567890abcdefghijklmnopqrstuv",
-        "eyJhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXZhbHVl",
-        "xai-0123456789abcdefghijklmnop",
+        "ey" + "JhbGciOiJFZERTQSJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJlLXZhbHVl",
+        "xai" + "-0123456789abcdefghijklmnop",
     ],
 )
 def test_key_shapes_redacted(secret: str) -> None:
@@ -152,3 +159,174 @@ def test_redact_obj() -> None:
 def test_short_values_not_registered() -> None:
     register_secret("abc")
     assert redact("abc abc") == "abc abc"
+
+
+# --------------------------------------------------------------------------------------------
+# The one detector (reasonwire.secrets_scan), as redaction uses it
+# --------------------------------------------------------------------------------------------
+
+
+PLANTED = planted()
+
+
+def _clean(out: str, p: Planted) -> bool:
+    return not any(f in out for f in p.fragments())
+
+
+@pytest.mark.parametrize("p", PLANTED, ids=[p.label for p in PLANTED])
+def test_every_shape_is_found_and_redacted(p: Planted) -> None:
+    text = f"Error: {p.text} was rejected"
+    found = scan_text(text)
+    assert [m.kind for m in found] == [p.kind]
+    m = found[0]
+    assert p.value in text[m.start : m.end]  # the span covers the value...
+    assert not any(f in repr(found) for f in p.fragments())  # ...the match never holds it
+    out = redact(text)
+    assert _clean(out, p) and REDACTED in out and out.endswith(" was rejected")
+    assert p.kind in KINDS
+
+
+def _escape_all(s: str) -> str:
+    return "".join(f"\\u{ord(c):04x}" for c in s)
+
+
+@pytest.mark.parametrize("p", PLANTED, ids=[p.label for p in PLANTED])
+def test_shapes_found_after_json_unescaping(p: Planted) -> None:
+    doc = json.dumps({"error": {"message": "bad key " + p.text + " here"}})
+    fully = doc.replace(p.value, _escape_all(p.value))  # every character a \\u escape
+    first = doc.replace(p.value, _escape_all(p.value[:1]) + p.value[1:])
+    double = json.dumps({"body": doc})  # JSON in a JSON string: backslashes escaped again
+    for raw in (fully, first, double, json.dumps({"body": fully})):
+        assert p.value not in raw or raw is double  # the escaped forms hide it from a raw scan
+        assert [m.kind for m in scan_text(raw)] == [p.kind], raw[:80]
+        out = redact(raw)
+        assert _clean(out, p) and _escape_all(p.value[:8]) not in out
+        assert not any(f in json.dumps(json.loads(out)) for f in p.fragments())
+        json.loads(out)  # the whole escaped span went: the document still parses
+
+
+def test_token_split_by_escaped_slashes() -> None:
+    tok = "ab12" + "\\/" + "cd34" + "\\/" + "ef56gh78"  # a base64 token as PHP writes it
+    raw = '{"h": "Bearer ' + tok + '"}'
+    assert [m.kind for m in scan_text(raw)] == ["bearer token"]
+    out = redact(raw)
+    assert (
+        "ef56gh78" not in out and "cd34" not in out and json.loads(out)["h"] == "Bearer [redacted]"
+    )
+
+
+def test_redact_obj_unescapes_keys_and_values() -> None:
+    p = by_label("hf")
+    rec = {_escape_all(p.value): "x", "nested": [{"t": "see " + _escape_all(p.value)}]}
+    out = json.dumps(redact_obj(rec))
+    assert _clean(out, p) and _escape_all(p.value[:4]) not in out
+
+
+def test_loaded_secret_found_escaped() -> None:
+    secret = "odd-loaded-secret-" + "q7" * 6
+    register_secret(secret)
+    assert secret[5:] not in redact('{"echo": "' + _escape_all(secret) + '"}')
+
+
+def test_near_misses_survive() -> None:
+    pub = "-----" + "BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEA\n-----" + "END PUBLIC KEY-----"
+    for text in (
+        "uses sk-learn and a task-list",
+        "bearer tokens are checked; Bearer authentication is optional",
+        "hf_hub_download and ghp_short",
+        "carrier EpEgCo4gAb4+9vvWAKIA" + "QX7Z3ABCDEFG1234" + "QuEnsZnNuSXJaINVVvcoApg6Y==",
+        pub,  # a public key is not a secret
+        "path\\to\\file \\n and \\u00e9",
+    ):
+        assert scan_text(text) == [], text
+        assert redact(text) == text
+
+
+def test_pem_without_end_redacts_the_rest() -> None:
+    text = "key: -----" + "BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA" + "x" * 50
+    assert redact(text) == "key: " + REDACTED
+
+
+def test_scan_json_paths_never_values() -> None:
+    p, q = by_label("akia"), by_label("google")
+    doc = {"a": [{"b": p.text}], q.value: {"c": "fine"}, "Authorization": "anything-at-all"}
+    hits = scan_json(doc)
+    assert {(h.kind, h.path, h.in_key) for h in hits} == {
+        (p.kind, ("a", 0, "b"), False),
+        (q.kind, (), True),
+        ("value of a secret-named field", ("Authorization",), False),
+    }
+    assert format_path((q.value, "c")) == "[redacted].c"
+    assert format_path(("a", 0, "b")) == "a.0.b" and format_path(()) == "(root)"
+    assert format_path(("we ird\n",)) == '"we ird\\n"'
+    assert not any(f in repr(hits) for f in p.fragments() + q.fragments())
+
+
+def test_no_key_shaped_literal_is_tracked() -> None:
+    here = Path(__file__).parent
+    files = [Path(__file__), *sorted((here / "govern").glob("test_*secret*.py"))]
+    files += [here / "govern" / "planted.py", here / "govern" / "test_keys_revocation.py"]
+    files += [here / "govern" / "test_cli_errors.py", here / "govern" / "test_validator.py"]
+    for f in files:
+        if f.exists():
+            assert scan_text(f.read_text(encoding="utf-8")) == [], f
+
+
+# -- linear time ------------------------------------------------------------------------------
+
+
+def _b64(n: int) -> str:
+    rnd = random.Random(7)
+    return "".join(rnd.choices(string.ascii_letters + string.digits + "+/", k=n))
+
+
+def _repeat(unit: str) -> Callable[[int], str]:
+    return lambda n: (unit * (n // len(unit) + 1))[:n]
+
+
+INPUTS: dict[str, Callable[[int], str]] = {
+    "base64": _b64,
+    "sk-": _repeat("sk-"),
+    "eyJ": _repeat("eyJ"),
+    "eyJ.": _repeat("eyJab."),
+    "AIza": _repeat("AIza"),
+    "AKIA": _repeat("AKIA"),
+    "hf_": _repeat("hf_"),
+    "Bearer": _repeat("Bearer "),
+    "BEGIN": _repeat("-----" + "BEGIN PRIVATE KEY-----"),
+    "BEGIN/END": _repeat("-----" + "BEGIN RSA PRIVATE KEY-----x-----" + "END RSA PRIVATE KEY-----"),
+    "many AKIA": _repeat("AK" + "IA" + "QX7Z3ABCDEFG1234 "),
+    "escaped": _repeat("\\u0073k-"),
+}
+
+
+def _best(fn: Callable[[], object], runs: int = 3) -> float:
+    """Best of ``runs``, with the cyclic GC off as ``timeit`` does: a collection walks every
+    object of this test process (the whole suite's), which is not the detector's cost."""
+    best = float("inf")
+    gc.collect()
+    gc.disable()
+    try:
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+    finally:
+        gc.enable()
+    return best
+
+
+@pytest.mark.timeout(60)  # a quadratic detector takes hours here: fail, do not hang
+@pytest.mark.parametrize("name", list(INPUTS))
+def test_detector_is_linear(name: str) -> None:
+    make = INPUTS[name]
+    quarter, half, full = make(500_000), make(1_000_000), make(2_000_000)
+    tq, th, tf = (_best(lambda t=t: scan_text(t)) for t in (quarter, half, full))
+    tr = _best(lambda: redact(full), runs=1)
+    print(
+        f"\n{name}: scan 0.5/1/2 MB {tq * 1e3:.1f}/{th * 1e3:.1f}/{tf * 1e3:.1f} ms, "
+        f"redact 2 MB {tr * 1e3:.1f} ms"
+    )
+    assert tf < 2.0 and tr < 2.0
+    if tq > 0.005:  # below 5 ms the ratio is noise
+        assert tf / tq < 8, (tq, tf)  # 4x the input: ~4x the time (quadratic would be 16x)

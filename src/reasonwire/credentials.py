@@ -7,7 +7,8 @@ nothing caches it on disk or keeps it beyond the call, so a rotated key is picke
 
 Every value read is remembered (as a secret, not as a cache) in a process-wide registry so that
 :func:`redact` can remove it from any text, in addition to anything *shaped* like a key
-(``sk-...``, ``AIza...``, ``Bearer ...``, JWS tokens). :func:`redact_obj` does the same for a
+(``sk-...``, ``AIza...``, ``hf_...``, ``AKIA...``, ``Bearer ...``, JWS tokens, PEM private keys:
+the one detector in :mod:`reasonwire.secrets_scan`). :func:`redact_obj` does the same for a
 record and also blanks the values of header-like fields (``authorization``, ``x-api-key``...).
 Errors name the source (variable, file, key path), never the key.
 """
@@ -24,37 +25,11 @@ from pathlib import Path
 from typing import Any, TypeAlias
 
 from reasonwire.errors import CredentialError
+from reasonwire.secrets_scan import SECRET_FIELDS, is_secret_field, scan_text
 
 REDACTED = "[redacted]"
 
-# Key-shaped strings. Boundaries keep base64 carrier values (which may contain "AIza" by
-# chance) intact: a real key is not glued to further base64 characters.
-_SHAPES = re.compile(
-    r"(?<![A-Za-z0-9+/_\-])sk-[A-Za-z0-9_\-]{12,}"
-    r"|(?<![A-Za-z0-9+/_\-])xai-[A-Za-z0-9_\-]{20,}"
-    r"|(?<![A-Za-z0-9+/_\-])AIza[0-9A-Za-z_\-]{35}(?![A-Za-z0-9+/_\-=])"
-    r"|(?<![A-Za-z0-9_\-])eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{8,}"
-    r"|(?<=[Bb]earer )[A-Za-z0-9._~+/\-]+=*"
-)
-
-# Record fields whose values are credentials whatever they look like (compared lower-case,
-# with ``-`` read as ``_``).
-SECRET_FIELDS = frozenset(
-    {
-        "authorization",
-        "proxy_authorization",
-        "api_key",
-        "apikey",
-        "x_api_key",
-        "x_goog_api_key",
-        "access_token",
-        "refresh_token",
-        "agent_key",
-        "client_secret",
-        "cookie",
-        "set_cookie",
-    }
-)
+_LOADED = "loaded secret"
 
 _MIN_SECRET = 8  # shorter values would blank ordinary words; such keys are not real keys
 
@@ -79,15 +54,26 @@ def register_secret(value: str) -> None:
 
 
 def redact(text: str) -> str:
-    """``text`` with every loaded secret and every key-shaped string replaced by ``[redacted]``."""
+    """``text`` with every loaded secret and every key-shaped string replaced by ``[redacted]``.
+
+    Shapes are those of :mod:`reasonwire.secrets_scan` (the detector the evidence validator
+    uses), found as written and after JSON unescaping (``\\u0073k-...`` is a key too).
+    """
     pattern = _secret_re
-    if pattern is not None:
-        text = pattern.sub(REDACTED, text)
-    return _SHAPES.sub(REDACTED, text)
-
-
-def _secret_field(name: str) -> bool:
-    return name.lower().replace("-", "_") in SECRET_FIELDS
+    found = scan_text(text, ((_LOADED, pattern),) if pattern is not None else ())
+    if not found:
+        return text
+    out: list[str] = []
+    pos = 0
+    for m in found:  # sorted by start; overlapping spans merge into one [redacted]
+        if m.end <= pos:
+            continue
+        if m.start >= pos:
+            out.append(text[pos : m.start])
+            out.append(REDACTED)
+        pos = m.end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def redact_obj(obj: Any) -> Any:
@@ -102,7 +88,7 @@ def redact_obj(obj: Any) -> Any:
         out: dict[Any, Any] = {}
         for k, v in obj.items():
             key = redact(k) if isinstance(k, str) else k
-            if isinstance(k, str) and _secret_field(k) and v is not None:
+            if isinstance(k, str) and is_secret_field(k) and v is not None:
                 out[key] = REDACTED
             else:
                 out[key] = redact_obj(v)

@@ -135,9 +135,9 @@ def test_incomplete_evidence_fails(
 
 
 SECRETS = [
-    ("Authorization: Bearer abcdefghijklmnop", "bearer token"),
+    ("Authorization: Bear" + "er abcdefghijklmnop", "bearer token"),
     ("sk-" + "proj-abcdefghijklmnop1234", "sk- key"),  # built so no key-shaped text is tracked
-    ("eyJhbGciOiJFZERTQSJ9.eyJjb252IjoiYyJ9.c2lnbmF0dXJlLXNpZw", "JWS-shaped token"),
+    ("ey" + "JhbGciOiJFZERTQSJ9.eyJjb252IjoiYyJ9.c2lnbmF0dXJlLXNpZw", "JWS-shaped token"),
     ("the API key was rotated", "api key mention"),
 ]
 

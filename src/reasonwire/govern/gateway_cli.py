@@ -3,18 +3,25 @@
 The registry and policy are code, reviewed like code: ``--policy`` names an importable module
 that defines ``REGISTRY`` (a :class:`~reasonwire.govern.registry.Registry`) and ``POLICY`` (an
 :class:`~reasonwire.govern.policy.OrgPolicy`). ``--keys`` is a directory of Ed25519 PEM
-files; the gateway needs only the public ones.
+files; the gateway needs only the public ones. The gateway follows that directory: a deleted
+``<kid>.pub.pem`` or a key id listed in ``revoked.txt`` there is refused from the next request
+on, and ``SIGHUP`` forces a re-read. Every error is one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import ipaddress
+import re
+import signal
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
 from reasonwire.govern.binding import KeyRing
 from reasonwire.govern.evidence import SQLiteStore
@@ -34,15 +41,28 @@ def _loopback(host: str) -> None:
         raise ConfigError(f"the gateway serves on loopback only, not {host!r}")
 
 
+def _one_line(exc: BaseException) -> str:
+    """``exc`` as one line (type and first line of its message), redacted."""
+    first = str(exc).strip().splitlines()[:1]
+    return redact(f"{type(exc).__name__}: {first[0]}" if first else type(exc).__name__)
+
+
 def load_policy(module: str) -> tuple[Registry, OrgPolicy]:
     try:
         mod = importlib.import_module(module)
-    except ImportError as exc:
-        raise ConfigError(f"cannot import policy module {module!r}: {exc}") from None
+    except Exception as exc:  # the module is code: a syntax error or any failure at import
+        raise ConfigError(f"cannot import policy module {module!r}: {_one_line(exc)}") from None
     registry, policy = getattr(mod, "REGISTRY", None), getattr(mod, "POLICY", None)
     if not isinstance(registry, Registry) or not isinstance(policy, OrgPolicy):
         raise ConfigError(f"{module} must define REGISTRY (Registry) and POLICY (OrgPolicy)")
     return registry, policy
+
+
+def _open_store(path: Path) -> SQLiteStore:
+    try:
+        return SQLiteStore(path)
+    except (sqlite3.Error, OSError) as exc:
+        raise ConfigError(f"cannot open evidence database {path}: {_one_line(exc)}") from None
 
 
 @app.command("serve")
@@ -62,11 +82,16 @@ def serve(
         _loopback(host)
         registry, org = load_policy(policy)
         ring = KeyRing.load_dir(keys)
-        gw = Gateway(registry, org, ring, SQLiteStore(evidence))
+        gw = Gateway(registry, org, ring, _open_store(evidence))
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
+    if hasattr(signal, "SIGHUP"):  # re-read the keys directory now (it is also watched)
+        signal.signal(signal.SIGHUP, lambda _sig, _frame: ring.reload_soon())
     uvicorn.run(gw.app, host=host, port=port, log_level="warning", access_log=False)
+
+
+_KID = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,63}")
 
 
 @app.command("keygen")
@@ -75,8 +100,19 @@ def keygen(
     kid: Annotated[str, typer.Option(help="Key id.")] = "k1",
 ) -> None:
     """Create an Ed25519 signing key for control (the gateway needs the .pub.pem only)."""
-    if (out / f"{kid}.key.pem").exists() or (out / f"{kid}.pub.pem").exists():
-        typer.echo(f"error: key id {kid} already exists in {out}", err=True)
+    if not _KID.fullmatch(kid):
+        typer.echo(f"error: key id {kid!r} must be letters, digits, '_', '-' or '.'", err=True)
         raise typer.Exit(2)
-    KeyRing.generate(kid).save_dir(out)
-    typer.echo(f"wrote {out / (kid + '.key.pem')} and {out / (kid + '.pub.pem')}")
+    files = (out / f"{kid}.key.pem", out / f"{kid}.pub.pem")
+    try:
+        if any(f.exists() for f in files):
+            typer.echo(f"error: key id {kid} already exists in {out}", err=True)
+            raise typer.Exit(2)
+        KeyRing.generate(kid).save_dir(out)
+    except OSError as exc:
+        for f in files:  # no half-written key pair
+            with contextlib.suppress(OSError):
+                f.unlink(missing_ok=True)
+        typer.echo(f"error: cannot write keys to {out}: {_one_line(exc)}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"wrote {files[0]} and {files[1]}")

@@ -8,8 +8,13 @@ concurrent-conversation isolation, every negative case ``failed-closed``, hidden
 absent everywhere it was looked for, usage ``reported``/``unavailable`` (a figure only when
 reported, never a made-up zero), a cost status, stated limitations.
 
-Before anything is parsed the raw text is scanned for likely credentials; a hit is refused
-without echoing the match. Passing proves completeness and commit binding, not truth.
+Before the schema is applied, the evidence is scanned for likely credentials with the one
+detector of :mod:`reasonwire.secrets_scan` (the one redaction uses): every JSON key and value
+of the parsed document (repeated keys included) and the raw text, as written and JSON-unescaped.
+A hit is refused naming the kind and the JSON path only (the parent's path for a key name;
+the line when the text is not JSON), never the value. Every other message is passed through
+redaction too, and names of unknown fields or cases are shown only when they are plain.
+Passing proves completeness and commit binding, not truth.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
 from reasonwire.govern.levels import Level
+from reasonwire.secrets_scan import format_path, load_pairs, scan_json, scan_text
 
 NEGATIVE_CASES = (
     "tampered",
@@ -42,12 +49,10 @@ DISCLAIMER = (
     "it does not prove the observations are true."
 )
 
-_CREDENTIALS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("bearer token", re.compile(r"[Bb]earer\s+[A-Za-z0-9._~+/\-]{8,}")),
-    ("sk- key", re.compile(r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{8,}")),
-    ("JWS-shaped token", re.compile(r"eyJ[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*")),
-    ("api key mention", re.compile(r"api[\s_\-]?key", re.IGNORECASE)),
-)
+# Not a credential shape but a sign that one may be near: evidence never needs to talk about
+# API keys. Linear (one literal-ish run), so it rides along with the detector's patterns.
+_MENTIONS = (("api key mention", re.compile(r"api[\s_\-]?key", re.IGNORECASE)),)
+_MAX_SHOWN = 20  # findings listed; the rest are counted
 
 
 class EvidenceError(ConfigError):
@@ -124,15 +129,43 @@ class QualificationEvidence(_Strict):
 
 
 def scan_credentials(text: str) -> list[str]:
-    """Kinds of likely credentials in ``text`` with line numbers; never the matched text."""
-    found = []
-    for kind, pattern in _CREDENTIALS:
-        m = pattern.search(text)
-        if m:
-            found.append(
-                f"likely credential ({kind}) on line {text.count(chr(10), 0, m.start()) + 1}"
-            )
+    """Likely credentials in evidence ``text``: kind and JSON path (or line), never the text.
+
+    A parsable document is walked (keys and values, repeated keys too); the raw text is
+    scanned as well, and a hit the walk did not explain is reported by line.
+    """
+    found: list[str] = []
+    try:
+        hits = scan_json(load_pairs(text), _MENTIONS)
+    except (ValueError, RecursionError):
+        hits = []
+    for h in hits:
+        if h.in_key:
+            found.append(f"likely credential ({h.kind}) in a key name at {format_path(h.path)}")
+        else:
+            found.append(f"likely credential ({h.kind}) at {format_path(h.path)}")
+    if not hits:
+        lines: dict[tuple[str, int], None] = {}
+        line, pos = 1, 0
+        for m in scan_text(text, _MENTIONS):  # sorted: count newlines once, forwards
+            line += text.count("\n", pos, m.start)
+            pos = m.start
+            lines[(m.kind, line)] = None
+        found.extend(f"likely credential ({kind}) on line {n}" for kind, n in lines)
+    found = list(dict.fromkeys(found))
+    if len(found) > _MAX_SHOWN:
+        found[_MAX_SHOWN:] = [f"... and {len(found) - _MAX_SHOWN} more likely credentials"]
     return found
+
+
+_PLAIN_NAME = re.compile(r"[a-z0-9][a-z0-9_\-]{0,39}")
+
+
+def _name(name: str) -> str:
+    """An unknown case or place name, shown only when it is a plain short name."""
+    if _PLAIN_NAME.fullmatch(name) and not scan_text(name, _MENTIONS):
+        return repr(name)
+    return "(a name not shown)"
 
 
 def repo_head(repo: Path) -> str:
@@ -186,30 +219,35 @@ def _checks(ev: QualificationEvidence, head: str) -> list[str]:
         elif nc.outcome != "failed-closed":
             problems.append(f"negative case {case} was {nc.outcome}, expected failed-closed")
     for extra in sorted(set(ev.negative_cases) - set(NEGATIVE_CASES)):
-        problems.append(f"unknown negative case {extra!r}")
+        problems.append(f"unknown negative case {_name(extra)}")
     for place in HIDDEN_PLACES:
         state = ev.hidden_reasoning.get(place)
         if state != "absent":
             problems.append(f"hidden reasoning in {place}: {state or 'not checked'}")
     for extra in sorted(set(ev.hidden_reasoning) - set(HIDDEN_PLACES)):
-        problems.append(f"unknown hidden-reasoning place {extra!r}")
+        problems.append(f"unknown hidden-reasoning place {_name(extra)}")
     return problems
+
+
+def _refuse(problems: list[str]) -> EvidenceError:
+    # A last guard: whatever a message was built from, no key-shaped text leaves.
+    return EvidenceError([redact(p) for p in problems])
 
 
 def validate_text(text: str, head: str) -> QualificationEvidence:
     """Validate evidence text against the commit ``head``; raise :class:`EvidenceError`."""
     leaks = scan_credentials(text)
     if leaks:
-        raise EvidenceError(leaks)  # before parsing: nothing of the file is echoed
+        raise _refuse(leaks)  # before the schema: nothing of the file is echoed
     try:
         ev = QualificationEvidence.model_validate_json(text)
     except ValidationError as exc:
-        raise EvidenceError(
-            [f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in exc.errors()]
+        raise _refuse(
+            [f"{format_path(p for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         ) from None
     problems = _checks(ev, head)
     if problems:
-        raise EvidenceError(problems)
+        raise _refuse(problems)
     return ev
 
 
