@@ -68,10 +68,6 @@ KNOWN_VIOLATIONS: frozenset[tuple[str, str, str]] = frozenset(
         ("templates-localserver", "templates/crosscheck.py", "reasonwire.localserver.server"),
         ("templates-localserver", "templates/scan.py", "reasonwire.localserver.sdist"),
         ("templates-localserver", "localserver/vllm.py", "reasonwire.templates.tokenize"),
-        # errors.ProviderError redacts its body excerpt (a function-level import of
-        # credentials), and credentials raises CredentialError from errors.
-        ("module-cycle", "credentials.py", "reasonwire.credentials <-> reasonwire.errors"),
-        ("package-cycle", "credentials.py", "reasonwire.credentials <-> reasonwire.errors"),
         # the templates <-> localserver imports above, seen as packages.
         (
             "package-cycle",

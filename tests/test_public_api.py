@@ -248,7 +248,8 @@ def _public_name(name: str) -> bool:
 
 
 def _defined(path: Path) -> set[str]:
-    """Names a plain module binds at its top level by def, class or assignment."""
+    """Names a plain module binds at its top level by def, class or assignment, and the
+    explicit re-exports (``from m import x as x``, the typing convention)."""
     out: set[str] = set()
     stmts = list(ast.parse(path.read_text("utf-8")).body)
     while stmts:
@@ -258,6 +259,8 @@ def _defined(path: Path) -> set[str]:
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             out |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.ImportFrom):  # ``from m import x as x``: a re-export
+            out |= {a.name for a in node.names if a.asname == a.name}
         elif isinstance(node, ast.If | ast.Try):
             stmts += [*node.body, *node.orelse, *getattr(node, "finalbody", [])]
             for handler in getattr(node, "handlers", []):

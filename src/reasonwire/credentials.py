@@ -18,85 +18,19 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeAlias
 
 from reasonwire.errors import CredentialError
-from reasonwire.secrets_scan import SECRET_FIELDS, is_secret_field, scan_text
 
-REDACTED = "[redacted]"
-
-_LOADED = "loaded secret"
-
-_MIN_SECRET = 8  # shorter values would blank ordinary words; such keys are not real keys
-
-_lock = threading.Lock()
-_secrets: set[str] = set()
-_secret_re: re.Pattern[str] | None = None
-
-
-def register_secret(value: str) -> None:
-    """Remember ``value`` so :func:`redact` removes it from any text from now on."""
-    global _secret_re
-    value = value.strip()
-    if len(value) < _MIN_SECRET:
-        return
-    with _lock:
-        if value in _secrets:
-            return
-        _secrets.add(value)
-        # Longest first so a secret containing another is removed whole.
-        alts = sorted(_secrets, key=len, reverse=True)
-        _secret_re = re.compile("|".join(re.escape(s) for s in alts))
-
-
-def redact(text: str) -> str:
-    """``text`` with every loaded secret and every key-shaped string replaced by ``[redacted]``.
-
-    Shapes are those of :mod:`reasonwire.secrets_scan` (the detector the evidence validator
-    uses), found as written and after JSON unescaping (``\\u0073k-...`` is a key too).
-    """
-    pattern = _secret_re
-    found = scan_text(text, ((_LOADED, pattern),) if pattern is not None else ())
-    if not found:
-        return text
-    out: list[str] = []
-    pos = 0
-    for m in found:  # sorted by start; overlapping spans merge into one [redacted]
-        if m.end <= pos:
-            continue
-        if m.start >= pos:
-            out.append(text[pos : m.start])
-            out.append(REDACTED)
-        pos = m.end
-    out.append(text[pos:])
-    return "".join(out)
-
-
-def redact_obj(obj: Any) -> Any:
-    """A copy of a record (dicts, lists, strings) with secrets removed; other values unchanged.
-
-    Values of credential-named fields are replaced whole; every string is passed through
-    :func:`redact`. Keys of dicts are redacted too (a header dump may use a key as a name).
-    """
-    if isinstance(obj, str):
-        return redact(obj)
-    if isinstance(obj, Mapping):
-        out: dict[Any, Any] = {}
-        for k, v in obj.items():
-            key = redact(k) if isinstance(k, str) else k
-            if isinstance(k, str) and is_secret_field(k) and v is not None:
-                out[key] = REDACTED
-            else:
-                out[key] = redact_obj(v)
-        return out
-    if isinstance(obj, list | tuple):
-        return [redact_obj(v) for v in obj]
-    return obj
-
+# Re-exported (``x as x``): redaction and the secret-field names are part of this API.
+from reasonwire.redaction import REDACTED as REDACTED
+from reasonwire.redaction import redact as redact
+from reasonwire.redaction import redact_obj as redact_obj
+from reasonwire.redaction import register_secret as register_secret
+from reasonwire.secrets_scan import SECRET_FIELDS as SECRET_FIELDS
 
 # --------------------------------------------------------------------------------------------
 # Sources

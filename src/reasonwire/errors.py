@@ -97,7 +97,7 @@ class ProviderError(ReasonwireError):
         request_id: str | None = None,
         url: str | None = None,
     ) -> None:
-        from reasonwire.credentials import redact
+        from reasonwire.redaction import redact
 
         self.status = status
         self.body_excerpt = redact(body_excerpt[:_EXCERPT])
