@@ -22,8 +22,8 @@ def controls_table() -> str:
             rows.append(f"| {d.name} | `{c.name}` | {kind} | {_cell(c.what)} | {c.source} |")
         for name, prof in d.profiles.items():
             for c in prof.controls:
-                what = _cell(c.what)
-                rows.append(f"| {d.name} ({name}) | `{c.name}` | body field | {what} | {c.source} |")
+                where, what = f"{d.name} ({name})", _cell(c.what)
+                rows.append(f"| {where} | `{c.name}` | body field | {what} | {c.source} |")
     return "\n".join(rows)
 
 
