@@ -71,3 +71,12 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) $(LCP_VENV)
+
+# The documentation site (mkdocs-material + mkdocstrings, --strict: a broken reference fails):
+# the consumption matrix of the embedded run and the controls inventory are generated first.
+docs: $(STAMP) localserver
+	$(BIN)/reasonwire eval run --out build/docs-eval --no-progress >/dev/null
+	cp build/docs-eval/matrix.md docs/matrix.md
+	$(BIN)/python -m reasonwire.wire.inventory > docs/controls.md
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "docs: build/site/index.html"
