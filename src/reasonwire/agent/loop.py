@@ -101,6 +101,10 @@ class _Failure:
 
 _END = object()
 
+_BUFFER = 16
+"""Events the sync stream's worker may run ahead of the iterating caller: the run does not
+race far past what the caller has read, so breaking out stops it close to where it was."""
+
 
 def _sink(on_event: EventSink | None, emit: Emit | None, request: int) -> EventSink | None:
     """The transport's event sink: the caller's ``on_event`` and, when iterating, the
@@ -229,17 +233,19 @@ class Agent:
     ) -> Iterator[AgentEvent]:
         """Drive ``session`` on the streaming endpoint, yielding its events (see
         :meth:`stream`)."""
-        items: queue.SimpleQueue[object] = queue.SimpleQueue()
+        items: queue.Queue[object] = queue.Queue(maxsize=_BUFFER)
         stop = threading.Event()
 
-        def emit(ev: AgentEvent) -> None:
+        def check() -> None:
             if stop.is_set():
                 raise _Stopped
+
+        def emit(ev: AgentEvent) -> None:
+            check()
             items.put(ev)
 
         def guarded(ev: StreamEvent) -> None:
-            if stop.is_set():
-                raise _Stopped
+            check()
             if on_event is not None:
                 on_event(ev)
 
@@ -265,7 +271,11 @@ class Agent:
                 yield cast(AgentEvent, item)
         finally:
             stop.set()
-            worker.join()
+            while worker.is_alive():
+                try:
+                    items.get_nowait()  # room for a worker blocked on a full queue
+                except queue.Empty:
+                    worker.join(0.05)  # busy in a read or a tool: it stops at its next event
 
     def stream(self, user_text: str, *, on_event: EventSink | None = None) -> Iterator[AgentEvent]:
         """Run one user turn on the streaming endpoint and yield its events: text and
