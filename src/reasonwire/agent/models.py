@@ -152,12 +152,6 @@ class GivenKey:
     def __repr__(self) -> str:
         return "GivenKey(<hidden>)"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, GivenKey) and other._value == self._value
-
-    def __hash__(self) -> int:
-        return hash(self._value)
-
 
 @dataclass(frozen=True, slots=True)
 class EnvChain:
@@ -392,7 +386,8 @@ def _check_key_arg(key: object) -> KeySpec:
     if isinstance(key, str):
         raise _refuse(
             "key= takes a key source object or a callable, not a string; pass the key itself "
-            "as api_key=... or the name of its environment variable as key_env=...",
+            "as api_key=..., the name of its environment variable as key_env=..., or a "
+            "one-line source as key=credentials.parse_source('dotenv:PATH#NAME')",
             key,
         )
     if isinstance(key, credentials.EnvKey):
