@@ -84,7 +84,7 @@ def parse_source(spec: str) -> KeySource:
     if not sep:
         if not spec or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", spec):
             raise CredentialError(
-                f"bad key source {spec!r}; expected env:NAME, dotenv:PATH#NAME "
+                f"bad key source ({_describe(spec)}); expected env:NAME, dotenv:PATH#NAME "
                 "or authfile:PATH#key.path"
             )
         return EnvKey(spec)
@@ -100,8 +100,15 @@ def parse_source(spec: str) -> KeySource:
         full = [first] + [p if "." in p or not parent else f"{parent}.{p}" for p in paths[1:]]
         return AuthFileKey(path, tuple(full))
     raise CredentialError(
-        f"bad key source {spec!r}; expected env:NAME, dotenv:PATH#NAME or authfile:PATH#key.path"
+        f"bad key source ({_describe(spec)}); expected env:NAME, dotenv:PATH#NAME "
+        "or authfile:PATH#key.path"
     )
+
+
+def _describe(spec: str) -> str:
+    """A spec by kind and length only: a bad spec may be a key pasted in the wrong place."""
+    kind = "a key-shaped string" if redact(spec) != spec else "a string"
+    return f"{kind} of {len(spec)} character{'' if len(spec) == 1 else 's'}"
 
 
 def parse_dotenv(text: str) -> dict[str, str]:

@@ -98,16 +98,33 @@ SIM_MODELS: dict[str, ModelFactory] = {
         retries=FAST,
     ),
     "anthropic-thinking": lambda s, c: agent.anthropic(
-        "sim-claude", base_url=s.base_url, key=key, http_client=c, retries=FAST
+        "sim-claude", base_url=s.root_url, key=key, http_client=c, retries=FAST
     ),
     "anthropic-redacted": lambda s, c: agent.anthropic(
-        "sim-claude-redacted", base_url=s.base_url, key=key, http_client=c, retries=FAST
+        "sim-claude-redacted", base_url=s.root_url, key=key, http_client=c, retries=FAST
     ),
     "gemini": lambda s, c: agent.gemini(
-        "sim-gemini", effort="high", base_url=s.root_url + "/v1beta", key=key, http_client=c,
-        retries=FAST,
+        "sim-gemini", effort="high", base_url=s.root_url, key=key, http_client=c, retries=FAST
     ),
 }  # fmt: skip
+
+
+SDK_ENV = (
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+    "GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_API_VERSION",
+    "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL",
+)  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _hermetic_env(
+    monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No SDK variable of the machine running the tests, and no ~/.hermes/.env, leaks in."""
+    for name in SDK_ENV:
+        monkeypatch.delenv(name, raising=False)
+    missing = tmp_path_factory.getbasetemp() / "no-such-dir" / ".env"
+    monkeypatch.setattr(agent.models, "DOTENV_FALLBACK", str(missing))
 
 
 @pytest.fixture

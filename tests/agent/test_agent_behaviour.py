@@ -73,7 +73,7 @@ def test_a_failed_step_leaves_the_session_and_transcript_unchanged(
 
     with httpx.Client(transport=Flaky()) as client:
         model = agent.anthropic(
-            "sim-claude", base_url=sim_server.base_url, key=key, http_client=client, retries=0
+            "sim-claude", base_url=sim_server.root_url, key=key, http_client=client, retries=0
         )
         bot = agent.Agent(model, TOOLS)
         s = bot.session("What is the weather in Paris?")

@@ -14,12 +14,32 @@ application sees the answer and a provider-neutral transcript.
 
     bot = agent.Agent(agent.anthropic("claude-sonnet-4-5"), [get_weather])
     print(bot.run("Weather in Paris?").answer)
+
+    for event in bot.stream("And in Rome?"):    # or: async for event in bot.astream(...)
+        if isinstance(event, agent.TextEvent):
+            print(event.text, end="")
+
+Keys and base URLs follow each official SDK (``api_key=`` is the key; ``ANTHROPIC_API_KEY``,
+``ANTHROPIC_BASE_URL``... when nothing is passed): see :mod:`reasonwire.agent.models`.
 """
 
 from __future__ import annotations
 
-from reasonwire.agent.loop import Agent, RunResult, ToolLoopLimit
+from reasonwire.agent.events import (
+    AgentEvent,
+    ReasoningEvent,
+    RequestUsage,
+    ResultEvent,
+    RunResult,
+    TextEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
+from reasonwire.agent.loop import Agent, ToolLoopLimit
 from reasonwire.agent.models import (
+    CONVENTIONS,
+    DOTENV_FALLBACK,
+    Convention,
     KeyLike,
     Model,
     anthropic,
@@ -36,17 +56,27 @@ from reasonwire.agent.tools import Tool, spec_from_callable, tool
 from reasonwire.agent.transport import StreamFailed
 
 __all__ = [
+    "CONVENTIONS",
+    "DOTENV_FALLBACK",
     "Agent",
+    "AgentEvent",
+    "Convention",
     "CrossTurnPolicy",
     "KeyLike",
     "Model",
     "Prepared",
+    "ReasoningEvent",
+    "RequestUsage",
+    "ResultEvent",
     "RunResult",
     "Session",
     "Strategy",
     "StreamFailed",
+    "TextEvent",
     "Tool",
+    "ToolCallEvent",
     "ToolLoopLimit",
+    "ToolResultEvent",
     "anthropic",
     "from_route",
     "gemini",
