@@ -56,10 +56,10 @@ CASES: dict[str, Factory] = {
         http_client=c, retries=0,
     ),
     "anthropic": lambda b, r, c: agent.anthropic(
-        "sim-claude", base_url=b, key=lambda: KEY, http_client=c, retries=0
+        "sim-claude", base_url=r, key=lambda: KEY, http_client=c, retries=0
     ),
     "gemini": lambda b, r, c: agent.gemini(
-        "sim-gemini", effort="high", base_url=r + "/v1beta", key=lambda: KEY, http_client=c,
+        "sim-gemini", effort="high", base_url=r, key=lambda: KEY, http_client=c,
         retries=0,
     ),
 }  # fmt: skip

@@ -320,13 +320,13 @@ def _best(fn: Callable[[], object], runs: int = 3) -> float:
 @pytest.mark.parametrize("name", list(INPUTS))
 def test_detector_is_linear(name: str) -> None:
     make = INPUTS[name]
-    quarter, half, full = make(500_000), make(1_000_000), make(2_000_000)
-    tq, th, tf = (_best(lambda t=t: scan_text(t)) for t in (quarter, half, full))
-    tr = _best(lambda: redact(full), runs=1)
-    print(
-        f"\n{name}: scan 0.5/1/2 MB {tq * 1e3:.1f}/{th * 1e3:.1f}/{tf * 1e3:.1f} ms, "
-        f"redact 2 MB {tr * 1e3:.1f} ms"
-    )
-    assert tf < 2.0 and tr < 2.0
-    if tq > 0.005:  # below 5 ms the ratio is noise
-        assert tf / tq < 8, (tq, tf)  # 4x the input: ~4x the time (quadratic would be 16x)
+    small, full = make(250_000), make(2_000_000)
+    ts, tf = (_best(lambda t=t: scan_text(t)) for t in (small, full))
+    rs, rf = _best(lambda: redact(small), runs=1), _best(lambda: redact(full), runs=1)
+    print(f"\n{name}: scan 0.25/2 MB {ts * 1e3:.1f}/{tf * 1e3:.1f} ms, redact {rs:.3f}/{rf:.3f} s")
+    # The property is the growth, not a speed: 8x the input costs ~8x (quadratic would be
+    # 64x). The bound leaves room for a loaded machine; the timeout catches a hang.
+    if ts > 0.002:  # below 2 ms the ratio is noise
+        assert tf / ts < 24, (ts, tf)
+    if rs > 0.002:
+        assert rf / rs < 24, (rs, rf)

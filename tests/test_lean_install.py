@@ -247,7 +247,9 @@ def weather(city: str) -> str:
 key = lambda: "sk-lean-0123456789"  # noqa: E731
 out = {}
 with httpx.Client(transport=ProbeTransport("lean", purpose="lean", ledger_dir=ledger)) as c:
-    claude = agent.anthropic("sim-claude", base_url=base_url, key=key, http_client=c)
+    claude = agent.anthropic(
+        "sim-claude", base_url=base_url.removesuffix("/v1"), key=key, http_client=c
+    )
     deepseek = agent.openai_compatible(
         base_url=base_url, model="sim-deepseek", profile="deepseek", effort="high", http_client=c
     )
