@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from reasonwire import credentials
 from reasonwire.credentials import (
     REDACTED,
     AuthFileKey,
@@ -330,3 +331,19 @@ def test_detector_is_linear(name: str) -> None:
         assert tf / ts < 24, (ts, tf)
     if rs > 0.002:
         assert rf / rs < 24, (rs, rf)
+
+
+def test_a_key_given_as_a_variable_name_is_never_shown(tmp_path: Path) -> None:
+    """A key pasted where a variable name belongs (``AKIA...``, ``hf_...`` are valid names)
+    is reported by length only."""
+    dotenv = tmp_path / ".env"
+    dotenv.write_text("OTHER=1\n")
+    for key in ("AKIA" + "QWERTYUIOPASDFGH", "hf_" + "a1B2" * 9, "ghp_" + "Z9y8" * 9):
+        for source in (credentials.EnvKey(key), credentials.DotenvKey(str(dotenv), key)):
+            with pytest.raises(credentials.CredentialError) as err:
+                credentials.read_key(source)
+            leaked = key in str(err.value)
+            assert not leaked, "the key was shown"  # never the value, even in this failure
+            assert "characters" in str(err.value)
+    with pytest.raises(credentials.CredentialError, match="RW_SURELY_UNSET_VARIABLE"):
+        credentials.read_key(credentials.EnvKey("RW_SURELY_UNSET_VARIABLE"))

@@ -44,7 +44,7 @@ class EnvKey:
     name: str
 
     def describe(self) -> str:
-        return f"environment variable {self.name}"
+        return f"environment variable {_name(self.name)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +55,7 @@ class DotenvKey:
     name: str
 
     def describe(self) -> str:
-        return f"{self.name} in dotenv file {self.path}"
+        return f"{_name(self.name)} in dotenv file {self.path}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +71,13 @@ class AuthFileKey:
 
 
 KeySource: TypeAlias = EnvKey | DotenvKey | AuthFileKey
+
+
+def _name(name: str) -> str:
+    """A variable name as shown in a message: a key mistaken for a name (``AKIA...``,
+    ``hf_...``) is shown by length only, never as written."""
+    shown = redact(name)
+    return name if shown == name else f"(a key-shaped name of {len(name)} characters)"
 
 
 def parse_source(spec: str) -> KeySource:
@@ -180,7 +187,7 @@ def _read(source: KeySource) -> str:
         values = parse_dotenv(_read_text(source.path, "dotenv file"))
         value = values.get(source.name)
         if value is None or not value.strip():
-            raise CredentialError(f"{source.name} is not set in dotenv file {source.path}")
+            raise CredentialError(f"{_name(source.name)} is not set in dotenv file {source.path}")
         return value.strip()
     text = _read_text(source.path, "auth file")
     try:
