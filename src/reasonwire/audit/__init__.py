@@ -1,0 +1,1 @@
+"""Continuity audit (placeholder docstring)."""
