@@ -194,14 +194,18 @@ def issue(response: int, dialect: Dialect, turn: Turn) -> Issued:
             if root is not None:
                 item = int(root[0])
                 ipath = (*root[1:], *inner)
-                # the innermost enclosing object with anchors of its own hosts the atom
-                for cut in range(len(ipath) - 1, -1, -1):
-                    sub = ipath[:cut]
-                    node: Any = items[item]
-                    for part in sub:
-                        node = node[part]
-                    if isinstance(node, dict) and anchors_of(item, sub)[0]:
-                        host = sub
+                # the innermost enclosing object with anchors of its own hosts the atom:
+                # strong anchors (ids, text, arguments) first, else labels (a function name)
+                for level in (0, 1):
+                    for cut in range(len(ipath) - 1, -1, -1):
+                        sub = ipath[:cut]
+                        node: Any = items[item]
+                        for part in sub:
+                            node = node[part]
+                        if isinstance(node, dict) and anchors_of(item, sub)[level]:
+                            host = sub
+                            break
+                    if host is not None:
                         break
             rpath = c.path + "".join(f"[{k}]" if isinstance(k, int) else f".{k}" for k in inner)
             atoms.append(
@@ -284,7 +288,7 @@ class _Index:
                 continue
             if any(under(n.path, t) or under(t, n.path) for t in taken):
                 continue
-            s = len(strong & n.leaves)
+            s = len((strong or every) & n.leaves)
             k = len(keys & n.keys)
             if not s or (keys and not k):
                 continue
@@ -393,6 +397,13 @@ def observe(
                     ):
                         located[j] = cand
                     break
+        for j in range(len(iss.items)):
+            strong, every, keys = iss.anchors[(j, ())]
+            if j in located or strong or not every:
+                continue
+            p = idx.pick(strong, every, keys, own_atoms, None, [*others, *located.values()])
+            if p is not None:
+                located[j] = p
         for j, p in located.items():
             taken[p] = iss.response
             item_paths[(iss.response, j)] = p
