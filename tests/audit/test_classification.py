@@ -144,9 +144,9 @@ def m_drop(body: dict[str, Any], path: Path, hist: str) -> None:
 def m_alter(body: dict[str, Any], path: Path, hist: str) -> None:
     value = get(body, path)
     mid = len(value) // 2
-    _parent(body, path)[path[-1]] = value[:mid] + ("A" if value[mid] != "A" else "B") + value[
-        mid + 1 :
-    ]
+    _parent(body, path)[path[-1]] = (
+        value[:mid] + ("A" if value[mid] != "A" else "B") + value[mid + 1 :]
+    )
 
 
 def m_move(body: dict[str, Any], path: Path, hist: str) -> None:
@@ -204,7 +204,7 @@ def test_untouched_replay_is_kept(audit_server: AuditServer, dialect: str) -> No
 
 @pytest.mark.parametrize("dialect", list(CLIENTS))
 def test_dropped_carrier(audit_server: AuditServer, dialect: str) -> None:
-    trace, obs, info = _run(audit_server, CLIENTS[dialect], m_drop)
+    _trace, obs, info = _run(audit_server, CLIENTS[dialect], m_drop)
     assert obs.status == "dropped"
     assert obs.found is None
     assert obs.expected is not None and obs.expected[-1] == info["path"][-1]
@@ -227,7 +227,7 @@ def test_one_altered_byte(audit_server: AuditServer, dialect: str) -> None:
 @pytest.mark.parametrize("dialect", list(CLIENTS))
 def test_moved_to_another_message(audit_server: AuditServer, dialect: str) -> None:
     client = CLIENTS[dialect]
-    trace, obs, info = _run(audit_server, client, m_move)
+    _trace, obs, _info = _run(audit_server, client, m_move)
     assert obs.status == "moved"
     assert obs.found is not None and obs.item is not None
     assert obs.found[:2] == (client.history, 0)  # the first user message
@@ -242,7 +242,7 @@ def test_moved_inside_its_message(audit_server: AuditServer) -> None:
         msg = body[hist][path[1]]
         msg["content"] = [msg["content"][1], msg["content"][0], *msg["content"][2:]]
 
-    trace, obs, info = _run(audit_server, CLIENTS["anthropic"], reorder)
+    trace, obs, _info = _run(audit_server, CLIENTS["anthropic"], reorder)
     assert obs.status == "moved"
     assert obs.found == ("messages", 1, "content", 1, "signature")
     assert obs.as_dict()["same_message"] is True
@@ -251,7 +251,7 @@ def test_moved_inside_its_message(audit_server: AuditServer) -> None:
 
 @pytest.mark.parametrize("dialect", ["anthropic", "gemini", "responses"])
 def test_reencoded_base64_is_not_kept(audit_server: AuditServer, dialect: str) -> None:
-    trace, obs, info = _run(audit_server, CLIENTS[dialect], m_reencode)
+    trace, obs, _info = _run(audit_server, CLIENTS[dialect], m_reencode)
     assert obs.status == "altered"
     assert obs.diff is not None and obs.diff["reencoded"] is True
     # Gemini and Responses decode both alphabets; Anthropic compares the signature as text

@@ -48,7 +48,9 @@ def test_httpx_program_and_its_broken_twin(tmp_path: Path) -> None:
     assert broken["first_rejection"]["status"] == 400
     assert "thinking" in broken["first_rejection"]["error"]
     ev = [
-        e for e in broken["evidence"] if e["status"] == "dropped" and e["kind"].endswith("signature")
+        e
+        for e in broken["evidence"]
+        if e["status"] == "dropped" and e["kind"].endswith("signature")
     ]
     assert ev and ev[0]["expected_path"] == "messages[1].content[0].signature"
 

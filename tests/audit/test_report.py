@@ -36,5 +36,7 @@ def test_matrix_document_and_pages(audit_server, tmp_path: Path) -> None:  # typ
     md = render_md(doc)
     assert "x-fw (gemini): not here" in md and "first differing byte" in md
     out = write_report(tmp_path, doc, [run])
-    assert json.loads((out / "audit.json").read_text())["matrix"]["cells"][0]["reproduce"] == "repro"
+    assert (
+        json.loads((out / "audit.json").read_text())["matrix"]["cells"][0]["reproduce"] == "repro"
+    )
     assert analyse(audit_server.exchanges).requests[1].status == 400

@@ -108,7 +108,9 @@ def same_b64(a: str, b: str) -> bool:
 def byte_diff(expected: str, got: str, context: int = 12) -> dict[str, Any]:
     """Where two strings first differ, in UTF-8 bytes, with a short excerpt of each side."""
     e, g = expected.encode("utf-8"), got.encode("utf-8")
-    off = next((i for i, (x, y) in enumerate(zip(e, g, strict=False)) if x != y), min(len(e), len(g)))
+    off = next(
+        (i for i, (x, y) in enumerate(zip(e, g, strict=False)) if x != y), min(len(e), len(g))
+    )
     lo = max(0, off - context)
     return {
         "offset": off,

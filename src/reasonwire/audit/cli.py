@@ -7,7 +7,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -24,7 +23,7 @@ HELP = (
 class _AuditGroup(TyperGroup):
     """``reasonwire audit [options] -- cmd ...`` is ``reasonwire audit run [options] -- cmd``."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if "--" in args and (not args or args[0] not in self.commands):
             args = ["run", *args]
         return super().parse_args(ctx, args)
@@ -47,15 +46,13 @@ def _matrix(console: Console, doc: dict[str, Any]) -> None:
             if c is None:
                 vals.append("n/a")
                 continue
-            kinds = "\n".join(
-                f"{name}: {k['loop']}/{k['cross']}" for name, k in c["kinds"].items()
-            )
+            kinds = "\n".join(f"{name}: {k['loop']}/{k['cross']}" for name, k in c["kinds"].items())
             vals.append(f"[bold]{c['verdict']}[/bold] {c['accepted']}/{c['requests']}\n{kinds}")
         table.add_row(row, *vals)
     console.print(table)
     for u in doc["unavailable"]:
         where = f" ({u['column']})" if u.get("column") else ""
-        console.print(f"not run: {u['framework']}{where}: {u['reason']}")
+        console.print(f"not run: {u['framework']}{where}: {u['reason']}", markup=False)
 
 
 @app.command("run")
@@ -88,9 +85,11 @@ def run_command(
 def frameworks_command(
     framework: list[str] = typer.Option([], "--framework", "-f", help="Framework (repeat)."),
     dialect: list[str] = typer.Option(
-        [], "--dialect", "-d", help="Variant (repeat): chat, responses-store, "
-        "responses-nostore, anthropic, gemini."
-    ),  # fmt: skip
+        [],
+        "--dialect",
+        "-d",
+        help="Variant (repeat): chat, responses-store, responses-nostore, anthropic, gemini.",
+    ),
     out: Path = typer.Option(Path("reasonwire-audit-frameworks"), help="Output directory."),
     timeout: float = typer.Option(300.0, help="Seconds per scenario run."),
     list_only: bool = typer.Option(False, "--list", help="List the frameworks and exit."),
@@ -107,7 +106,9 @@ def frameworks_command(
         console.print(f"venvs under {venv_root()}; variants: {', '.join(VARIANTS)}")
         return
     try:
-        res = run_frameworks(framework, dialect, timeout, log=console.print)
+        res = run_frameworks(
+            framework, dialect, timeout, log=lambda line: console.print(line, markup=False)
+        )
     except ReasonwireError as exc:
         console.print(f"[red]error:[/red] {exc}")
         raise typer.Exit(2) from None

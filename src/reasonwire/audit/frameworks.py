@@ -40,6 +40,11 @@ VARIANTS: Mapping[str, str] = {
 _OPENAI_ONLY = "speaks OpenAI's wire APIs only"
 
 
+def _others(keep: tuple[str, ...], reason: str) -> dict[str, str]:
+    """``reason`` for every variant not in ``keep``."""
+    return {v: reason for v in VARIANTS if v not in keep}
+
+
 @dataclass(frozen=True)
 class Framework:
     """One audited framework: where its scenario is and what it needs."""
@@ -77,7 +82,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         ("anthropic==2.15.0",),
         "anthropic-2.15.0",
         ("anthropic",),
-        {v: "speaks the Anthropic Messages API only" for v in VARIANTS if v != "anthropic"},
+        _others(("anthropic",), "speaks the Anthropic Messages API only"),
         ("anthropic",),
         "hand-written loop: messages.create, assistant content = response.content",
     ),
@@ -87,7 +92,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         ("anthropic==2.15.0",),
         "anthropic-2.15.0",
         ("anthropic",),
-        {v: "speaks the Anthropic Messages API only" for v in VARIANTS if v != "anthropic"},
+        _others(("anthropic",), "speaks the Anthropic Messages API only"),
         ("anthropic",),
         "client.beta.messages.tool_runner with @beta_tool functions",
     ),
@@ -128,8 +133,10 @@ FRAMEWORKS: tuple[Framework, ...] = (
         ("langchain-openai==1.7.4", "langchain-anthropic==1.7.10"),
         "langchain-1.7.4",
         ("chat", "responses-store", "responses-nostore", "anthropic"),
-        {"gemini": "needs langchain-google-genai, outside the pinned langchain-openai + "
-         "langchain-anthropic set"},  # fmt: skip
+        {
+            "gemini": "needs langchain-google-genai, outside the pinned langchain-openai + "
+            "langchain-anthropic set"
+        },
         ("langchain-core", "langchain-openai", "langchain-anthropic", "openai", "anthropic"),
         "bind_tools + invoke, AIMessage and ToolMessage appended to the message list",
     ),
@@ -139,7 +146,7 @@ FRAMEWORKS: tuple[Framework, ...] = (
         ("google-genai==3.6.1",),
         "google-genai-3.6.1",
         ("gemini",),
-        {v: "speaks the Gemini API only" for v in VARIANTS if v != "gemini"},
+        _others(("gemini",), "speaks the Gemini API only"),
         ("google-genai",),
         "client.chats with Python functions as tools (automatic function calling)",
     ),
@@ -206,7 +213,12 @@ def ensure_venv(fw: Framework, log: Callable[[str], None] = print) -> Path:
     subprocess.run([_base_python(), "-m", "venv", str(d)], check=True)
     py = d / "bin" / "python"
     pip = [str(py), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    subprocess.run([*pip, *fw.requirements], check=True, stdin=subprocess.DEVNULL)
+    proc = subprocess.run(
+        [*pip, *fw.requirements], stdin=subprocess.DEVNULL, capture_output=True, text=True
+    )
+    if proc.returncode != 0:
+        tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+        raise ConfigError(f"pip install {' '.join(fw.requirements)} failed: {' / '.join(tail)}")
     (d / STAMP).write_text(_stamp_text(fw), "utf-8")
     return py
 
@@ -297,7 +309,9 @@ def run_frameworks(
     chosen = [get_framework(n) for n in names] if names else list(FRAMEWORKS)
     for v in variants:
         if v not in VARIANTS:
-            raise ConfigError(f"unknown dialect variant {v!r}; expected one of: {', '.join(VARIANTS)}")
+            raise ConfigError(
+                f"unknown dialect variant {v!r}; expected one of: {', '.join(VARIANTS)}"
+            )
     want = list(variants) or list(VARIANTS)
     out = FrameworksRun()
     for fw in chosen:

@@ -31,7 +31,7 @@ EVIDENCE_CAP: Final = 200
 _ORDER = {"kept": 0, "server": 0, "re-encoded": 1, "dropped": 2, "moved": 3, "altered": 4}
 VERDICTS: Final[tuple[tuple[str, str], ...]] = (
     ("kept", "every carrier came back exact at its place (or is held by the server)"),
-    ("dropped", "a carrier the loop still needed was not sent back"),
+    ("dropped", "a carrier was not sent back (across turns this may be by design)"),
     ("moved", "a carrier came back exact but at another JSON path or on another message"),
     ("re-encoded", "a carrier came back as other base64 text of the same bytes"),
     ("altered", "a carrier came back with different bytes (edited, truncated, replaced)"),
@@ -71,7 +71,7 @@ def build_cells(run: RunResult, run_index: int) -> list[dict[str, Any]]:
         reencoded: dict[tuple[str, str], int] = {}
         resent = 0
         for r in rs:
-            refused = not r["accepted"]
+            refused_request = not r["accepted"]
             for o in r["observations"]:
                 k = kinds.setdefault(
                     o["kind"],
@@ -81,11 +81,13 @@ def build_cells(run: RunResult, run_index: int) -> list[dict[str, Any]]:
                     },
                 )
                 k[o["scope"]][o["status"]] += 1
-                if refused:
+                if refused_request:
                     k["rejected"] += 1
                 resent += int(o.get("resent_bytes") or 0)
                 if o["status"] == "altered" and (o.get("diff") or {}).get("reencoded"):
-                    reencoded[(o["kind"], o["scope"])] = reencoded.get((o["kind"], o["scope"]), 0) + 1
+                    reencoded[(o["kind"], o["scope"])] = (
+                        reencoded.get((o["kind"], o["scope"]), 0) + 1
+                    )
                 kept = o["status"] in ("kept", "server")
                 if kept and (o["kind"], o["scope"]) in examples:
                     continue
@@ -128,7 +130,11 @@ def build_cells(run: RunResult, run_index: int) -> list[dict[str, Any]]:
                 "rejected": len(refused),
                 "first_rejection": None
                 if first is None
-                else {"request": first["index"], "status": first["status"], "error": first["error"]},
+                else {
+                    "request": first["index"],
+                    "status": first["status"],
+                    "error": first["error"],
+                },
                 "wire_variants": sorted({str(r["variant"]) for r in rs}),
                 "statuses": [r["status"] for r in rs],
                 "kinds": kinds,
@@ -208,7 +214,9 @@ def write_exchanges(out_dir: Path, runs: Sequence[RunResult]) -> None:
                 fh.write(json.dumps(redact_obj(rec), ensure_ascii=False) + "\n")
 
 
-def write_report(out_dir: str | Path, doc: Mapping[str, Any], runs: Sequence[RunResult] = ()) -> Path:
+def write_report(
+    out_dir: str | Path, doc: Mapping[str, Any], runs: Sequence[RunResult] = ()
+) -> Path:
     """Write ``audit.json``, ``audit.md``, ``audit.html`` (and the exchanges) under ``out_dir``."""
     out = Path(out_dir).expanduser()
     out.mkdir(parents=True, exist_ok=True)
@@ -234,7 +242,9 @@ def _kinds_line(cell: Mapping[str, Any]) -> str:
 
 def _reqs(ev: Mapping[str, Any]) -> str:
     """``3 (200), 4 (400)``: the requests an evidence line stands for, with their status."""
-    return ", ".join(f"{i} ({s})" for i, s in zip(ev["requests"], ev["http_statuses"], strict=False))
+    return ", ".join(
+        f"{i} ({s})" for i, s in zip(ev["requests"], ev["http_statuses"], strict=False)
+    )
 
 
 def _diff_text(ev: Mapping[str, Any]) -> str:
@@ -404,7 +414,7 @@ def _cell_html(c: Mapping[str, Any], anchor: str) -> str:
     return (
         f'<td data-verdict="{_e(c["verdict"])}"><span class="badge v-{_e(c["verdict"])}">'
         f"{_e(c['verdict'])}</span> <small>{_e(c['accepted'])}/{_e(c['requests'])} accepted"
-        f'</small>{kinds}{"".join(extra)}<div><code>{_free(c["reproduce"])}</code></div>'
+        f"</small>{kinds}{''.join(extra)}<div><code>{_free(c['reproduce'])}</code></div>"
         f'<a href="#{anchor}"><small>evidence</small></a></td>'
     )
 
@@ -452,7 +462,7 @@ def _evidence_html(c: Mapping[str, Any], anchor: str) -> str:
         f'<section id="{anchor}"><h3>{_e(c["row"])} &times; {_e(c["column"])}: '
         f'<span class="badge v-{_e(c["verdict"])}">{_e(c["verdict"])}</span></h3>'
         f"<p><code>{_free(c['reproduce'])}</code></p>"
-        f"<p class=\"sub\">HTTP statuses per request: {_e(c['statuses'])}; wire variant(s) "
+        f'<p class="sub">HTTP statuses per request: {_e(c["statuses"])}; wire variant(s) '
         f"{_e(', '.join(c['wire_variants']))}; re-sent across turns {_e(c['resent_bytes'])} "
         f"bytes. Kept carriers show one example per kind and scope.</p>{refusal}{prog}"
         f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></section>"

@@ -92,6 +92,16 @@ def environment(server: AuditServer, base: Mapping[str, str] | None = None) -> d
     return env
 
 
+def default_label(argv: Sequence[str]) -> str:
+    """The program's name: the script for ``python script.py``, else the command itself."""
+    if not argv:
+        return "command"
+    name = Path(argv[0]).name
+    if name.startswith("python") and len(argv) > 1 and not argv[1].startswith("-"):
+        return Path(argv[1]).name
+    return name
+
+
 @dataclass
 class RunResult:
     """One audited program run."""
@@ -158,7 +168,7 @@ def audit_command(
         exchanges = server.exchanges
     trace = analyse(exchanges)
     return RunResult(
-        label=label or (Path(argv[0]).name if argv else "command"),
+        label=label or default_label(argv),
         argv=argv,
         exit_code=code,
         seconds=round(time.monotonic() - start, 2),
@@ -171,4 +181,4 @@ def audit_command(
     )
 
 
-__all__ = ["DUMMY_KEY", "MODELS", "RunResult", "audit_command", "environment"]
+__all__ = ["DUMMY_KEY", "MODELS", "RunResult", "audit_command", "default_label", "environment"]

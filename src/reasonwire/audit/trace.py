@@ -377,7 +377,7 @@ def observe(
         others = [p for p, who in taken.items() if who != iss.response]
         own_atoms = frozenset(a.value for a in iss.atoms)
         located: dict[int, Path] = {}
-        for j, item in enumerate(iss.items):
+        for j in range(len(iss.items)):
             strong, every, keys = iss.anchors[(j, ())]
             if not strong:
                 continue
@@ -633,8 +633,10 @@ def analyse(exchanges: Sequence[Exchange]) -> Trace:
                 info = d.error_info(json.loads(ex.response_body))
             except ValueError:
                 info = None
-            text = info.message if info and info.message else ex.response_body[:300].decode(
-                "utf-8", "replace"
+            text = (
+                info.message
+                if info and info.message
+                else ex.response_body[:300].decode("utf-8", "replace")
             )
             rec.error = text[:500]
     return Trace(records, atoms)

@@ -5,8 +5,16 @@ block objects), tool results in the next user message."""
 
 from __future__ import annotations
 
-from _common import DESCRIPTIONS, MAX_TOKENS, MODEL, PARAMETERS, THINKING_BUDGET, TOOLS, call_tool
-from _common import run
+from _common import (
+    DESCRIPTIONS,
+    MAX_TOKENS,
+    MODEL,
+    PARAMETERS,
+    THINKING_BUDGET,
+    TOOLS,
+    call_tool,
+    run,
+)
 from anthropic import Anthropic
 
 ANTHROPIC_TOOLS = [
@@ -36,7 +44,11 @@ def messages_loop():
                 {
                     "role": "user",
                     "content": [
-                        {"type": "tool_result", "tool_use_id": u.id, "content": call_tool(u.name, u.input)}
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": u.id,
+                            "content": call_tool(u.name, u.input),
+                        }
                         for u in uses
                     ],
                 }

@@ -67,4 +67,11 @@ def anthropic():
     return _conversation(llm)
 
 
-run({"chat": chat, "responses-store": responses, "responses-nostore": responses, "anthropic": anthropic})
+run(
+    {
+        "chat": chat,
+        "responses-store": responses,
+        "responses-nostore": responses,
+        "anthropic": anthropic,
+    }
+)

@@ -28,7 +28,10 @@ from _common import (
 )
 
 CHAT_TOOLS = [
-    {"type": "function", "function": {"name": n, "description": DESCRIPTIONS[n], "parameters": PARAMETERS}}
+    {
+        "type": "function",
+        "function": {"name": n, "description": DESCRIPTIONS[n], "parameters": PARAMETERS},
+    }
     for n in TOOLS
 ]
 RESPONSES_TOOLS = [
@@ -51,7 +54,9 @@ def _completion_loop(model: str, **kwargs):
     def say(text: str) -> str:
         messages.append({"role": "user", "content": text})
         for _ in range(8):
-            response = litellm.completion(model=model, messages=messages, tools=CHAT_TOOLS, **kwargs)
+            response = litellm.completion(
+                model=model, messages=messages, tools=CHAT_TOOLS, **kwargs
+            )
             msg = response.choices[0].message
             messages.append(msg)
             if not msg.tool_calls:
@@ -71,7 +76,11 @@ def chat():
 def anthropic():
     thinking = {"type": "enabled", "budget_tokens": THINKING_BUDGET}
     return _completion_loop(
-        _register("anthropic"), api_base=ROOT_URL, api_key=KEY, thinking=thinking, max_tokens=MAX_TOKENS
+        _register("anthropic"),
+        api_base=ROOT_URL,
+        api_key=KEY,
+        thinking=thinking,
+        max_tokens=MAX_TOKENS,
     )
 
 
@@ -111,7 +120,9 @@ def responses():
                 return "".join(texts)
             for call in calls:
                 out = call_tool(call.name, json.loads(call.arguments))
-                items.append({"type": "function_call_output", "call_id": call.call_id, "output": out})
+                items.append(
+                    {"type": "function_call_output", "call_id": call.call_id, "output": out}
+                )
         raise RuntimeError("tool loop did not end")
 
     return say

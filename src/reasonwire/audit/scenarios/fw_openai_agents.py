@@ -43,7 +43,9 @@ def _conversation(model, settings):
 
 def chat():
     client = AsyncOpenAI(base_url=BASE_URL, api_key=KEY)
-    return _conversation(OpenAIChatCompletionsModel(model=MODEL, openai_client=client), ModelSettings())
+    return _conversation(
+        OpenAIChatCompletionsModel(model=MODEL, openai_client=client), ModelSettings()
+    )
 
 
 def responses():

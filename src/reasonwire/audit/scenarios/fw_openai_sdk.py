@@ -68,7 +68,9 @@ def responses():
                 return response.output_text
             for call in calls:
                 out = call_tool(call.name, json.loads(call.arguments))
-                items.append({"type": "function_call_output", "call_id": call.call_id, "output": out})
+                items.append(
+                    {"type": "function_call_output", "call_id": call.call_id, "output": out}
+                )
         raise RuntimeError("tool loop did not end")
 
     return say
