@@ -102,8 +102,8 @@ def frameworks_command(
     if list_only:
         for fw in FRAMEWORKS:
             pins = ", ".join(fw.requirements) or "this interpreter"
-            console.print(f"{fw.name}: {pins}; {', '.join(fw.variants)}; {fw.how}")
-        console.print(f"venvs under {venv_root()}; variants: {', '.join(VARIANTS)}")
+            console.print(f"{fw.name}: {pins}; {', '.join(fw.variants)}; {fw.how}", markup=False)
+        console.print(f"venvs under {venv_root()}; variants: {', '.join(VARIANTS)}", markup=False)
         return
     try:
         res = run_frameworks(
