@@ -34,3 +34,19 @@ def test_sdk_hand_loop(name: str, variant: str) -> None:
     for kind in cell["kinds"].values():
         assert (kind["loop"], kind["cross"]) == ("kept", "kept")
     assert cell["resent_bytes"] > 0
+
+
+def test_google_genai_afc_reencodes_thought_signatures() -> None:
+    """google-genai's automatic function calling (this interpreter's google-genai): it calls
+    ``/v1/models/...`` and sends ``parameters_json_schema``, and hands thought signatures back
+    as urlsafe base64 (the same bytes, which Gemini accepts): ``re-encoded``, never ``kept``."""
+    pytest.importorskip("google.genai")
+    run = run_framework(get_framework("google-genai-afc"), "gemini", Path(sys.executable))
+    assert run.exit_code == 0, run.output_tail
+    (cell,) = build_cells(run, 0)
+    assert cell["statuses"] == [200] * 6
+    assert cell["verdict"] == "re-encoded"
+    assert cell["kinds"]["thoughtSignature"]["loop"] == "re-encoded"
+    assert cell["kinds"]["thought.text"]["loop"] == "kept"
+    ev = next(e for e in cell["evidence"] if e["status"] == "altered")
+    assert ev["diff"]["reencoded"] and ev["found_path"] == ev["expected_path"]
