@@ -80,3 +80,10 @@ docs: $(STAMP) localserver
 	$(BIN)/python -m reasonwire.wire.inventory > docs/controls.md
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	@echo "docs: build/site/index.html"
+# The continuity audit's full frameworks run: each framework in its own pinned venv under
+# ~/.cache/reasonwire/audit-venvs (installed from the registry on first use), the matrix
+# written to reasonwire-audit-frameworks/ (audit.json, audit.md, audit.html).
+.PHONY: test-audit
+test-audit: $(STAMP)
+	REASONWIRE_AUDIT_FRAMEWORKS=1 REASONWIRE_AUDIT_OUT=reasonwire-audit-frameworks \
+	$(BIN)/pytest -q -m audit_frameworks tests/audit

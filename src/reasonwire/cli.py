@@ -42,6 +42,13 @@ _GROUPS: tuple[tuple[str, str, str, str], ...] = (
         "Real llama.cpp server with tiny models.",
     ),
     ("gateway", "reasonwire.govern.gateway_cli", "govern", "Governed-effort loopback gateway."),
+    # the audit runs the simulator (its extra); see reasonwire.audit for what it needs
+    (
+        "audit",
+        "reasonwire.audit.cli",
+        "sim",
+        "Continuity audit on the wire: audit [--out DIR] -- <command...>; audit frameworks.",
+    ),
     (
         "qualify",
         "reasonwire.govern.qualify_cli",

@@ -183,6 +183,8 @@ def build_app(seed: int = 0) -> Starlette:
         Route("/v1/messages", messages_ep, methods=["POST"]),
         Route("/v1/messages/count_tokens", messages_count, methods=["POST"]),
         Route("/v1beta/models/{target:path}", gemini_ep, methods=["POST"]),
+        # google-genai >= 3 defaults the Gemini API to v1; same methods, same shapes
+        Route("/v1/models/{target:path}", gemini_ep, methods=["POST"]),
         Route("/v1/models", models_ep, methods=["GET"]),
     ]
     app = Starlette(routes=routes)

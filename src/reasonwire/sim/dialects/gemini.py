@@ -149,7 +149,11 @@ def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
         )
         for d in decls or []:
             if isinstance(d, dict) and isinstance(d.get("name"), str):
-                params = d.get("parameters") or d.get("parametersJsonSchema") or {}
+                params = (
+                    d.get("parameters")
+                    or _get(d, "parametersJsonSchema", "parameters_json_schema")
+                    or {}
+                )
                 out.append((d["name"], params))
     return out
 

@@ -1,0 +1,179 @@
+"""The recording simulator: every exchange of a program with the simulator, kept in order.
+
+:class:`Recording` is an ASGI middleware around the simulator's app: it sees each request's
+method, path, query and body as the server read it, and each response's status, headers and
+body bytes as the server sent them (streams included, chunk by chunk). Credential headers are
+never kept. :class:`AuditServer` runs the wrapped simulator on a free loopback port in a
+background thread, like :class:`reasonwire.sim.SimServer`.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from reasonwire.credentials import SECRET_FIELDS
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+@dataclass
+class Exchange:
+    """One request and the simulator's answer, as bytes on the wire."""
+
+    index: int
+    method: str
+    path: str
+    query: str
+    request_headers: dict[str, str]
+    request_body: bytes
+    status: int = 0
+    response_headers: dict[str, str] = field(default_factory=dict)
+    response_body: bytes = b""
+    elapsed_ms: float = 0.0
+    complete: bool = False
+
+    @property
+    def url_path(self) -> str:
+        return self.path + (f"?{self.query}" if self.query else "")
+
+
+def _headers(raw: Any) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in raw or ():
+        name = k.decode("latin-1").lower()
+        if name.replace("-", "_") in SECRET_FIELDS:
+            continue
+        out[name] = v.decode("latin-1")
+    return out
+
+
+class Recording:
+    """ASGI middleware: ``Recording(app)``; :attr:`exchanges` grows as requests arrive."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.exchanges: list[Exchange] = []
+        self._lock = threading.Lock()
+
+    def snapshot(self) -> list[Exchange]:
+        with self._lock:
+            return list(self.exchanges)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        with self._lock:
+            ex = Exchange(
+                index=len(self.exchanges),
+                method=str(scope.get("method", "")),
+                path=str(scope.get("path", "")),
+                query=bytes(scope.get("query_string", b"")).decode("latin-1"),
+                request_headers=_headers(scope.get("headers")),
+                request_body=b"",
+            )
+            self.exchanges.append(ex)
+        body = bytearray()
+        out = bytearray()
+        start = time.monotonic()
+
+        async def rec_receive() -> Message:
+            msg = await receive()
+            if msg.get("type") == "http.request":
+                body.extend(msg.get("body", b""))
+                ex.request_body = bytes(body)
+            return msg
+
+        async def rec_send(msg: Message) -> None:
+            if msg.get("type") == "http.response.start":
+                ex.status = int(msg.get("status", 0))
+                ex.response_headers = _headers(msg.get("headers"))
+            elif msg.get("type") == "http.response.body":
+                out.extend(msg.get("body", b""))
+                ex.response_body = bytes(out)
+                if not msg.get("more_body", False):
+                    ex.complete = True
+            await send(msg)
+
+        try:
+            await self.app(scope, rec_receive, rec_send)
+        finally:
+            ex.elapsed_ms = round((time.monotonic() - start) * 1000, 2)
+
+
+class AuditServer:
+    """The simulator behind :class:`Recording`, on a loopback port, in a background thread.
+
+    ``base_url`` ends in ``/v1`` (OpenAI- and Anthropic-style clients append their paths to
+    it or to ``root_url``); ``root_url`` is the bare origin (Gemini clients add ``/v1beta``).
+    """
+
+    def __init__(self, seed: int = 0, host: str = "127.0.0.1") -> None:
+        import uvicorn
+
+        from reasonwire.sim.app import build_app
+
+        self.host = host
+        self.recording = Recording(build_app(seed))
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind((host, 0))
+        self.port: int = self._sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.recording, log_level="warning", access_log=False, lifespan="off", http="h11"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def root_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    @property
+    def exchanges(self) -> list[Exchange]:
+        return self.recording.snapshot()
+
+    def start(self) -> AuditServer:
+        from reasonwire.errors import TransportError
+
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise TransportError(f"audit simulator did not start on {self.root_url}")
+            time.sleep(0.005)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        self._sock.close()
+
+    def __enter__(self) -> AuditServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

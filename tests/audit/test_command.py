@@ -1,0 +1,73 @@
+"""``reasonwire audit -- <command>`` on programs that know nothing of reasonwire: one using the
+official openai SDK (Responses, store=false) and one speaking Anthropic with httpx by hand;
+the CLI writes audit.json, audit.md and audit.html."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from reasonwire.audit.cli import app
+from reasonwire.audit.report import SCHEMA, build_document
+from reasonwire.audit.run import DUMMY_KEY, audit_command
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+
+
+def test_openai_sdk_responses_stateless_program() -> None:
+    run = audit_command([sys.executable, str(SCRIPTS / "openai_responses_stateless.py")])
+    assert run.exit_code == 0
+    reqs = [r for r in run.trace.requests if r.dialect]
+    assert [r.status for r in reqs] == [200, 200]
+    assert reqs[0].variant == "responses store=false"
+    kinds = {o.atom.kind: o.status for o in reqs[1].observations}
+    assert kinds["reasoning_item.encrypted_content"] == "kept"
+    doc = build_document([run])
+    (cell,) = doc["matrix"]["cells"]
+    assert cell["verdict"] == "kept" and cell["column"] == "responses store=false"
+    assert doc["schema"] == SCHEMA
+    # no header the program sent with its (dummy) key is kept
+    assert all("authorization" not in ex.request_headers for ex in run.exchanges)
+
+
+def test_httpx_program_and_its_broken_twin(tmp_path: Path) -> None:
+    good = audit_command([sys.executable, str(SCRIPTS / "httpx_anthropic.py")], label="httpx")
+    bad = audit_command(
+        [sys.executable, str(SCRIPTS / "httpx_anthropic.py"), "--break"], label="httpx-broken"
+    )
+    assert good.exit_code == 0 and bad.exit_code == 1
+    doc = build_document([good, bad])
+    cells = {c["row"]: c for c in doc["matrix"]["cells"]}
+    assert cells["httpx"]["verdict"] == "kept"
+    broken = cells["httpx-broken"]
+    assert broken["verdict"] == "rejected"
+    assert broken["kinds"]["thinking.signature"]["loop"] == "dropped"
+    assert broken["first_rejection"]["status"] == 400
+    assert "thinking" in broken["first_rejection"]["error"]
+    ev = [
+        e
+        for e in broken["evidence"]
+        if e["status"] == "dropped" and e["kind"].endswith("signature")
+    ]
+    assert ev and ev[0]["expected_path"] == "messages[1].content[0].signature"
+
+
+def test_cli_writes_the_three_reports(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    script = str(SCRIPTS / "httpx_anthropic.py")
+    res = CliRunner().invoke(app, ["--out", str(out), "--", sys.executable, script])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((out / "audit.json").read_text())
+    assert doc["schema"] == "reasonwire.audit/1"
+    (cell,) = doc["matrix"]["cells"]
+    assert cell["verdict"] == "kept"
+    assert cell["reproduce"].startswith("reasonwire audit --out ")
+    html = (out / "audit.html").read_text()
+    assert "<script" not in html and "http://" not in html.replace(cell["reproduce"], "")
+    assert 'data-verdict="kept"' in html
+    assert "| framework |" in (out / "audit.md").read_text()
+    exchanges = list((out / "exchanges").glob("*.jsonl"))
+    assert exchanges and DUMMY_KEY not in exchanges[0].read_text()
