@@ -140,7 +140,27 @@ def test_server_state_with_unknown_previous_id_is_refused(
     assert resp.status_code in (400, 404), resp.text
 
 
-@pytest.mark.parametrize("label", list(SIM_MODELS))
+KEEPS_ACROSS_TURNS = {"chat-deepseek"}
+"""DeepSeek thinking mode: after a tool call, reasoning_content must come back in every later
+request (WIRE.md; the API answers 400 without it), so that profile keeps it across turns."""
+
+
+@pytest.mark.parametrize("label", sorted(KEEPS_ACROSS_TURNS))
+def test_deepseek_profile_keeps_reasoning_across_turns(
+    sim_server: SimServer, recorder: Recorder, label: str
+) -> None:
+    with recorder.client() as c:
+        a = agent.Agent(SIM_MODELS[label](sim_server, c), TOOLS)
+        s1 = a.session("What is the weather in Paris?")
+        a.run_session(s1)
+        a.run("And in Rome?")
+    assert recorder.statuses == [200] * 6
+    turn2_first = recorder.bodies[3]
+    texts = [c.value for t in s1.turns for c in t.carriers if c.kind == "reasoning_content"]
+    assert texts and all(encode_body(v) in turn2_first for v in texts)
+
+
+@pytest.mark.parametrize("label", sorted(set(SIM_MODELS) - KEEPS_ACROSS_TURNS))
 def test_second_user_turn_starts_from_the_neutral_transcript(
     sim_server: SimServer, recorder: Recorder, label: str
 ) -> None:

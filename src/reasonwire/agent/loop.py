@@ -158,8 +158,13 @@ class Agent:
         return tuple(self._transcript)
 
     def _keeps(self) -> bool:
+        """Carriers go past the end of a turn when the route's profile requires it, or the
+        cross-turn policy (from the consumption matrix) says the model reads them."""
+        route = self.model.route
+        if self.model.dialect.profile(route.profile).keeps_across_turns:
+            return True
         pol = self.cross_turn
-        return pol is not None and pol.keeps(self.model.route.name, self.model.name)
+        return pol is not None and pol.keeps(route.name, self.model.name)
 
     def session(self, user_text: str) -> Session:
         """A fresh session for one user turn (nothing is sent yet)."""

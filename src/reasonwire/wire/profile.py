@@ -49,6 +49,11 @@ class Profile:
     (everything else is replayed as received, in order). Why: a raw replay keeps vendor
     fields other peers drop (``thinking_blocks``, ``provider_specific_fields``,
     ``extra_content``); a route that refuses one names it here."""
+    keeps_across_turns: bool = False
+    """The server requires the reasoning of earlier tool-call turns in every later request,
+    across user turns too (DeepSeek thinking mode answers 400 without it). Why: an agent
+    that drops reasoning at the end of a turn (the documented default elsewhere) must not
+    do so on such a route."""
     request_defaults: Mapping[str, JSON] = field(default_factory=lambda: MappingProxyType({}))
     """Body fields merged into every request before ``extra_body`` (Responses' include of
     encrypted reasoning for stateless replay)."""

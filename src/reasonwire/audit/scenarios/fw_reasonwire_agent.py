@@ -9,7 +9,11 @@ from reasonwire import agent
 
 
 def _conversation(model: agent.Model):
-    bot = agent.Agent(model, list(TOOLS.values()))
+    # Audited with carriers kept across turns (the policy a consumption matrix gives for a
+    # model that reads them); the default drops them at the end of a turn unless the route's
+    # profile requires them (DeepSeek).
+    keep = agent.CrossTurnPolicy.from_pairs([(model.route.name, model.name)])
+    bot = agent.Agent(model, list(TOOLS.values()), cross_turn=keep)
 
     def say(text: str) -> str:
         return bot.run(text, stream=STREAM).answer
@@ -32,9 +36,9 @@ run(
         "responses-nostore": lambda: _conversation(
             agent.openai(MODEL, store=False, base_url=BASE_URL, key=_key)
         ),
-        "anthropic": lambda: _conversation(agent.anthropic(MODEL, base_url=BASE_URL, key=_key)),
+        "anthropic": lambda: _conversation(agent.anthropic(MODEL, base_url=ROOT_URL, key=_key)),
         "gemini": lambda: _conversation(
-            agent.gemini(MODEL, effort="high", base_url=ROOT_URL + "/v1beta", key=_key)
+            agent.gemini(MODEL, effort="high", base_url=ROOT_URL, key=_key)
         ),
     }
 )

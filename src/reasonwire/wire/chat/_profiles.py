@@ -43,6 +43,7 @@ CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
                 "enabled",
                 note="DeepSeek thinking mode: reasoning_content is required after tool calls.",
                 required_on_tool_calls=("reasoning_content",),
+                keeps_across_turns=True,
             ),
             ChatProfile(
                 "zai",
