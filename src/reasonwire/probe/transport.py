@@ -3,10 +3,10 @@
 ``httpx.Client(transport=ProbeTransport(session_id="s1"))`` (or an SDK's ``http_client``)
 is all a user writes. Per call the transport reads the settings once, works out the dialect
 from the URL path (``wire.dialect_for_path``), reads the carriers in the
-outgoing body, and wraps the response byte stream: each chunk is kept by reference and
-yielded as the same object, in order. The row is built by the probe worker once the stream
-ends, is closed, fails or is abandoned (whichever comes first), exactly once; it lands
-asynchronously (``reasonwire.probe.flush()`` waits for it).
+outgoing body, and wraps the response byte stream: each chunk is counted as it passes (the
+dialect's incremental decoder) and yielded as the same object, in order. The row is written
+once, in a ``finally``, when the stream ends, is closed, fails or is abandoned (whichever
+comes first): it is on disk by the time the caller's response is closed.
 
 Calls to other endpoints (model lists, token counting) and calls the settings exclude go to
 the inner transport untouched.
