@@ -169,6 +169,21 @@ def test_facts_fold_only_text_carriers() -> None:
     assert not get_dialect("anthropic").fold_where  # thinking is signed
 
 
+def test_an_opaque_kind_listed_by_mistake_is_still_never_folded() -> None:
+    """The fold acts on text carriers only, whatever a dialect's table says."""
+    chat = get_dialect("chat")
+    wrong = type(chat)()
+    wrong.fold_where = {  # type: ignore[misc]
+        **chat.fold_where,
+        "extra_content": "messages[i](role=assistant).tool_calls[j].function.arguments",
+    }
+    body = chat_body()
+    body["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{" + " " * 300 + "}"
+    new, report = fold_request(wrong, body, S)
+    assert [t.path for t in report.texts] == FOLDED["chat"]
+    assert new["messages"][2]["tool_calls"] is body["messages"][2]["tool_calls"]
+
+
 @pytest.mark.parametrize("name", ["chat", "responses", "gemini"])
 def test_sites_agree_with_request_carriers(name: str) -> None:
     """Every foldable site is a text carrier the probe counts as re-sent reasoning."""

@@ -147,11 +147,11 @@ def _names(route: str | None, host: str | None, model: str | None) -> set[str]:
 def _extends(ch: str) -> bool:
     """True for a code point that belongs to the cluster before it (never starts one):
     combining marks (Mn, Me, Mc: accents, variation selectors, spacing marks), ZWJ / ZWNJ,
-    emoji skin-tone modifiers, emoji tag characters, and a low surrogate."""
+    emoji skin-tone modifiers and emoji tag characters."""
     cp = ord(ch)
     if cp < 0x300:
         return False
-    if 0xDC00 <= cp <= 0xDFFF or cp in (0x200C, 0x200D):
+    if cp in (0x200C, 0x200D):
         return True
     if 0x1F3FB <= cp <= 0x1F3FF or 0xE0020 <= cp <= 0xE007F:
         return True
