@@ -9,11 +9,13 @@
    the row is checked to be on disk right then, without any flush. Two server modes:
    - ``paced``: one ``send`` per SSE event, as a provider flushes each token (the real case);
    - ``bulk``: the whole body in 1 MB writes (client CPU-bound: the probe's worst case;
-     reported as information).
+     reported as information);
+   - ``rated``: one ``send`` per SSE event at ``--rate`` MB/s (default 5, still far above a
+     provider's token rate), ``--rated-mb`` of it (information).
 2. 8 threads x 1000 calls through ``ProbeTransport`` into one session file: every row parses,
    none is lost.
 
-Run: ``.venv/bin/python bench/bench_probe.py [--mb 50] [--runs 5]``.
+Run: ``.venv/bin/python bench/bench_probe.py [--mb 50] [--runs 5] [--rate 5] [--rated-mb 5]``.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import httpx
 from reasonwire.probe import ProbeTransport, flush, read_rows
 
 SERVER = r"""
-import socket, sys, threading
+import socket, sys, threading, time
 body = open(sys.argv[1], "rb").read()
 events = body.split(b"\n\n")
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -48,10 +50,20 @@ def handle(c):
     head, _, rest = buf.partition(b"\r\n\r\n")
     n = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
     while len(rest) < n: rest += c.recv(65536)
-    paced = b"/paced/" in head.split(b"\r\n")[0]
+    line = head.split(b"\r\n")[0]
+    paced = b"/paced/" in line
+    rated = b"/rated/" in line
     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(body))
-    if paced:
+    if rated:
+        rate = float(sys.argv[2]) * 1e6
+        t0 = time.monotonic(); sent = 0
+        for ev in events[:-1]:
+            c.sendall(ev + b"\n\n"); sent += len(ev) + 2
+            ahead = sent / rate - (time.monotonic() - t0)
+            if ahead > 0.002: time.sleep(ahead)
+        if events[-1]: c.sendall(events[-1])
+    elif paced:
         for ev in events[:-1]: c.sendall(ev + b"\n\n")
         if events[-1]: c.sendall(events[-1])
     else:
@@ -185,23 +197,28 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=int, default=50)
     ap.add_argument("--runs", type=int, default=5)  # median of >= 3
+    ap.add_argument("--rate", type=float, default=5.0, help="MB/s of the rated mode")
+    ap.add_argument("--rated-mb", type=int, default=5)
     ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--calls", type=int, default=1000)
     args = ap.parse_args()
     args.runs = max(3, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         ledger = Path(tmp) / "ledger"
-        body = make_body(args.mb)
-        (Path(tmp) / "body").write_bytes(body)
-        srv = subprocess.Popen([sys.executable, "-c", SERVER, str(Path(tmp) / "body")],
-                               stdout=subprocess.PIPE, text=True)  # fmt: skip
-        try:
-            assert srv.stdout is not None
-            port = int(srv.stdout.readline())
-            for mode in ("paced", "bulk"):
-                overhead(port, mode, args.runs, len(body), ledger)
-        finally:
-            srv.kill()
+        ratios: dict[str, float] = {}
+        for mode, mb in (("paced", args.mb), ("bulk", args.mb), ("rated", args.rated_mb)):
+            body = make_body(mb)
+            (Path(tmp) / "body").write_bytes(body)
+            srv = subprocess.Popen([sys.executable, "-c", SERVER, str(Path(tmp) / "body"),
+                                    str(args.rate)], stdout=subprocess.PIPE, text=True)  # fmt: skip
+            try:
+                assert srv.stdout is not None
+                port = int(srv.stdout.readline())
+                ratios[mode] = overhead(port, mode, args.runs, len(body), ledger)
+            finally:
+                srv.kill()
+        print("ratios (probe / unwrapped, caller's wall time until the row is on disk): "
+              + ", ".join(f"{m} {r:.3f}" for m, r in ratios.items()))  # fmt: skip
         concurrency(args.threads, args.calls, Path(tmp) / "conc")
         assert flush(60)  # archive housekeeping, if any, before the directory goes
 
