@@ -34,6 +34,7 @@ _GROUPS: tuple[tuple[str, str, str, str], ...] = (
         "Offline consumption scan of chat templates.",
     ),
     ("probe", "reasonwire.probe.cli", "cli", "Read-only stream probe ledger and report."),
+    ("fold", "reasonwire.fold.cli", "cli", "Fold long replayed reasoning text: plan, settings."),
     ("sim", "reasonwire.sim.cli", "sim", "Reference provider simulator."),
     (
         "localserver",

@@ -17,7 +17,7 @@ import pytest
 from reasonwire.probe import ProbeTransport
 from reasonwire.probe import ledger as ledger_mod
 from tests.probe.indep import count
-from tests.probe.streams import chat_stream, chunked, flushed_rows, mock
+from tests.probe.streams import chat_stream, chunked, mock, rows_now
 
 URL = "http://up/v1/chat/completions"
 BODY = chat_stream([("reasoning_content", "deep thought ")] * 20 + [("content", "answer ")] * 20)
@@ -74,7 +74,7 @@ def test_disk_full(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ledger_mod.os, "write", full)
     probed = _run(ProbeTransport("full", ledger_dir=tmp_path, inner=mock(CHUNKS)))
     assert probed == _run(mock(CHUNKS))
-    assert flushed_rows(tmp_path).rows == []
+    assert rows_now(tmp_path).rows == []
 
 
 def test_short_write_keeps_next_row_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,7 +90,7 @@ def test_short_write_keeps_next_row_whole(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(ledger_mod.os, "write", half)
     for _ in range(2):
         _run(ProbeTransport("short", ledger_dir=tmp_path, inner=mock(CHUNKS)))
-    read = flushed_rows(tmp_path)
+    read = rows_now(tmp_path)
     assert len(read.rows) == 1 and read.skipped == 1
 
 
@@ -98,7 +98,7 @@ def test_consumer_abandons_halfway(tmp_path: Path) -> None:
     half = len(CHUNKS) // 2
     probed = _run(ProbeTransport("ab", ledger_dir=tmp_path, inner=mock(CHUNKS)), limit=half)
     assert probed == _run(mock(CHUNKS), limit=half)
-    (row,) = flushed_rows(tmp_path).rows
+    (row,) = rows_now(tmp_path).rows
     seen = b"".join(CHUNKS[:half])
     assert row["status"] == "aborted" and row["wireBytes"] == len(seen)
     full_r, full_t, _ = count("chat", BODY)
@@ -111,7 +111,7 @@ def test_mock_upstream_fails_mid_stream(tmp_path: Path) -> None:
     plain = _run(mock(CHUNKS, fail_after=k))
     probed = _run(ProbeTransport("mid", ledger_dir=tmp_path, inner=mock(CHUNKS, fail_after=k)))
     assert probed == plain and plain[1] is not None
-    (row,) = flushed_rows(tmp_path).rows
+    (row,) = rows_now(tmp_path).rows
     assert row["status"] == "failed" and "RemoteProtocolError" in row["error"]
     assert row["wireBytes"] == sum(map(len, CHUNKS[:k])) and row["reasoningBytes"] > 0
 
@@ -172,7 +172,7 @@ def test_upstream_drops_connection(dropping_server: str, tmp_path: Path) -> None
     probed = _real(dropping_server, ProbeTransport("drop", ledger_dir=tmp_path))
     assert probed == plain
     assert plain[1] is not None and plain[0] == BODY[: len(BODY) // 2]
-    (row,) = flushed_rows(tmp_path).rows
+    (row,) = rows_now(tmp_path).rows
     assert row["status"] == "failed" and row["wireBytes"] == len(BODY) // 2
     assert row["reasoningBytes"] > 0
 
@@ -187,7 +187,7 @@ def test_probe_internal_failure_is_swallowed(tmp_path: Path,
     monkeypatch.setattr(cs.ChatStreamDecoder, "feed", boom)
     probed = _run(ProbeTransport("bug", ledger_dir=tmp_path, inner=mock(CHUNKS)))
     assert probed == _run(mock(CHUNKS))
-    (row,) = flushed_rows(tmp_path).rows
+    (row,) = rows_now(tmp_path).rows
     assert "decoder bug" in row["probeError"] and row["wireBytes"] == len(BODY)
 
 
@@ -202,11 +202,11 @@ def test_flag_is_read_once_per_call(tmp_path: Path, monkeypatch: pytest.MonkeyPa
             monkeypatch.setenv("REASONWIRE_PROBE", "0")  # flipped mid-call
             rest = b"".join(it)
         assert first + rest == BODY
-        (row,) = flushed_rows(tmp_path).rows
+        (row,) = rows_now(tmp_path).rows
         assert row["status"] == "ok" and row["wireBytes"] == len(BODY)
         with c.stream("POST", URL, json={"model": "m"}) as r:  # next call: off
             assert r.read() == BODY
-    assert len(flushed_rows(tmp_path).rows) == 1
+    assert len(rows_now(tmp_path).rows) == 1
 
 
 def test_provider_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -215,7 +215,7 @@ def test_provider_filter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         t = ProbeTransport("pf", ledger_dir=tmp_path, inner=mock(CHUNKS))
         with httpx.Client(transport=t) as c:
             c.post(f"http://{host}/v1/chat/completions", json={"model": "m"}).read()
-    assert [r["provider"] for r in flushed_rows(tmp_path).rows] == ["up"]
+    assert [r["provider"] for r in rows_now(tmp_path).rows] == ["up"]
 
 
 def test_toml_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -223,7 +223,7 @@ def test_toml_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg.write_text("probe = false\n")
     monkeypatch.setenv("REASONWIRE_PROBE_CONFIG", str(cfg))
     _run(ProbeTransport("toml", ledger_dir=tmp_path / "l", inner=mock(CHUNKS)))
-    assert flushed_rows(tmp_path / "l").rows == []
+    assert rows_now(tmp_path / "l").rows == []
     monkeypatch.setenv("REASONWIRE_PROBE", "1")  # the environment wins over the file
     _run(ProbeTransport("toml", ledger_dir=tmp_path / "l", inner=mock(CHUNKS)))
-    assert len(flushed_rows(tmp_path / "l").rows) == 1
+    assert len(rows_now(tmp_path / "l").rows) == 1

@@ -20,14 +20,19 @@ from reasonwire.probe import AsyncProbeTransport, ProbeTransport
 from reasonwire.sim.server import SimServer
 from tests.probe.conftest import Capture
 from tests.probe.indep import count
-from tests.probe.streams import flushed_rows
+from tests.probe.streams import rows_now
 
 KEY = "sk-sim-not-a-real-key"
 TASK = "Find the population of Lyon."
 
 
 def rows(ledger: Path) -> list[dict[str, Any]]:
-    return flushed_rows(ledger).rows
+    return rows_now(ledger).rows
+
+
+def billed_of(row: dict[str, Any]) -> int:
+    u = row["usage"]
+    return int(u["inputTokens"] + u["cacheReadTokens"] + u["cacheWriteTokens"])
 
 
 def check_row(row: dict[str, Any], dialect: str, raw: bytes) -> None:
@@ -54,8 +59,9 @@ def test_openai_chat_stream(sim_server: SimServer, capture: Capture, ledger: Pat
     (row,) = rows(ledger)
     check_row(row, "chat", capture.bodies[0])
     assert row["reasoningBytes"] == len(reasoning.encode()) > 0
-    assert usage is not None and row["usage"]["output"] == usage.completion_tokens
-    assert row["usage"]["billedInput"] == usage.prompt_tokens
+    assert usage is not None and row["usage"]["outputTokens"] == usage.completion_tokens
+    assert billed_of(row) == usage.prompt_tokens
+    assert row["usage"]["totalTokens"] == usage.total_tokens
     assert row["model"] and row["sessionId"] == "s-chat" and row["sentReasoningBytes"] == 0
 
     # The follow-up sends the reasoning back: the row measures exactly those bytes.
@@ -86,8 +92,9 @@ def test_openai_responses_stream(sim_server: SimServer, capture: Capture, ledger
     assert row["reasoningBytes"] > 0
     assert (
         first.usage
-        and row["usage"]["reasoning"] == first.usage.output_tokens_details.reasoning_tokens
+        and row["usage"]["reasoningTokens"] == first.usage.output_tokens_details.reasoning_tokens
     )
+    assert row["usage"]["totalTokens"] == first.usage.total_tokens
 
     items: Any = [{"role": "user", "content": TASK}]
     items += [o.model_dump(exclude_none=True) for o in first.output]
@@ -126,7 +133,8 @@ def test_anthropic_stream(sim_server: SimServer, capture2: Capture, ledger: Path
     billed = (
         u.input_tokens + (u.cache_read_input_tokens or 0) + (u.cache_creation_input_tokens or 0)
     )
-    assert row["usage"]["billedInput"] == billed and row["usage"]["output"] == u.output_tokens
+    assert billed_of(row) == billed and row["usage"]["outputTokens"] == u.output_tokens
+    assert "totalTokens" not in row["usage"]  # the Messages API reports no total
 
     tool = next(b for b in first.content if b.type == "tool_use")
     messages += [
@@ -181,7 +189,7 @@ def test_non_streaming_and_other_endpoints(sim_server: SimServer, ledger: Path) 
     assert row["stream"] is False and row["status"] == "ok"
     assert row["reasoningBytes"] == len((msg.model_extra or {})["reasoning_content"].encode())
     assert row["textBytes"] == len((msg.content or "").encode())
-    assert resp.usage and row["usage"]["output"] == resp.usage.completion_tokens
+    assert resp.usage and row["usage"]["outputTokens"] == resp.usage.completion_tokens
 
 
 @pytest.mark.localserver

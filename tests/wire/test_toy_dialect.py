@@ -121,7 +121,7 @@ def test_probe_counts_toy_calls(toy_url: str, tmp_path: Path) -> None:
     assert resp.status_code == 200
     (row,) = flushed_rows(tmp_path).rows
     assert row["dialect"] == "toy" and row["model"] == "toy-1"
-    assert row["usage"]["uncached"] == 40 and row["usage"]["output"] == 5
+    assert row["usage"]["inputTokens"] == 40 and row["usage"]["outputTokens"] == 5
     assert row["sentReasoningBytes"] == len(MIND.encode()) + len(SEAL)  # re-sent carriers
 
 

@@ -6,9 +6,9 @@ Public API (pinned by tests/probe/test_api.py):
   client (``openai``, ``anthropic``, ``google-genai`` via ``http_client``).
 - :func:`observe_bytes`: the same observation for an iterable / async iterable of bytes.
 - :func:`read_rows`, :func:`load_settings`, :class:`ProbeSettings`, :func:`ledger_dir`.
-- :func:`flush`: rows are counted and written by a background worker after each call ends
-  (off the caller's path); ``flush(timeout=None) -> bool`` waits until every call that has
-  ended so far has its row. The interpreter flushes at exit too.
+- :func:`flush`: a call's row is on disk by the time its response is closed (counted as the
+  chunks pass, written in a ``finally``); ``flush(timeout=None) -> bool`` waits for the
+  background housekeeping (archive rotation) submitted so far.
 """
 
 from reasonwire.probe.ledger import read_rows

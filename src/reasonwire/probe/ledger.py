@@ -10,7 +10,9 @@ written sessions (never the one just written) move into ``archive/<session>.<sta
 Nothing is deleted: the archive holds every row, and :func:`read_rows` reads archives too.
 
 Readers skip a line that does not parse (a torn last line from a crash, or a row cut short by
-a full disk) and count it.
+a full disk) and count it. Rows of both schemas are read: the method's (``usage.inputTokens``,
+``cacheReadTokens``, ...; see :mod:`reasonwire.probe.observer`) and the one written before it
+(``usage.uncached``, ``cacheRead``, ``billedInput``...); :func:`row_usage` reads either.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,8 +54,11 @@ def _lock(fd: int, exclusive: bool) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
 
 
-def append_row(directory: Path, session_id: str, row: dict[str, Any], cap_bytes: int) -> Path:
-    """Append ``row`` to the session file (one write), then rotate if the cap is passed.
+def append_row(
+    directory: Path, session_id: str, row: dict[str, Any], cap_bytes: int, rotate: bool = True
+) -> Path:
+    """Append ``row`` to the session file (one write), then rotate if the cap is passed
+    (``rotate=False``: the caller rotates later, see :func:`rotate_later`).
 
     Raises OSError on I/O failure; the caller (the probe) swallows it.
     """
@@ -79,9 +84,20 @@ def append_row(directory: Path, session_id: str, row: dict[str, Any], cap_bytes:
             break
         finally:
             os.close(fd)
-    with contextlib.suppress(OSError):  # the row is written; the next writer retries rotation
-        rotate_if_needed(directory, cap_bytes, keep=path)
+    if rotate:
+        with contextlib.suppress(OSError):  # the row is written; the next writer retries
+            rotate_if_needed(directory, cap_bytes, keep=path)
     return path
+
+
+def rotate_later(directory: Path, cap_bytes: int, keep: Path) -> Callable[[], None]:
+    """A task that rotates ``directory`` if needed (for the probe's housekeeping thread)."""
+
+    def task() -> None:
+        with contextlib.suppress(OSError):
+            rotate_if_needed(directory, cap_bytes, keep=keep)
+
+    return task
 
 
 def rotate_if_needed(directory: Path, cap_bytes: int, keep: Path | None = None) -> list[Path]:
@@ -173,3 +189,49 @@ def read_rows(directory: Path, include_archives: bool = True) -> LedgerRead:
         except (OSError, EOFError):
             result.skipped += 1
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class RowUsage:
+    """A row's usage, whichever schema wrote it. ``billed_input`` is uncached input + cache
+    read + cache write; ``total`` is the provider's own total (None when not in the row)."""
+
+    input_uncached: int
+    cache_read: int
+    cache_write: int
+    output: int
+    reasoning: int | None
+    total: int | None
+
+    @property
+    def billed_input(self) -> int:
+        return self.input_uncached + self.cache_read + self.cache_write
+
+
+def _n(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def row_usage(row: dict[str, Any]) -> RowUsage | None:
+    """The usage of a ledger row of either schema; None when the row has none."""
+    usage = row.get("usage")
+    if not isinstance(usage, dict):
+        return None
+    if "inputTokens" in usage or "outputTokens" in usage:  # the method's schema
+        return RowUsage(
+            _n(usage.get("inputTokens")) or 0,
+            _n(usage.get("cacheReadTokens")) or 0,
+            _n(usage.get("cacheWriteTokens")) or 0,
+            _n(usage.get("outputTokens")) or 0,
+            _n(usage.get("reasoningTokens")),
+            _n(usage.get("totalTokens")),
+        )
+    # the schema before it: uncached, cacheRead, cacheWrite, billedInput, output, reasoning
+    uncached, read, write = (_n(usage.get(k)) for k in ("uncached", "cacheRead", "cacheWrite"))
+    billed = _n(usage.get("billedInput"))
+    if uncached is None and billed is not None:
+        uncached = billed - (read or 0) - (write or 0)
+    return RowUsage(
+        uncached or 0, read or 0, write or 0, _n(usage.get("output")) or 0,
+        _n(usage.get("reasoning")), None,
+    )  # fmt: skip

@@ -2,8 +2,8 @@
 
 ``observe_bytes(chunks, dialect="anthropic", session_id="s1")`` returns an iterator (or an
 async iterator, for an async iterable) that yields the very same chunks in order and writes
-one ledger row when the stream ends, fails or is abandoned (asynchronously: see
-``reasonwire.probe.flush``).
+one ledger row when the stream ends, fails or is abandoned (the row is on disk when the
+iterator is exhausted, closed or collected).
 """
 
 from __future__ import annotations

@@ -4,12 +4,30 @@ A :class:`CallObserver` is created per call and shared with nothing else. Its me
 raise: anything that goes wrong inside the probe is kept as a note in the row (``probeError``)
 and the bytes keep flowing to the caller untouched.
 
-Caller's path: per chunk, one list append (see :func:`relay`); nothing is decoded there.
-The chunks go to the probe worker after the call ends (or in batches while a large answer
-streams), which feeds the dialect's own stream decoder (``wire/``). The byte counts are taken
-once, from the turn the decoder assembled (UTF-8 bytes of the reasoning text, the visible text
-and the tool-call arguments) - or from the partial turn when the call was cut short. A
-non-streaming body is joined and parsed once at the end.
+Counting is incremental: each chunk is fed to the dialect's own stream decoder (``wire/``) as
+it passes, before it is handed on, so when the call ends nothing is left to decode - the turn
+is only assembled (pieces joined) and the row written. Durability: the row is written by
+:meth:`CallObserver.finish`, which the wrapped stream calls in a ``finally`` when it ends, is
+closed, fails or is abandoned, so the row is on disk (one ``O_APPEND`` write) by the time the
+caller's response is closed. A non-streaming body is kept (up to :data:`MAX_PARSE_BYTES`) and
+parsed once at the end, as the caller's own client parses it.
+
+Ledger row (one JSON line per model call), the method's keys first, in this order::
+
+    {"ts": "2026-09-10T12:00:00.000Z", "sessionId", "provider", "model", "purpose",
+     "reasoningBytes", "textBytes",
+     "usage": {"inputTokens", "outputTokens", "totalTokens", "cacheReadTokens",
+               "cacheWriteTokens", "reasoningTokens"},          # omitted without usage
+     ...our keys: "dialect", "stream", "status", "httpStatus", "toolBytes", "wireBytes",
+     "sentReasoningBytes", "sentReasoning", "durationMs", "error", "probeError"}
+
+``ts`` is the call's start in UTC with milliseconds and ``Z``. ``inputTokens`` is uncached
+input only; billed input = ``inputTokens + cacheReadTokens + cacheWriteTokens``. The four
+billing figures are 0 when the provider reported usage without that figure (it billed none
+of it); ``totalTokens`` and ``reasoningTokens`` are the provider's own figures and are absent
+when it did not report them (never computed). Rows written before this schema (``uncached``,
+``cacheRead``, ``billedInput``..., ``+00:00``) stay readable: see
+:func:`reasonwire.probe.ledger.row_usage`.
 """
 
 from __future__ import annotations
@@ -24,35 +42,34 @@ from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import TruncatedStream
-from reasonwire.probe import worker
-from reasonwire.wire.dialect import StreamDecoder
+from reasonwire.wire.dialect import Dialect, StreamDecoder
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import DialectName, Turn, Usage
 from reasonwire.wire.registry import get_dialect
 
 # A non-streaming body larger than this is passed through but not parsed.
 MAX_PARSE_BYTES = 64 * 1024 * 1024
-# A call hands its chunks to the worker once it holds more than this, else when it ends.
-# Decoding while the caller still streams competes with it for the GIL (measured by
-# bench/bench_probe.py --spill-mb 8: +5% to +40% caller wall time on a 50 MB stream, +190% to
-# +390% when the client is CPU-bound), so by default a call is decoded after it ends and holds
-# references to at most as many bytes as a non-streaming body may (MAX_PARSE_BYTES).
-SPILL_BYTES = MAX_PARSE_BYTES
-# The worker feeds the decoder slices of at most this size.
-FEED_BYTES = 1024 * 1024
 
 
-def usage_row(usage: Usage | None) -> dict[str, int | None] | None:
+def ts_utc(epoch: float) -> str:
+    """``2026-09-10T12:00:00.000Z``: UTC, milliseconds, ``Z``."""
+    stamp = datetime.fromtimestamp(epoch, UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%S.") + f"{stamp.microsecond // 1000:03d}Z"
+
+
+def usage_row(usage: Usage | None, dialect: Dialect | None = None) -> dict[str, int] | None:
+    """The method's usage object (key order fixed; see the module docstring)."""
     if usage is None:
         return None
-    return {
-        "uncached": usage.input_uncached,
-        "cacheRead": usage.cache_read,
-        "cacheWrite": usage.cache_write,
-        "billedInput": usage.billed_input,
-        "output": usage.output,
-        "reasoning": usage.reasoning,
-    }
+    out = {"inputTokens": usage.input_uncached or 0, "outputTokens": usage.output or 0}
+    total = dialect.total_tokens(usage) if dialect is not None else None
+    if total is not None:
+        out["totalTokens"] = total
+    out["cacheReadTokens"] = usage.cache_read or 0
+    out["cacheWriteTokens"] = usage.cache_write or 0
+    if usage.reasoning is not None:
+        out["reasoningTokens"] = usage.reasoning
+    return out
 
 
 def sent_row(carriers: list[SentCarrier]) -> dict[str, dict[str, Any]]:
@@ -65,18 +82,14 @@ def sent_row(carriers: list[SentCarrier]) -> dict[str, dict[str, Any]]:
 
 
 def _nbytes(text: str) -> int:
-    return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 class CallObserver:
     """Counts one call. Create, :meth:`feed` chunks, then :meth:`finish` exactly once.
 
-    The caller's side (:meth:`feed`, :meth:`mark_complete`, :meth:`mark_failed`,
-    :meth:`finish`) only keeps references to the chunks; decoding, counting and the ledger
-    write run on the probe worker (:mod:`reasonwire.probe.worker`), in order, after the call
-    ends - or in batches of about :data:`SPILL_BYTES` while a large answer is still streaming,
-    so one call never holds more than that. Chunks must be ``bytes`` (immutable): the worker
-    reads them after the caller has passed them on.
+    :meth:`feed` decodes the chunk at once (the dialect's incremental decoder) and
+    :meth:`finish` builds the row and hands it to ``writer`` before it returns.
     """
 
     def __init__(
@@ -108,16 +121,17 @@ class CallObserver:
         self.status: str | None = None
         self.error: str | None = None
         self.probe_error: str | None = None
-        self.buffer: list[bytes] = []  # chunks passed on and not yet handed to the worker
-        self._buffered = 0
+        self.row: dict[str, Any] | None = None
         self._writer = writer
         self._lock = threading.Lock()
         self._finished = False
+        self._dialect: Dialect | None = None
         self._decoder: StreamDecoder | None = None
         self._chunks: list[bytes] | None = None
         self._inflate: Any = None
         self._counting = True
         try:
+            self._dialect = get_dialect(dialect)
             enc = (content_encoding or "").strip().lower()
             if enc in ("gzip", "x-gzip"):
                 self._inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -129,66 +143,24 @@ class CallObserver:
             if http_status is not None and http_status >= 400:
                 self._counting = False  # an error body holds no turn: count its bytes only
             elif stream:
-                self._decoder = get_dialect(dialect).stream_decoder()
+                self._decoder = self._dialect.stream_decoder()
             else:
                 self._chunks = []
         except Exception as exc:  # the probe never breaks a call
             self._counting = False
             self.probe_error = f"{type(exc).__name__}: {exc}"
 
-    # -- caller's path -----------------------------------------------------------------------
+    # -- the call's path ---------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> None:
-        """Keep ``chunk`` for counting. Never raises. (:func:`relay` inlines this.)"""
-        self.buffer.append(chunk)
-        self._buffered += len(chunk)
-        if self._buffered > SPILL_BYTES:
-            self.spill()
-
-    def spill(self) -> list[bytes]:
-        """Hand the buffered chunks to the worker now; returns the new (empty) buffer."""
-        batch, self.buffer, self._buffered = self.buffer, [], 0
-        worker.submit(lambda: self._consume(batch), sum(map(len, batch)))  # never raises
-        return self.buffer
-
-    def mark_complete(self) -> None:
-        self.complete = True
-
-    def mark_failed(self, exc: BaseException) -> None:
-        if self.error is None:
-            self.error = f"{type(exc).__name__}: {exc}"
-
-    def finish(self, status: str | None = None) -> None:
-        """Hand the rest of the call to the worker, which builds and writes the row, once.
-
-        Never raises. The row lands asynchronously (see :func:`reasonwire.probe.flush`).
-        """
-        with self._lock:
-            if self._finished:
-                return
-            self._finished = True
-        try:
-            self.ended = time.time()
-            batch, self.buffer, self._buffered = self.buffer, [], 0
-            worker.submit(lambda: self._complete(batch, status), sum(map(len, batch)))
-        except Exception:
-            pass
-
-    # -- worker ------------------------------------------------------------------------------
-
-    def _consume(self, batch: list[bytes]) -> None:
-        """Decode one batch of chunks (worker thread, in call order). Never raises."""
-        for chunk in batch:
-            self.wire_bytes += len(chunk)
-        if not self._counting or not batch:
+        """Count ``chunk`` now (decode it incrementally). Never raises."""
+        self.wire_bytes += len(chunk)
+        if not self._counting:
             return
         try:
-            data = b"".join(batch)
-            if self._inflate is not None:
-                data = self._inflate.decompress(data)
+            data = self._inflate.decompress(chunk) if self._inflate is not None else chunk
             if self._decoder is not None:
-                for i in range(0, len(data), FEED_BYTES):
-                    self._decoder.feed(data[i : i + FEED_BYTES])
+                self._decoder.feed(data)
             elif self._chunks is not None:
                 if self.wire_bytes > MAX_PARSE_BYTES:
                     self._chunks = None
@@ -200,15 +172,31 @@ class CallObserver:
             self._counting = False
             self.probe_error = f"{type(exc).__name__}: {exc}"
 
-    def _complete(self, batch: list[bytes], status: str | None) -> None:
-        self._consume(batch)
-        self.build_and_write(status)
+    def mark_complete(self) -> None:
+        self.complete = True
+
+    def mark_failed(self, exc: BaseException) -> None:
+        if self.error is None:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def finish(self, status: str | None = None) -> None:
+        """Build the row and write it, once; it is on disk when this returns (unless the
+        ledger cannot be written: the probe never fails a call). Never raises."""
+        with self._lock:
+            if self._finished:
+                return
+            self._finished = True
+        try:
+            self.ended = time.time()
+            self.build_and_write(status)
+        except Exception:
+            pass
 
     def build_and_write(self, status: str | None = None) -> dict[str, Any] | None:
         """Build the row and hand it to the writer. Never raises."""
         row: dict[str, Any] | None = None
         try:
-            row = self._row(status)
+            row = self.row = self._row(status)
             if self._writer is not None:
                 self._writer(row)
         except Exception:  # ledger I/O (read-only dir, disk full) never reaches the caller
@@ -275,7 +263,7 @@ class CallObserver:
             reasoning = _nbytes(turn.reasoning_text)
             text = _nbytes(turn.text)
             tools = sum(_nbytes(tc.arguments) for tc in turn.tool_calls)
-            usage = usage_row(turn.usage)
+            usage = usage_row(turn.usage, self._dialect)
             model = turn.model or model
         error = self.error
         if error is None and self.http_status is not None and self.http_status >= 400:
@@ -283,25 +271,29 @@ class CallObserver:
         if error is None and complaint is not None and status != "aborted":
             error = complaint
         row: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(self.started, UTC).isoformat(timespec="milliseconds"),
+            "ts": ts_utc(self.started),
             "sessionId": self.session_id,
             "provider": self.provider,
             "model": model,
             "purpose": self.purpose,
-            "dialect": self.dialect,
-            "stream": self.stream,
-            "status": status,
-            "httpStatus": self.http_status,
             "reasoningBytes": reasoning,
             "textBytes": text,
-            "toolBytes": tools,
-            "wireBytes": self.wire_bytes,
-            "sentReasoningBytes": sum(c.size for c in self.sent),
-            "sentReasoning": sent_row(self.sent),
-            "durationMs": round(((self.ended or time.time()) - self.started) * 1000, 1),
         }
         if usage is not None:
             row["usage"] = usage
+        row.update(
+            {
+                "dialect": self.dialect,
+                "stream": self.stream,
+                "status": status,
+                "httpStatus": self.http_status,
+                "toolBytes": tools,
+                "wireBytes": self.wire_bytes,
+                "sentReasoningBytes": sum(c.size for c in self.sent),
+                "sentReasoning": sent_row(self.sent),
+                "durationMs": round(((self.ended or time.time()) - self.started) * 1000, 1),
+            }
+        )
         if error is not None:
             row["error"] = error[:500]
         if self.probe_error is not None:
@@ -325,31 +317,27 @@ def parse_request_body(
 
 
 def make_writer(directory: Path, session_id: str, cap_bytes: int) -> Any:
-    """A row writer for one call: redact, then append to the session file."""
+    """A row writer for one call: redact, then append to the session file (one write, now);
+    archive rotation, if the cap is passed, runs later on the probe's housekeeping thread."""
 
     def write(row: Mapping[str, Any]) -> None:
         from reasonwire.credentials import redact_obj
-        from reasonwire.probe.ledger import append_row
+        from reasonwire.probe import worker
+        from reasonwire.probe.ledger import append_row, rotate_later
 
-        append_row(directory, session_id, redact_obj(dict(row)), cap_bytes)
+        path = append_row(directory, session_id, redact_obj(dict(row)), cap_bytes, rotate=False)
+        worker.submit(rotate_later(directory, cap_bytes, path))
 
     return write
 
 
 def relay(chunks: Iterable[bytes], obs: CallObserver) -> Iterator[bytes]:
-    """Yield ``chunks`` unchanged and in order while ``obs`` keeps them; finish in any case.
-
-    The per-chunk work on the caller's path is one list append and one length sum.
-    """
-    buf = obs.buffer
-    size = 0
+    """Yield ``chunks`` unchanged and in order, counting each before it is handed on; the
+    row is written in the ``finally``, whichever way the iteration ends."""
+    feed = obs.feed
     try:
         for chunk in chunks:
-            buf.append(chunk)
-            size += len(chunk)
-            if size > SPILL_BYTES:
-                buf = obs.spill()
-                size = 0
+            feed(chunk)
             yield chunk
         obs.mark_complete()
     except GeneratorExit:  # the consumer walked away: record what it saw
@@ -363,15 +351,10 @@ def relay(chunks: Iterable[bytes], obs: CallObserver) -> Iterator[bytes]:
 
 async def arelay(chunks: AsyncIterable[bytes], obs: CallObserver) -> AsyncIterator[bytes]:
     """The async twin of :func:`relay`."""
-    buf = obs.buffer
-    size = 0
+    feed = obs.feed
     try:
         async for chunk in chunks:
-            buf.append(chunk)
-            size += len(chunk)
-            if size > SPILL_BYTES:
-                buf = obs.spill()
-                size = 0
+            feed(chunk)
             yield chunk
         obs.mark_complete()
     except GeneratorExit:  # the consumer walked away: record what it saw

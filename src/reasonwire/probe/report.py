@@ -4,7 +4,8 @@ billed input was reasoning sent back.
 The denominator is billed input (uncached + cache read + cache write), never uncached input
 alone: a re-sent carrier is often served from cache and is still paid for. Output-side
 reasoning tokens say what the model thought, not what re-sending costs, so they are shown
-apart. Re-sent reasoning tokens are an *estimate*: the request side is measured in bytes (the
+apart. Rows of both ledger schemas are read (:func:`reasonwire.probe.ledger.row_usage`).
+Re-sent reasoning tokens are an *estimate*: the request side is measured in bytes (the
 probe does not tokenize), divided by :data:`BYTES_PER_TOKEN`. Opaque carriers (signatures,
 encrypted content) are reported in bytes and not converted, since their token cost is not
 known from their size.
@@ -15,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from reasonwire.probe.ledger import row_usage
 
 BYTES_PER_TOKEN = 4.0
 """Bytes of reasoning text per token used for the estimate (a common figure for English
@@ -72,11 +75,11 @@ def aggregate(rows: Iterable[dict[str, Any]]) -> list[Group]:
         g.reasoning_bytes += _int(row.get("reasoningBytes"))
         g.text_bytes += _int(row.get("textBytes"))
         g.tool_bytes += _int(row.get("toolBytes"))
-        usage = row.get("usage")
-        if isinstance(usage, dict):
+        usage = row_usage(row)
+        if usage is not None:
             g.calls_with_usage += 1
-            g.reasoning_tokens += _int(usage.get("reasoning"))
-            g.billed_input += _int(usage.get("billedInput"))
+            g.reasoning_tokens += usage.reasoning or 0
+            g.billed_input += usage.billed_input
         sent = row.get("sentReasoning")
         if isinstance(sent, dict):
             for entry in sent.values():

@@ -3,10 +3,10 @@
 ``httpx.Client(transport=ProbeTransport(session_id="s1"))`` (or an SDK's ``http_client``)
 is all a user writes. Per call the transport reads the settings once, works out the dialect
 from the URL path (``wire.dialect_for_path``), reads the carriers in the
-outgoing body, and wraps the response byte stream: each chunk is kept by reference and
-yielded as the same object, in order. The row is built by the probe worker once the stream
-ends, is closed, fails or is abandoned (whichever comes first), exactly once; it lands
-asynchronously (``reasonwire.probe.flush()`` waits for it).
+outgoing body, and wraps the response byte stream: each chunk is counted as it passes (the
+dialect's incremental decoder) and yielded as the same object, in order. The row is written
+once, in a ``finally``, when the stream ends, is closed, fails or is abandoned (whichever
+comes first): it is on disk by the time the caller's response is closed.
 
 Calls to other endpoints (model lists, token counting) and calls the settings exclude go to
 the inner transport untouched.
@@ -93,10 +93,12 @@ class _Probe:
         session_id: str,
         purpose: str | None,
         ledger_dir_: str | os.PathLike[str] | None,
+        provider: str | None = None,
     ) -> None:
         self.session_id = session_id
         self.purpose = purpose
         self._ledger_dir = ledger_dir_
+        self.provider = provider
 
     def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
@@ -106,7 +108,7 @@ class _Probe:
                 return None
             dialect = found.name
             settings = load_settings()
-            provider = provider_for(request.url)
+            provider = self.provider or provider_for(request.url)
             host = urlsplit(str(request.url)).netloc
             if not settings.observes(provider, host):
                 return None
@@ -223,6 +225,8 @@ class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
     ``inner`` defaults to the package's own ``HTTPTransport()`` (created on first use, for
     ``httpx`` or its ``httpx2`` fork, whichever the client is); the ledger directory is
     ``ledger_dir``, else ``$REASONWIRE_HOME/probe``, else the user data directory.
+    ``provider`` names the route in the rows (default: the built-in route whose base URL the
+    call goes to, else the host), e.g. a custom route's name so ``fold plan`` can match it.
     """
 
     def __init__(
@@ -231,10 +235,11 @@ class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
         purpose: str | None = None,
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
+        provider: str | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:
@@ -271,10 +276,11 @@ class AsyncProbeTransport(*_ASYNC_T):  # type: ignore[misc]
         purpose: str | None = None,
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
+        provider: str | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:

@@ -1,22 +1,19 @@
-"""The probe's one background worker: counting and ledger writes happen off the caller's path.
+"""The probe's one background thread: ledger housekeeping off the caller's path.
 
-Why: decoding a stream with the dialect's full decoder costs microseconds per event, which is
-as much as httpx itself spends per chunk. Done inline it more than doubled the wall time of a
-large streamed answer. So the wrapped stream only keeps references to the chunks it passes on,
-and this worker decodes them and writes the row.
+Rows are counted and written on the caller's path (see :mod:`reasonwire.probe.observer`): a
+row is on disk when the call's response is closed. What is left for this thread is work that
+must not delay a call: archiving old session files when the ledger passes its size cap
+(:func:`reasonwire.probe.ledger.rotate_later`), which gzips whole files.
 
 Shared state (deliberate, the only state shared across calls): one FIFO of tasks and one
-daemon thread per process. Tasks run one at a time in submission order, so the batches of
-one call are decoded in order and its row task runs after its last batch. Every task swallows
+daemon thread per process. Tasks run one at a time in submission order. Every task swallows
 its own failures; a failing task never stops the worker.
 
 Bounds: the bytes handed over and not yet processed are capped (:data:`MAX_PENDING_BYTES`);
-a caller that would pass the cap waits for the worker (backpressure) rather than growing
-memory without limit.
+a submitter that would pass the cap waits for the worker (backpressure).
 
-Rows land asynchronously: :func:`flush` waits until every task submitted so far has run (the
-process also flushes at exit). After ``os.fork`` the child starts with an empty queue (the
-parent's pending rows stay the parent's, never written twice).
+:func:`flush` waits until every task submitted so far has run (the process also flushes at
+exit). After ``os.fork`` the child starts with an empty queue.
 """
 
 from __future__ import annotations
@@ -114,10 +111,10 @@ def submit(task: Callable[[], None], nbytes: int = 0) -> None:
 
 
 def flush(timeout: float | None = None) -> bool:
-    """Wait until every ledger row of calls that have ended so far is written.
+    """Wait until the housekeeping submitted so far (archive rotation) has run.
 
-    Rows are written by a background worker after a call ends; call this before reading the
-    ledger in tests or short scripts. Returns False if ``timeout`` (seconds) passed first.
+    Rows themselves are on disk when a call's response is closed; this only matters to a
+    reader that wants the archive settled. Returns False if ``timeout`` (seconds) passed first.
     """
     return _worker.flush(timeout)
 

@@ -43,6 +43,7 @@ from reasonwire.wire.model import (
     RequestOptions,
     StreamEvent,
     Turn,
+    Usage,
 )
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.shape import Shape, ShapeError, TextFilter, project, validate
@@ -111,6 +112,15 @@ class Dialect:
     """Provider error ``type``/``code`` values that may be shown to a governed client."""
     profiles: Mapping[str, Profile] = MappingProxyType({})
     """Vendor profiles by name; ``default`` is the dialect's base layer."""
+    usage_total: str | None = None
+    """The key of the provider's usage object (``Usage.raw``) that holds its own total token
+    figure, if the API reports one (None: no total is reported, and none is computed)."""
+    fold_where: Mapping[str, str] = MappingProxyType({})
+    """Text carriers a client may shorten before replaying them (``wire.fold``): carrier kind
+    (a non-opaque :attr:`carriers` name) -> where it sits in a *request* body, in the
+    ``where`` path syntax (``key``, ``key[i]`` every element, ``(k=v)`` element filter,
+    ``(!k)`` key absent or null). A text that shares its object with a signature is signed and
+    must not be listed (or must be excluded by a ``(!signature)`` filter)."""
 
     # -- wire functions (each dialect implements) ------------------------------------------
 
@@ -233,6 +243,13 @@ class Dialect:
         if self.visible_body is None:
             return {}
         return project(self.visible_body, body, _text_filter(profile))
+
+    def total_tokens(self, usage: Usage | None) -> int | None:
+        """The provider's own total token figure of ``usage`` (None when not reported)."""
+        if usage is None or self.usage_total is None or not isinstance(usage.raw, dict):
+            return None
+        value = usage.raw.get(self.usage_total)
+        return value if type(value) is int else None
 
     def text_carriers(self) -> tuple[str, ...]:
         return tuple(c.name for c in self.carriers if not c.opaque)

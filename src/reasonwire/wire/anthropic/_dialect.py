@@ -126,6 +126,8 @@ class AnthropicDialect(Dialect):
     path_pattern = _facts.PATH
     gateway_path = "/v1/messages"
     carriers = _facts.CARRIERS
+    fold_where = _facts.FOLD_WHERE
+    usage_total = None
     controls = _facts.CONTROLS
     forwarded_headers = _facts.FORWARDED_HEADERS
     count = _facts.COUNT

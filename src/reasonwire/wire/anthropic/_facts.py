@@ -8,6 +8,7 @@ thinking, effort, token counting, errors) and ``shared/WIRE.md``.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import CarrierKind, Control, Variants
@@ -32,6 +33,10 @@ CARRIERS = (
     CarrierKind("signature", True, "content[i](type=thinking).signature"),
     CarrierKind("redacted_thinking", True, "content[i](type=redacted_thinking).data"),
 )
+
+FOLD_WHERE: MappingProxyType[str, str] = MappingProxyType({})
+"""Nothing: ``thinking`` text is signed by its block's ``signature`` (any change to the text
+breaks it: "Invalid signature in thinking block"), so no carrier here may be shortened."""
 
 _REF = "Anthropic Messages API reference (extended thinking, effort)"
 CONTROLS = (

@@ -52,6 +52,8 @@ class ChatDialect(Dialect):
     path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
     gateway_path = "/v1/chat/completions"
     carriers = _facts.CARRIERS
+    fold_where = _facts.FOLD_WHERE
+    usage_total = "total_tokens"
     controls = _facts.CONTROLS
     non_escalating = _facts.NON_ESCALATING
     stream_usage = _facts.STREAM_USAGE

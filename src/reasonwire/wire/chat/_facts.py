@@ -45,6 +45,19 @@ CARRIERS = (
     CarrierKind("extra_content", True, "choices[0].message.tool_calls[i].extra_content"),
 )
 
+FOLD_WHERE = MappingProxyType(
+    {
+        "reasoning_content": "messages[i](role=assistant).reasoning_content",
+        "reasoning": "messages[i](role=assistant).reasoning",
+        # text entries only; an entry with a signature (Anthropic thinking relayed by a
+        # gateway) is signed, and summary / encrypted entries are not reasoning text
+        "reasoning_details": (
+            "messages[i](role=assistant).reasoning_details[j](type=reasoning.text,!signature).text"
+        ),
+    }
+)
+"""Where the text carriers sit in a request (``Dialect.fold_where``)."""
+
 _OAI = "OpenAI Chat Completions reference"
 _OR = "OpenRouter docs (reasoning tokens; model routing; provider routing)"
 _VLLM = "vLLM / SGLang OpenAI-compatible server docs"
@@ -268,6 +281,7 @@ __all__ = [
     "CARRIER_FIELDS",
     "CONTROLS",
     "ERROR_TYPES",
+    "FOLD_WHERE",
     "REQUEST",
     "TEXT_KINDS",
     "TOOL_CALL_CARRIER",

@@ -132,6 +132,8 @@ class GeminiDialect(Dialect):
     name: DialectName = "gemini"
     path_pattern = _facts.PATH
     carriers = _facts.CARRIERS
+    fold_where = _facts.FOLD_WHERE
+    usage_total = "totalTokenCount"
     controls = _facts.CONTROLS
     count = _facts.COUNT
     variants = _facts.VARIANTS

@@ -21,6 +21,17 @@ CARRIERS = (
     CarrierKind("thoughtSignature", True, "candidates[0].content.parts[i].thoughtSignature"),
 )
 
+FOLD_WHERE = MappingProxyType(
+    {
+        # a thought part that carries a signature on itself is left whole (signed)
+        "thought": (
+            "contents[i](role=model).parts[j](thought=true,!thoughtSignature,!thought_signature)"
+            ".text"
+        ),
+    }
+)
+"""Where the text carriers sit in a request (``Dialect.fold_where``)."""
+
 _REF = "Gemini API reference (thinking)"
 CONTROLS = (
     Control(("generationConfig", "thinkingConfig"), _REF, "thinkingBudget, thinkingLevel"),

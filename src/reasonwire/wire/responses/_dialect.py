@@ -130,6 +130,8 @@ class ResponsesDialect(Dialect):
     path_pattern = _facts.PATH
     gateway_path = "/v1/responses"
     carriers = _facts.CARRIERS
+    fold_where = _facts.FOLD_WHERE
+    usage_total = "total_tokens"
     controls = _facts.CONTROLS
     count = _facts.COUNT
     server_state = _facts.SERVER_STATE

@@ -33,6 +33,15 @@ CARRIERS = (
     CarrierKind("reasoning_text", False, "output[i](type=reasoning).content[j].text"),
 )
 
+FOLD_WHERE = MappingProxyType(
+    {
+        "summary_text": "input[i](type=reasoning).summary[j](type=summary_text).text",
+        "reasoning_text": "input[i](type=reasoning).content[j](type=reasoning_text).text",
+    }
+)
+"""Where the text carriers sit in a request (``Dialect.fold_where``); the item's
+``encrypted_content`` is opaque and never listed."""
+
 _REF = "OpenAI Responses API reference"
 CONTROLS = (
     Control(("reasoning",), _REF, "effort, summary and context (all_turns) of reasoning"),

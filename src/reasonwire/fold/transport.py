@@ -1,0 +1,183 @@
+"""httpx transports that fold the replayed reasoning text of request bodies before sending.
+
+``httpx.Client(transport=FoldTransport(settings))`` (or an SDK's ``http_client``). Per request
+the transport finds the dialect from the URL path (``wire.dialect_for_path``); for a dialect
+endpoint with the fold enabled for the call's route, it decodes the JSON body, runs
+:func:`reasonwire.wire.fold.fold_request` and, only if a text was folded, sends a new body
+(the same values re-serialized, ``Content-Length`` updated). When nothing was folded the
+original request object goes to the inner transport: the same bytes, never re-serialized.
+
+Any other endpoint, a body that is not JSON, a compressed or streamed upload, and every
+request while the fold is off (the default) pass through untouched. Responses are never
+touched. Compose with the probe as ``FoldTransport(settings, inner=ProbeTransport(...))`` to
+record what was actually sent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlsplit
+
+from reasonwire.fold._settings import load_fold_settings
+from reasonwire.probe.transport import (
+    _ASYNC_T,
+    _SYNC_T,
+    _package_of,
+    provider_for,
+)
+from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request
+from reasonwire.wire.registry import dialect_for_path
+
+OnFold = Callable[[FoldReport], None]
+
+
+def _dumps(body: Any) -> bytes:
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: keep it as the \\u escape it came as
+        return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
+class _Fold:
+    """What both transports share: the settings and the per-request decision."""
+
+    def __init__(
+        self,
+        settings: FoldSettings | str | os.PathLike[str] | None,
+        route: str | None,
+        on_fold: OnFold | None,
+    ) -> None:
+        if settings is None:
+            settings = FoldSettings()
+        elif not isinstance(settings, FoldSettings):
+            settings = load_fold_settings(settings)
+        self.settings = settings
+        self.route = route
+        self.on_fold = on_fold
+        self.last_report: FoldReport | None = None
+
+    def request(self, request: Any) -> Any:
+        """``request`` itself, or a new request whose body has folded reasoning text."""
+        if not self.settings.enabled:
+            return request
+        dialect = dialect_for_path(request.url.path)
+        if dialect is None or request.headers.get("content-encoding"):
+            return request
+        try:
+            content: bytes = request.content
+        except Exception:  # a streamed upload that was not read: leave it alone
+            return request
+        try:
+            body = json.loads(content)
+        except (ValueError, UnicodeDecodeError):
+            return request
+        if not isinstance(body, dict):
+            return request
+        route = self.route or provider_for(request.url)
+        host = urlsplit(str(request.url)).netloc
+        model = dialect.model_in_request(request.url.path, body)
+        new_body, report = fold_request(
+            dialect, body, self.settings, route=route, host=host, model=model
+        )
+        self.last_report = report
+        if self.on_fold is not None:
+            self.on_fold(report)
+        if not report.changed:
+            return request
+        data = _dumps(new_body)
+        headers = request.headers.copy()
+        headers["content-length"] = str(len(data))
+        return _package_of(request).Request(
+            request.method, request.url, headers=headers, content=data,
+            extensions=request.extensions,
+        )  # fmt: skip
+
+
+class FoldTransport(*_SYNC_T):  # type: ignore[misc]
+    """A sync httpx transport that folds request bodies (see the module docstring).
+
+    ``settings``: a :class:`FoldSettings`, a path to a TOML settings file, or None (off).
+    ``route``: the route name matched against ``providers`` / ``drop`` (default: the
+    built-in route whose base URL the request goes to, else the host). ``on_fold`` is
+    called with the :class:`FoldReport` of each dialect request the fold looked at.
+    ``inner`` defaults to the package's own ``HTTPTransport()``.
+    """
+
+    def __init__(
+        self,
+        settings: FoldSettings | str | os.PathLike[str] | None = None,
+        inner: Any = None,
+        route: str | None = None,
+        on_fold: OnFold | None = None,
+    ) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self._fold = _Fold(settings, route, on_fold)
+
+    @property
+    def settings(self) -> FoldSettings:
+        return self._fold.settings
+
+    @property
+    def last_report(self) -> FoldReport | None:
+        return self._fold.last_report
+
+    def _transport(self, request: Any) -> Any:
+        if self._inner is None:
+            with self._lock:
+                if self._inner is None:
+                    self._inner = _package_of(request).HTTPTransport()
+        return self._inner
+
+    def handle_request(self, request: Any) -> Any:
+        inner = self._transport(request)
+        return inner.handle_request(self._fold.request(request))
+
+    def close(self) -> None:
+        if self._inner is not None:
+            self._inner.close()
+
+
+class AsyncFoldTransport(*_ASYNC_T):  # type: ignore[misc]
+    """The async twin of :class:`FoldTransport` (default inner: ``AsyncHTTPTransport()``)."""
+
+    def __init__(
+        self,
+        settings: FoldSettings | str | os.PathLike[str] | None = None,
+        inner: Any = None,
+        route: str | None = None,
+        on_fold: OnFold | None = None,
+    ) -> None:
+        self._inner = inner
+        self._lock = threading.Lock()
+        self._fold = _Fold(settings, route, on_fold)
+
+    @property
+    def settings(self) -> FoldSettings:
+        return self._fold.settings
+
+    @property
+    def last_report(self) -> FoldReport | None:
+        return self._fold.last_report
+
+    def _transport(self, request: Any) -> Any:
+        if self._inner is None:
+            with self._lock:
+                if self._inner is None:
+                    self._inner = _package_of(request).AsyncHTTPTransport()
+        return self._inner
+
+    async def handle_async_request(self, request: Any) -> Any:
+        inner = self._transport(request)
+        return await inner.handle_async_request(self._fold.request(request))
+
+    async def aclose(self) -> None:
+        if self._inner is not None:
+            await self._inner.aclose()
+
+
+__all__ = ["AsyncFoldTransport", "FoldTransport"]
