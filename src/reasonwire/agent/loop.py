@@ -28,7 +28,7 @@ import contextlib
 import queue
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from reasonwire.agent.events import (
@@ -48,6 +48,7 @@ from reasonwire.agent.tools import Tool, arun_call, as_tools, run_call
 from reasonwire.agent.transport import EventSink, asend, send
 from reasonwire.errors import ReasonwireError
 from reasonwire.http import make_async_client
+from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import (
     Assistant,
     Message,
@@ -141,8 +142,11 @@ class Agent:
         system: str | None = None,
         max_rounds: int = 16,
         cross_turn: CrossTurnPolicy | None = None,
+        fold: FoldSettings | None = None,
     ) -> None:
-        self.model = model
+        """``fold``: fold long replayed reasoning text before it is sent (head + tail kept,
+        opaque carriers never touched; see :mod:`reasonwire.wire.fold`). Off by default."""
+        self.model = model if fold is None else replace(model, fold=fold)
         self.tools: dict[str, Tool] = as_tools(tools)
         self._specs = tuple(t.spec for t in self.tools.values())
         self.max_rounds = max_rounds

@@ -45,6 +45,7 @@ from reasonwire.http import DEFAULT_RETRY, RetryPolicy, make_client
 from reasonwire.routes import BUILTIN_ROUTES, Route, get_route, load_routes
 from reasonwire.routes import KeySource as RouteKeySource
 from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import JSON
 from reasonwire.wire.registry import get_dialect
 
@@ -439,6 +440,8 @@ class Model:
     http_client: HttpClient | None = field(default=None, repr=False, compare=False)
     retries: RetryPolicy = DEFAULT_RETRY
     timeout: float | None = None
+    fold: FoldSettings | None = None
+    """Stage 1 fold of replayed reasoning text (``wire.fold``); None: off (the default)."""
 
     @property
     def dialect(self) -> Dialect:

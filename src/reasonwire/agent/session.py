@@ -21,6 +21,7 @@ from reasonwire.agent.models import Model
 from reasonwire.agent.strategy import Strategy, strategy_for
 from reasonwire.errors import MalformedBody
 from reasonwire.http import encode_body
+from reasonwire.wire.fold import fold_request
 from reasonwire.wire.model import (
     Message,
     RequestOptions,
@@ -113,6 +114,8 @@ class Session:
         )
         dialect = self.model.dialect
         body = dialect.build_request(self.messages(), options, self.strategy.profile)
+        if self.model.fold is not None:  # Stage 1 fold of replayed reasoning text (off by default)
+            body, _ = fold_request(dialect, body, self.model.fold, route=self.model.route.name)
         prepared = Prepared(
             self.model.url(dialect.request_path(options)), encode_body(body), stream
         )
