@@ -40,6 +40,10 @@ PUBLIC = [
     "reasonwire.templates",
     "reasonwire.sim",
     "reasonwire.localserver",
+    "reasonwire.fold",
+    "reasonwire.audit",
+    "reasonwire.secrets_scan",
+    "reasonwire.redaction",
 ]
 EXPORTED_DUNDERS = frozenset({"__version__"})
 # what ``from __future__ import annotations`` binds (not an API name)
