@@ -18,7 +18,6 @@ whole report has a 20 s bar.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -28,8 +27,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from reasonwire.credentials import redact
-from reasonwire.eval.fixture import POSITIONS
+from reasonwire.errors import ConfigError
 from reasonwire.eval.matrix import build_matrix, write_matrix_files
+from reasonwire.method.fixture import POSITIONS
 
 REPORT_HTML: Final = "report.html"
 TEMPLATES_JSON: Final = "templates.json"
@@ -343,13 +343,12 @@ def templates_section(out_dir: str | Path) -> str | None:
     path = Path(out_dir).expanduser() / TEMPLATES_JSON
     if not path.exists():
         return None
-    from reasonwire.templates.scan import Row, html_section
+    from reasonwire.templates.report import html_section
+    from reasonwire.templates.rows import read_rows
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        names = {f.name for f in dataclasses.fields(Row)}
-        rows = [Row(**{k: v for k, v in obj.items() if k in names}) for obj in data]
-    except (ValueError, TypeError, AttributeError) as exc:
+        rows = read_rows(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ConfigError) as exc:
         return (
             '<section id="templates"><h2>Chat-template consumption (offline)</h2>'
             f"<p>{_e(TEMPLATES_JSON)} could not be read: {_free(exc)}</p></section>"
