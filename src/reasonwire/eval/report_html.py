@@ -30,6 +30,7 @@ from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
 from reasonwire.eval.matrix import build_matrix, write_matrix_files
 from reasonwire.method.fixture import POSITIONS
+from reasonwire.method.verdicts import Outcome
 
 REPORT_HTML: Final = "report.html"
 TEMPLATES_JSON: Final = "templates.json"
@@ -111,13 +112,13 @@ def chip_class(
     ``errored``: the position's record carries an error (a failed call that is not a 4xx
     verdict, e.g. a transport error), shown as error rather than as not measured.
     """
-    if outcome in ("consumed", "required"):
+    if outcome in (Outcome.CONSUMED, Outcome.REQUIRED):
         return "o-consumed"
-    if outcome == "rejected":
+    if outcome == Outcome.REJECTED:
         return "o-rejected"
-    if outcome == "baseline-failed":
+    if outcome == Outcome.BASELINE_FAILED:
         return "o-error"
-    if outcome == "baseline":
+    if outcome == Outcome.BASELINE:
         return "o-base"
     if delta is None:
         return "o-error" if errored else "o-missing"
@@ -163,10 +164,10 @@ def _cell(entry: dict[str, Any] | None, threshold: float, T: int) -> str:
         delta = pos.get("delta")
         outcome = pos.get("outcome")
         cls = chip_class(outcome, delta, threshold, bool(pos.get("error") or pos.get("errors")))
-        if outcome == "rejected":
+        if outcome == Outcome.REJECTED:
             verbatim = (pos.get("errors") or {}).get("verbatim") or {}
             label = _n(pos.get("status") or verbatim.get("status") or "4xx")
-        elif outcome == "required":
+        elif outcome == Outcome.REQUIRED:
             label = "req"
         else:
             label = "-" if delta is None else _n(delta)

@@ -9,9 +9,9 @@ dict-shaped description of a record exists anywhere. The rules:
 - a field whose default is :data:`~reasonwire.wire.ABSENT` is an optional key: not written
   while it holds ``ABSENT``, ``ABSENT`` when a file does not have it (``ABSENT`` is not
   ``None``: ``null`` is a value);
-- a ``field(metadata=FLAT)`` holds a record (or a union of records) whose keys stand in its place
-  in the same object: a record whose key order depends on its state (a call that answered,
-  a call that failed) declares each state as a class;
+- a ``field(metadata=FLAT)`` holds a record (or a union of records) whose keys stand in its
+  place in the same object: a record whose key order depends on its state (a call that
+  answered, a call that failed) declares each state as a class;
 - a :func:`rest` field keeps the keys a class does not know (a newer writer's): kept on read,
   written after the known keys;
 - reading accepts any key order, takes a missing key's field default (older files), checks
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
@@ -115,32 +116,40 @@ class _Field:
     factory: Any
 
 
-_PLANS: dict[type, tuple[_Field, ...]] = {}
 _ENCODERS: dict[type, Encode] = {}
 _DECODERS: dict[type, Decode] = {}
 
 
+@functools.cache
 def _plan(cls: type) -> tuple[_Field, ...]:
-    plan = _PLANS.get(cls)
-    if plan is None:
-        if not dataclasses.is_dataclass(cls):
-            raise TypeError(f"{cls!r} is not a record dataclass")
-        hints = get_type_hints(cls)
-        plan = tuple(
-            _Field(
-                attr=f.name,
-                key=f.metadata.get(_KEY, f.name),
-                hint=hints[f.name],
-                flat=bool(f.metadata.get(_FLAT)),
-                rest=bool(f.metadata.get(_REST)),
-                optional=f.default is ABSENT,
-                default=f.default,
-                factory=f.default_factory,
-            )
-            for f in dataclasses.fields(cls)
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a record dataclass")
+    hints = get_type_hints(cls)
+    return tuple(
+        _Field(
+            attr=f.name,
+            key=f.metadata.get(_KEY, f.name),
+            hint=hints[f.name],
+            flat=bool(f.metadata.get(_FLAT)),
+            rest=bool(f.metadata.get(_REST)),
+            optional=f.default is ABSENT,
+            default=f.default,
+            factory=f.default_factory,
         )
-        _PLANS[cls] = plan
-    return plan
+        for f in dataclasses.fields(cls)
+    )
+
+
+def _compiled(
+    table: dict[type, Callable[[Any], Any]], cls: type, build: Callable[[type], Any]
+) -> Any:
+    """``table[cls]``, built on first use (a stand-in while it builds: a record may hold
+    itself)."""
+    got = table.get(cls)
+    if got is None:
+        table[cls] = lambda value: table[cls](value)
+        got = table[cls] = build(cls)
+    return got
 
 
 def _members(hint: Any) -> tuple[Any, ...]:
@@ -153,25 +162,8 @@ def _is_record(hint: Any) -> bool:
     return isinstance(hint, type) and dataclasses.is_dataclass(hint)
 
 
-_REQUIRED: dict[type, frozenset[str]] = {}
-_KNOWN: dict[type, frozenset[str]] = {}
-
-
+@functools.cache
 def _required_keys(cls: type) -> frozenset[str]:
-    got = _REQUIRED.get(cls)
-    if got is None:
-        got = _REQUIRED[cls] = _required(cls)
-    return got
-
-
-def _known_keys(cls: type) -> frozenset[str]:
-    got = _KNOWN.get(cls)
-    if got is None:
-        got = _KNOWN[cls] = _known(cls)
-    return got
-
-
-def _required(cls: type) -> frozenset[str]:
     out: set[str] = set()
     for f in _plan(cls):
         if f.flat:
@@ -183,7 +175,8 @@ def _required(cls: type) -> frozenset[str]:
     return frozenset(out)
 
 
-def _known(cls: type) -> frozenset[str]:
+@functools.cache
+def _known_keys(cls: type) -> frozenset[str]:
     out: set[str] = set()
     for f in _plan(cls):
         if f.flat:
@@ -203,16 +196,8 @@ def _known(cls: type) -> frozenset[str]:
 
 
 def _encoder(cls: type) -> Encode:
-    enc = _ENCODERS.get(cls)
-    if enc is None:
-        _ENCODERS[cls] = _late(_ENCODERS, cls)  # a record that contains itself
-        enc = _build_encoder(cls)
-        _ENCODERS[cls] = enc
+    enc: Encode = _compiled(_ENCODERS, cls, _build_encoder)
     return enc
-
-
-def _late(table: dict[type, Callable[[Any], Any]], cls: type) -> Callable[[Any], Any]:
-    return lambda value: table[cls](value)
 
 
 class _Source:
@@ -324,11 +309,7 @@ def _compile(lines: list[str], src: _Source, name: str, filename: str) -> Any:
 
 
 def _decoder(cls: type) -> Decode:
-    dec = _DECODERS.get(cls)
-    if dec is None:
-        _DECODERS[cls] = _late(_DECODERS, cls)  # a record that contains itself
-        dec = _build_decoder(cls)
-        _DECODERS[cls] = dec
+    dec: Decode = _compiled(_DECODERS, cls, _build_decoder)
     return dec
 
 
@@ -558,7 +539,8 @@ def _build_decoder(cls: type) -> Decode:
         lines.append(f"    known = {' | '.join(known)}")
         lines.append(f"    {rest} = {{k: x for k, x in d.items() if k not in known}}")
     lines.append(f"    return {src.bind(cls)}({', '.join(args)})")
-    return _compile(lines, src, "decode", f"<decoder of {cls.__qualname__}>")  # type: ignore[no-any-return]
+    decode: Decode = _compile(lines, src, "decode", f"<decoder of {cls.__qualname__}>")
+    return decode
 
 
 _MISSING_KEY = object()
