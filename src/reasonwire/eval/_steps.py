@@ -190,8 +190,8 @@ class Method:
             if discover and res.status == 400 and len(state.fix.drop) < MAX_FIXES:
                 fix = fix_for_error(
                     state.fix.apply(state.params),
-                    str(res.record.error or "") if res.record else "",
-                    str(res.record.error_body or "") if res.record else "",
+                    res.error or "",
+                    res.error_body or "",
                     kinds,
                 )
                 if fix is not None and fix.signature() != ParamFix().signature():
@@ -262,8 +262,7 @@ class Method:
             if res.skipped:
                 return ""
             if not res.ok or res.turn is None:
-                error = res.record.error if res.record else None
-                return f"turn 1 failed at effort {effort}: {res.status} {error}"
+                return f"turn 1 failed at effort {effort}: {res.status} {res.error}"
             if lane is not None and res.lane != lane:
                 return (
                     f"turn 1 did not land on lane {lane} in {self.cfg.lane_attempts + 1} "

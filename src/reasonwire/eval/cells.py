@@ -103,6 +103,14 @@ class CallOutcome:
     def lane(self) -> str | None:
         return None if self.record is None else self.record.lane
 
+    @property
+    def error(self) -> str | None:
+        return None if self.record is None else self.record.error
+
+    @property
+    def error_body(self) -> str | None:
+        return None if self.record is None else self.record.error_body
+
 
 @dataclass
 class CallStats:
