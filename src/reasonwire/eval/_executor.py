@@ -170,26 +170,14 @@ class Executor:
         started = time.monotonic()
         turn: Turn | None = None
         status: int | None = None  # the HTTP status, once a response arrived
-        failure: tuple[Any, str, str | None, Any] | None = None  # status, kind, error, body
+        failure: ReasonwireError | None = None
         async with sem:
             try:
                 resp = await self.post(cell.route, cell.path(), body)
                 status = resp.status_code
                 turn = dialect.parse_response(resp.content)
-            except ProviderError as exc:
-                kind = "auth" if exc.status == 401 else "provider"
-                failure = (
-                    exc.status,
-                    kind,
-                    exc.provider_message or exc.body_excerpt,
-                    exc.body_excerpt,
-                )
-            except (TransportError, CredentialError) as exc:
-                failure = (None, "transport", str(exc), ABSENT)
-            except MalformedBody as exc:
-                failure = (ABSENT if status is None else status, "malformed", str(exc), ABSENT)
             except ReasonwireError as exc:
-                failure = (None, "other", str(exc), ABSENT)
+                failure = exc
         elapsed = round(time.monotonic() - started, 3)
         result: CallResult
         cost, estimate = 0.0, True
@@ -198,16 +186,7 @@ class Executor:
             cost, estimate = call_cost(turn.usage, price)
         else:
             assert failure is not None
-            fstatus, kind, error, error_body = failure
-            failed = Failed if status is None else Unparsed  # a status arrived first: it leads
-            result = failed(
-                ok=False,
-                status=fstatus,
-                error_kind=kind,
-                error=error,
-                error_body=error_body,
-                elapsed_s=elapsed,
-            )
+            result = _failed(failure, status, elapsed)
         T, T_source = self.T.get((cell.route.name, cell.model), (self.t_estimate, T_ESTIMATE))
         rec = CallRecord(
             key=key,
@@ -280,6 +259,26 @@ def _answered(cell: Cell, turn: Turn, status: int, elapsed: float) -> Answered:
         error=error,
         raw=turn.raw if turn1 else ABSENT,
         reasoning_excerpt=turn.reasoning_text[:200] if turn1 else ABSENT,
+    )
+
+
+def _failed(exc: ReasonwireError, status: int | None, elapsed: float) -> Failed | Unparsed:
+    """The record of a failed call; ``status``: the HTTP status when a response arrived before
+    the failure (it is then written first, :class:`Unparsed`)."""
+    fstatus: int | None = None
+    body = ABSENT
+    if isinstance(exc, ProviderError):
+        kind, error = ("auth" if exc.status == 401 else "provider"), exc.provider_message
+        fstatus, error, body = exc.status, error or exc.body_excerpt, exc.body_excerpt
+    elif isinstance(exc, TransportError | CredentialError):
+        kind, error = "transport", str(exc)
+    elif isinstance(exc, MalformedBody):
+        kind, error, fstatus = "malformed", str(exc), ABSENT if status is None else status
+    else:
+        kind, error = "other", str(exc)
+    failed = Failed if status is None else Unparsed
+    return failed(
+        ok=False, status=fstatus, error_kind=kind, error=error, error_body=body, elapsed_s=elapsed
     )
 
 
