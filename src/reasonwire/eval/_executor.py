@@ -154,8 +154,9 @@ class Executor:
             self.on_progress(1)
             rec = CallRecord.from_json(raw)
             kept = None
-            if isinstance(rec.result, Answered) and rec.ok and rec.result.raw not in (None, ABSENT):
-                kept = dialect.parse_response(rec.result.raw)
+            raw_body = rec.result.raw if isinstance(rec.result, Answered) else None
+            if rec.ok and raw_body is not None and raw_body is not ABSENT:
+                kept = dialect.parse_response(raw_body)
             return CallOutcome(rec, kept, reused=True)
         if self.stopped:
             return CallOutcome(None)
