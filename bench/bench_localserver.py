@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.localserver.model import model_path, resolve_template
 from reasonwire.localserver.server import (
     LlamaCppPythonServer,
@@ -33,7 +34,6 @@ from reasonwire.localserver.server import (
     llama_cpp_python_available,
 )
 from reasonwire.templates.render import render_chat_template
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 
 TEMPLATE = "Qwen-Qwen3-0.6B"
 PROBE = ("The user asks for the weather in Paris, so I should call the weather tool. " * 25)[:1600]

@@ -15,11 +15,11 @@ import time
 
 import jinja2
 
-from reasonwire.localserver.sdist import templates_dir, vocab_dir
+from reasonwire.llamacpp.sdist import templates_dir, vocab_dir
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.templates.fixture import POSITIONS, TOOLS, VARIANTS, Fixture
 from reasonwire.templates.render import compile_template, render_chat_template
 from reasonwire.templates.scan import ScanOptions, corpus_sources, scan
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 
 BAR_SECONDS = 30.0
 

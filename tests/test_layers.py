@@ -63,17 +63,6 @@ VENDOR_FREE_EXEMPT = ("reasonwire.wire", "reasonwire.sim")
 # entry fails test_known_violations_are_current. Never add one to make a new violation pass.
 KNOWN_VIOLATIONS: frozenset[tuple[str, str, str]] = frozenset(
     {
-        # templates' scan reads the llama.cpp sdist's templates and vocabularies, its
-        # crosscheck starts the local server; localserver's vLLM lane uses templates' tokenizer.
-        ("templates-localserver", "templates/crosscheck.py", "reasonwire.localserver.server"),
-        ("templates-localserver", "templates/scan.py", "reasonwire.localserver.sdist"),
-        ("templates-localserver", "localserver/vllm.py", "reasonwire.templates.tokenize"),
-        # the templates <-> localserver imports above, seen as packages.
-        (
-            "package-cycle",
-            "localserver/__init__.py",
-            "reasonwire.localserver <-> reasonwire.templates",
-        ),
     }
 )
 

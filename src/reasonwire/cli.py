@@ -29,7 +29,7 @@ _GROUPS: tuple[tuple[str, str, str, str], ...] = (
     ),
     (
         "templates",
-        "reasonwire.templates.cli",
+        "reasonwire.templates_cli",
         "templates",
         "Offline consumption scan of chat templates.",
     ),

@@ -12,9 +12,10 @@ import httpx
 import pytest
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
+from reasonwire.eval._executor import key_of
 from reasonwire.eval.embedded import sim_targets
 from reasonwire.eval.records import CALLS, RUNS, read_jsonl
-from reasonwire.eval.runner import Target, _key_of
+from reasonwire.eval.runner import Target
 from reasonwire.routes import KeySource, Route
 from reasonwire.sim.app import build_app
 
@@ -135,9 +136,9 @@ def test_key_falls_back_to_the_configured_dotenv(
     env.write_text(f"RW_TEST_KEY={NEW}\n")
     route = Route("r", "chat", BASE, key=KeySource(env="RW_TEST_KEY"))
     monkeypatch.delenv("RW_TEST_KEY", raising=False)
-    assert _key_of(route, str(env)) == NEW
+    assert key_of(route, str(env)) == NEW
     monkeypatch.setenv("RW_TEST_KEY", OLD)
-    assert _key_of(route, str(env)) == OLD  # the process environment comes first
+    assert key_of(route, str(env)) == OLD  # the process environment comes first
 
 
 def test_T_from_the_count_endpoint(sim_run: tuple[Path, dict[str, Any]]) -> None:

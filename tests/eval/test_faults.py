@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+import reasonwire
 from reasonwire.errors import ConfigError
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
 from reasonwire.eval.records import read_jsonl
@@ -54,7 +55,9 @@ def test_rerun_resumes_and_pays_nothing_twice(sim: SimServer, tmp_path: Path) ->
 @pytest.mark.slow
 def test_kill_9_mid_run_then_resume_gives_the_same_matrix(tmp_path: Path) -> None:
     clean, killed = tmp_path / "clean", tmp_path / "killed"
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent.parent))
+    # the child imports the reasonwire under test (its src dir first), then tests.eval
+    src = Path(reasonwire.__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(src), str(HERE.parent.parent)]))
     cmd = [sys.executable, "-m", "tests.eval._killrun"]
     subprocess.run(
         [*cmd, str(clean), "0"], check=True, env=env, cwd=HERE.parent.parent, timeout=120

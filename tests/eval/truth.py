@@ -7,7 +7,7 @@ dropped / rejected in the loop and across turns; ``lanes`` for a lane-switching 
 from __future__ import annotations
 
 from reasonwire.eval.embedded import SIM_LANES
-from reasonwire.eval.verdict import combine
+from reasonwire.method.verdicts import combine
 from reasonwire.sim.behaviours import Behaviour
 
 # text variant -> the sim truth keys whose carriers it sends

@@ -12,9 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.localserver.server import ManagedServer
 from reasonwire.templates.render import render_chat_template
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 
 _SENTENCES = (
     "The user asks for the weather in Paris, so I should call the weather tool first. ",

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reasonwire.localserver import sdist
+from reasonwire.llamacpp import sdist
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.localserver.ggufkv import read_kv
 from reasonwire.localserver.model import (
     model_path,
@@ -15,7 +16,6 @@ from reasonwire.localserver.model import (
     vocab_for_template,
 )
 from reasonwire.localserver.server import LocalServer
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 
 pytestmark = pytest.mark.localserver
 

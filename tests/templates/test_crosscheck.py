@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from reasonwire.localserver.sdist import templates_dir
-from reasonwire.templates.crosscheck import cross_check, findings_markdown
+from reasonwire.crosscheck import cross_check, findings_markdown
+from reasonwire.llamacpp.sdist import templates_dir
 from reasonwire.templates.scan import resolve_sources, scan
 
 pytestmark = [pytest.mark.localserver, pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reasonwire.localserver.sdist import vocab_dir
+from reasonwire.llamacpp.sdist import vocab_dir
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.templates.fixture import FIELDS, Fixture
 from reasonwire.templates.render import (
     TemplateRenderError,
     render_chat_template,
     render_llama_cpp_compat,
 )
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 
 MSGS = [{"role": "user", "content": "héllo <b>"}]
 

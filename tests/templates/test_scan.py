@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reasonwire.localserver.sdist import templates_dir
+from reasonwire.llamacpp.sdist import templates_dir
 from reasonwire.templates.fixture import FIELDS
 from reasonwire.templates.scan import (
     VERDICTS,
@@ -218,7 +218,7 @@ def test_sources_tokenizer_config_and_dir(tmp_path: Path) -> None:
 
 
 def test_cli_scan_writes_outputs(tmp_path: Path) -> None:
-    from reasonwire.templates.cli import app
+    from reasonwire.templates_cli import app
 
     tpl = tmp_path / "every-turn.jinja"
     tpl.write_text(EVERY_TURN)

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reasonwire.errors import ConfigError
-from reasonwire.localserver.sdist import vocab_dir
-from reasonwire.templates.tokenize import GGUFVocabTokenizer, read_vocab_tests
+from reasonwire.llamacpp.sdist import vocab_dir
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer, read_vocab_tests
 
 VOCABS = sorted(p for p in vocab_dir().glob("ggml-vocab-*.gguf") if Path(f"{p}.out").is_file())
 SUPPORTED = [p for p in VOCABS if p.stem not in {"ggml-vocab-bert-bge", "ggml-vocab-gemma-4"}]

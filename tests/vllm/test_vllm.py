@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from reasonwire.errors import ConfigError
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.localserver import model
 from reasonwire.localserver.vllm import (
     VLLM_PYTHON_ENV,
@@ -30,7 +31,6 @@ from reasonwire.localserver.vllm import (
     vllm_interpreter,
 )
 from reasonwire.templates.render import render_chat_template
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 from tests.localserver.conversation import PROBE, TOOLS, across_messages, loop_messages
 
 QWEN3 = "Qwen-Qwen3-0.6B"

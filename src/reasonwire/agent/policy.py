@@ -6,8 +6,9 @@ starts from the neutral transcript (visible text and function calls). The harnes
 later turns too; for the pairs it marks so, this policy keeps every assistant step's native
 payload (carriers included) in the history of later turns.
 
-Matrix file: the harness's ``matrix.json`` (schema ``reasonwire.eval.matrix/1``, documented
-in :mod:`reasonwire.eval.matrix`). A (route, model) keeps its carriers when one of its rows
+Matrix file: the harness's ``matrix.json`` (schema ``reasonwire.eval.matrix/1``, read into
+typed rows by :func:`reasonwire.method.matrix.read_matrix`). A (route, model) keeps its
+carriers when one of its rows
 says ``consumes-all-turns`` for what the model actually returns, and none of its rows says
 ``rejected`` for it (a row per lane; the agent cannot pick the lane):
 
@@ -21,18 +22,17 @@ Every other verdict, and every pair not in the file, drops carriers at the end o
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from reasonwire.errors import ConfigError
+from reasonwire.method.matrix import SCHEMA, MatrixRow, read_matrix
+from reasonwire.method.verdicts import Verdict
 from reasonwire.wire.registry import dialects
 
-KEEP_VERDICT = "consumes-all-turns"
-REJECTED = "rejected"
-MATRIX_SCHEMA = "reasonwire.eval.matrix/1"
+KEEP_VERDICT = Verdict.CONSUMES_ALL_TURNS
+REJECTED = Verdict.REJECTED
+MATRIX_SCHEMA = SCHEMA
 
 
 @dataclass(frozen=True)
@@ -51,52 +51,31 @@ class CrossTurnPolicy:
     @classmethod
     def from_matrix(cls, path: str | Path) -> CrossTurnPolicy:
         """Read the harness's ``matrix.json`` (see the module docstring for the rule)."""
-        p = Path(path).expanduser()
-        try:
-            data: Any = json.loads(p.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"cannot read matrix {p}: {exc.strerror}") from None
-        except ValueError as exc:
-            raise ConfigError(f"matrix {p} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict) or data.get("schema") != MATRIX_SCHEMA:
-            raise ConfigError(f"matrix {p}: expected a {MATRIX_SCHEMA} document (eval report)")
-        rows = data.get("rows")
-        if not isinstance(rows, list):
-            raise ConfigError(f"matrix {p}: 'rows' is not a list")
         keep: set[tuple[str, str]] = set()
         refused: set[tuple[str, str]] = set()
-        for i, row in enumerate(rows):
-            if not isinstance(row, dict):
-                raise ConfigError(f"matrix {p}: rows[{i}] is not an object")
-            route, model = row.get("route"), row.get("model")
-            if not isinstance(route, str) or not isinstance(model, str):
-                raise ConfigError(f"matrix {p}: rows[{i}] needs string 'route' and 'model'")
+        for row in read_matrix(path).rows:
             verdicts = _verdicts(row)
             if KEEP_VERDICT in verdicts:
-                keep.add((route, model))
+                keep.add((row.route, row.model))
             if REJECTED in verdicts:
-                refused.add((route, model))
+                refused.add((row.route, row.model))
         return cls(frozenset(keep - refused))
 
 
-def _verdicts(row: dict[str, Any]) -> list[str]:
+def _verdicts(row: MatrixRow) -> list[Verdict]:
     """The verdicts of a row that speak for what its model returns (see the module doc)."""
-    out: list[str] = []
-    opaque = row.get("opaque")
-    replay = opaque.get("replay") if isinstance(opaque, dict) else None
-    if isinstance(replay, dict) and isinstance(replay.get("verdict"), str):
-        out.append(replay["verdict"])
-    turn1 = row.get("turn1")
-    carriers = turn1.get("carriers") if isinstance(turn1, dict) else None
-    text = row.get("text")
-    if isinstance(carriers, list) and isinstance(text, dict):
-        by_kind = _VARIANT_OF_KIND.get(str(row.get("dialect")), {})
-        for c in carriers:
-            if not isinstance(c, dict) or c.get("opaque"):
+    out: list[Verdict] = []
+    replay = row.opaque.get("replay")
+    if replay is not None:
+        out.append(replay.verdict)
+    if row.turn1 is not None:
+        by_kind = _VARIANT_OF_KIND.get(row.dialect, {})
+        for c in row.turn1.carriers:
+            if c.opaque:
                 continue
-            entry = text.get(by_kind.get(str(c.get("kind")), ""))
-            if isinstance(entry, dict) and isinstance(entry.get("verdict"), str):
-                out.append(entry["verdict"])
+            entry = row.text.get(by_kind.get(c.kind, ""))
+            if entry is not None:
+                out.append(entry.verdict)
     return out
 
 

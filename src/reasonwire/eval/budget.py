@@ -15,11 +15,9 @@ import fcntl
 import json
 import os
 import threading
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from reasonwire.eval.records import COST, Records
+from reasonwire.eval.records import COST, Records, Reserve, Settle, decode_record
 from reasonwire.wire.model import Usage
 
 UNKNOWN_PRICE: tuple[float, float] = (15e-6, 75e-6)
@@ -66,15 +64,15 @@ class Budget:
         self._offset += end + 1
         for raw in data[: end + 1].splitlines():
             try:
-                rec = json.loads(raw)
+                obj = json.loads(raw)
             except ValueError:
                 continue
-            kind = rec.get("type")
-            if kind == "reserve":
-                self._open[str(rec.get("rid"))] = float(rec.get("usd") or 0.0)
-            elif kind == "settle":
-                self._open.pop(str(rec.get("rid")), None)
-                self._settled += float(rec.get("cost_usd") or 0.0)
+            rec = decode_record(obj, COST) if isinstance(obj, dict) else None
+            if isinstance(rec, Reserve):
+                self._open[rec.rid] = rec.usd
+            elif isinstance(rec, Settle):
+                self._open.pop(rec.rid, None)
+                self._settled += rec.cost_usd
 
     def committed(self) -> float:
         """Spent plus reserved, over every run sharing the output directory."""
@@ -89,8 +87,9 @@ class Budget:
 
     # -- calls ----------------------------------------------------------------------------
 
-    def reserve(self, worst_usd: float, context: Mapping[str, Any]) -> str | None:
-        """Reserve ``worst_usd``; the reservation id, or None when it would overshoot."""
+    def reserve(self, worst_usd: float, key: str, route: str, model: str) -> str | None:
+        """Reserve ``worst_usd`` for the call ``key``; the reservation id, or None when it
+        would overshoot."""
         with self._tlock, self._lockfile.open("a") as lk:
             fcntl.flock(lk, fcntl.LOCK_EX)
             try:
@@ -101,17 +100,17 @@ class Budget:
                 self._seq += 1
                 rid = f"{self._pid}-{id(self)}-{self._seq}"
                 self.records.append(
-                    COST, {"type": "reserve", "rid": rid, "usd": worst_usd, **context}
+                    Reserve(rid=rid, usd=worst_usd, key=key, route=route, model=model)
                 )
                 self._open[rid] = worst_usd
                 return rid
             finally:
                 fcntl.flock(lk, fcntl.LOCK_UN)
 
-    def settle(self, rid: str, cost_usd: float, estimate: bool, context: Mapping[str, Any]) -> None:
-        rec = {"type": "settle", "rid": rid, "cost_usd": cost_usd, "estimate": estimate, **context}
+    def settle(self, rid: str, cost_usd: float, estimate: bool, key: str, model: str) -> None:
+        rec = Settle(rid=rid, cost_usd=cost_usd, estimate=estimate, key=key, model=model)
         with self._tlock:
-            self.records.append(COST, rec)
+            self.records.append(rec)
 
 
 def call_cost(usage: Usage | None, price: Price) -> tuple[float, bool]:

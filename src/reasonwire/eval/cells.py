@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from reasonwire.eval.params import ParamFix
+from reasonwire.eval.records import CallRecord, CellLabels
+from reasonwire.method.matrix import CarrierSummary
 from reasonwire.routes import Route
-from reasonwire.wire.model import JSON, Message, RequestOptions, ToolSpec, Turn
+from reasonwire.wire.model import ABSENT, JSON, Message, RequestOptions, ToolSpec, Turn
 from reasonwire.wire.registry import get_dialect
 
 FILTER_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
@@ -55,45 +56,60 @@ class Cell:
     def path(self) -> str:
         return get_dialect(self.route.dialect).request_path(self.options())
 
-    def labels(self) -> dict[str, Any]:
-        return {
-            "route": self.route.name,
-            "model": self.model,
-            "dialect": self.route.dialect,
-            "step": self.step,
-            "position": self.position,
-            "variant": self.variant,
-            "wording": self.wording,
-            "effort": self.effort,
-            "extra": self.extra,
-            "attempt": self.attempt,
-            **({"t1_lane": self.t1_lane} if self.t1_lane is not None else {}),
-            "params_sig": self.fix.signature(),
-            "fix_notes": list(self.fix.notes),
-        }
+    def labels(self) -> CellLabels:
+        return CellLabels(
+            route=self.route.name,
+            model=self.model,
+            dialect=self.route.dialect,
+            step=self.step,
+            position=self.position,
+            variant=self.variant,
+            wording=self.wording,
+            effort=self.effort,
+            extra=self.extra,
+            attempt=self.attempt,
+            t1_lane=ABSENT if self.t1_lane is None else self.t1_lane,
+            params_sig=self.fix.signature(),
+            fix_notes=self.fix.notes,
+        )
 
 
-@dataclass
-class Outcome:
-    """What one call gave: the turn (when it parsed) or the error, and the record written."""
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call gave: the record written (None: not sent, the budget stopped it) and the
+    turn when the answer parsed."""
 
-    record: dict[str, Any]
+    record: CallRecord | None
     turn: Turn | None = None
     reused: bool = False
-    skipped: bool = False  # not sent (budget stop)
+
+    @property
+    def skipped(self) -> bool:
+        return self.record is None
 
     @property
     def ok(self) -> bool:
-        return bool(self.record.get("ok"))
+        return self.record is not None and self.record.ok
 
     @property
     def status(self) -> int | None:
-        s = self.record.get("status")
-        return int(s) if isinstance(s, int) else None
+        return None if self.record is None else self.record.status
 
     @property
     def filtered(self) -> bool:
-        return bool(self.record.get("filtered"))
+        return self.record is not None and self.record.filtered
+
+    @property
+    def lane(self) -> str | None:
+        return None if self.record is None else self.record.lane
+
+    @property
+    def error(self) -> str | None:
+        return None if self.record is None else self.record.error
+
+    @property
+    def error_body(self) -> str | None:
+        return None if self.record is None else self.record.error_body
 
 
 @dataclass
@@ -104,16 +120,9 @@ class CallStats:
     started: float = field(default_factory=time.monotonic)
 
 
-def carrier_summary(turn: Turn) -> list[dict[str, Any]]:
+def carrier_summary(turn: Turn) -> tuple[CarrierSummary, ...]:
     """Carriers of a turn as the report shows them: kind, path, opaque, size, digest."""
-    return [
-        {
-            "kind": c.kind,
-            "path": c.path,
-            "opaque": c.opaque,
-            "size": c.size,
-            "digest": c.digest,
-            "tool_call_id": c.tool_call_id,
-        }
+    return tuple(
+        CarrierSummary(c.kind, c.path, c.opaque, c.size, c.digest, c.tool_call_id)
         for c in turn.carriers
-    ]
+    )

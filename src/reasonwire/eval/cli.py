@@ -46,9 +46,9 @@ def _routes(
 
 
 def _key(route: Route, dotenv: Path) -> str | None:
-    from reasonwire.eval.runner import _key_of
+    from reasonwire.eval._executor import key_of
 
-    return _key_of(route, str(dotenv))
+    return key_of(route, str(dotenv))
 
 
 @app.command("run")

@@ -1,229 +1,48 @@
 """The matrix: verdicts per (route, model, lane), computed from the records alone.
 
 :func:`build_matrix` reads ``runs.jsonl`` and ``calls.jsonl`` of an output directory (so a
-resumed or repeated run gives the same matrix) and returns a plain dict, documented below,
-that ``matrix.json``, ``matrix.md`` and the HTML report are rendered from.
+resumed or repeated run gives the same matrix) and returns the JSON form of a
+:class:`reasonwire.method.matrix.Matrix` (schema ``reasonwire.eval.matrix/1``: the rows, their
+fields and their layouts are defined and documented there), which ``matrix.json``,
+``matrix.md`` and the HTML report are rendered from. Outcomes and verdicts are the words of
+:mod:`reasonwire.method.verdicts`.
 
-Matrix dict (``schema`` ``reasonwire.eval.matrix/1``)::
-
-    {
-      "schema", "generated_at", "out",
-      "run": {seed, canary, T (the chars/4 estimate), T_source, trace_chars, fixture_id,
-              effort, max_tokens, budget_usd, versions, runs (count), run_ids},
-      "thresholds": {consume_ratio, opaque_min, lane_attempts},
-      "variants": {dialect: [variant, ...]},          # text variants, "none" first
-      "no_text_variants": {dialect: reason},          # e.g. anthropic
-      "spent_usd", "calls", "budget_stops": [record, ...],
-      "rows": [row, ...],
-    }
-    row = {
-      "route", "model", "dialect", "lane",
-      "T", "T_source" ("chars/4" | "count-endpoint"), "T_note" (why not counted, or None),
-      "text": {variant: {"verdict", "in_loop": pos, "cross_turn": pos}},
-      "opaque": {"replay" | "replay+all_turns": {"verdict", "in_loop": opos, "cross_turn": opos}},
-      "turn1": {"effort", "response_id", "lane", "tool_calls", "carriers": [..]} | None,
-                # this lane's turn 1 (the one its opaque cells replay)
-      "wording": {position: "probe" | "neutral"}, "params_fix": [note, ...],
-      "notes": [str, ...], "errors": [{"step", "variant", "position", "status", "error"}],
-      "calls", "cost_usd",
-    }
-    pos  = {"outcome", "delta", "input", "baseline_input", "ratio", "canary", "wording",
-            "status", "error"}
-    opos = {"outcome", "delta", "verbatim_input", "stripped_input", "stand_in_input",
-            "canary", "wording", "errors": {mode: {"status", "error"}}}
-    # an opaque position compares verbatim and stripped answers that both landed on this
-    # lane, replaying this lane's turn 1 (records carry ``t1_lane``)
-
-Outcomes and verdicts are defined in :mod:`reasonwire.eval.verdict`.
+Call records are read as JSON, not as :class:`~reasonwire.eval.records.CallRecord`: the report
+reads a million of them under a 20 s bar, and decoding each into objects would cost more than
+the whole report. The rows (:mod:`reasonwire.eval._rows`) are typed; the shards that build
+them encode them too.
 """
 
 from __future__ import annotations
 
 import gc
 import os
-import re
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from reasonwire.errors import ConfigError
-from reasonwire.eval.fixture import POSITIONS, canary_hit
-from reasonwire.eval.records import CALLS, RUNS, read_jsonl
+from reasonwire.eval._rows import Rec, rows_of
+from reasonwire.eval.records import (
+    CALLS,
+    RUNS,
+    BudgetStop,
+    Note,
+    RunStart,
+    TRecord,
+    read_jsonl,
+    read_records,
+)
 from reasonwire.eval.variants import BASELINE, NO_TEXT_VARIANTS_REASON, TEXT_VARIANTS
-from reasonwire.eval.verdict import Thresholds, combine
-
-SCHEMA = "reasonwire.eval.matrix/1"
-_CANARY = re.compile(r"The verification word for this task is ([A-Za-z]+)\.")
-
-Rec = dict[str, Any]
-
-
-def _err(rec: Rec) -> dict[str, Any]:
-    return {"status": rec.get("status"), "error": rec.get("error")}
-
-
-def _text_cells(
-    recs: list[Rec], lane: str, canary: str, T: int, th: Thresholds, variants: Iterable[str]
-) -> tuple[dict[str, Any], dict[str, str], list[dict[str, Any]]]:
-    out: dict[str, Any] = {}
-    wording: dict[str, str] = {}
-    errors: list[dict[str, Any]] = []
-    per_pos: dict[str, dict[str, Any]] = {}
-    for position in POSITIONS:
-        at = [r for r in recs if r.get("position") == position]
-        bases = [r for r in at if r.get("variant") == BASELINE]
-        ok_bases = [r for r in bases if r.get("ok") and r.get("lane") == lane]
-        cells: dict[str, Any] = {}
-        if not ok_bases:
-            # an answer on another lane says nothing of this one: only a failure is reported
-            failed = [r for r in bases if not r.get("ok")]
-            last = failed[-1] if failed else None
-            for v in variants:
-                cells[v] = {
-                    "outcome": "baseline-failed" if last else "missing",
-                    **(_err(last) if last else {"status": None, "error": None}),
-                    "wording": last.get("wording") if last else None,
-                }
-            if last:
-                errors.append({"step": "text", "variant": BASELINE, "position": position,
-                               **_err(last)})  # fmt: skip
-            per_pos[position] = cells
-            continue
-        base = ok_bases[-1]
-        gen = (base.get("wording"), base.get("params_sig"))
-        wording[position] = str(base.get("wording"))
-        by_variant: dict[Any, list[Rec]] = defaultdict(list)
-        for r in at:
-            if (r.get("wording"), r.get("params_sig")) == gen:
-                by_variant[r.get("variant")].append(r)
-        for v in variants:
-            mine = by_variant.get(v, [])
-            oks = [r for r in mine if r.get("ok") and r.get("lane") == lane]
-            cell: dict[str, Any] = {"wording": gen[0], "baseline_input": base.get("billed_input")}
-            if v == BASELINE:
-                oks = [base]
-            if oks:
-                r = oks[0]
-                delta = int(r["billed_input"]) - int(base["billed_input"])
-                cell.update(
-                    outcome=th.text_outcome(delta, T) if v != BASELINE else "baseline",
-                    delta=delta,
-                    input=r.get("billed_input"),
-                    ratio=round(delta / T, 3) if T else None,
-                    canary=canary_hit(str(r.get("reply") or ""), canary),
-                    status=r.get("status"),
-                    error=None,
-                )
-            else:
-                failed = [r for r in mine if not r.get("ok") and r.get("lane") in (None, lane)]
-                if failed:
-                    f = failed[-1]
-                    kind = "rejected" if f.get("error_kind") == "provider" else "missing"
-                    cell.update(outcome=kind, delta=None, canary=None, **_err(f))
-                    errors.append({"step": "text", "variant": v, "position": position, **_err(f)})
-                else:
-                    cell.update(outcome="missing", delta=None, canary=None, status=None, error=None)
-            cells[v] = cell
-        per_pos[position] = cells
-    for v in variants:
-        entry: dict[str, Any] = {p: per_pos[p][v] for p in POSITIONS}
-        if v == BASELINE:
-            entry["verdict"] = "baseline"
-        else:
-            entry["verdict"] = combine(entry["in_loop"]["outcome"], entry["cross_turn"]["outcome"])
-        out[v] = entry
-    return out, wording, errors
-
-
-def _pick(at: list[Rec], lane: str) -> tuple[Rec | None, dict[str, Any] | None]:
-    """One mode's record on ``lane``: the answer that landed there, else the last error (an
-    error has no lane), else (the last off-lane answer, why it does not count)."""
-    on = [r for r in at if r.get("ok") and r.get("lane") == lane]
-    if on:
-        return on[-1], None
-    failed = [r for r in at if not r.get("ok")]
-    if failed:
-        return failed[-1], None
-    if at:
-        n = max(int(r.get("attempt") or 0) for r in at) + 1
-        return None, {"status": None, "error": f"did not land on lane {lane} in {n} attempt(s)"}
-    return None, None
-
-
-def _opaque_cells(
-    recs: list[Rec], lane: str, th: Thresholds, word: str | None
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The opaque entries of ``lane``: turn-2 records replaying a turn 1 of this lane (their
-    ``t1_lane``; records written before it existed fall back to their own lane), each mode's
-    answer taken on this lane only, so verbatim and stripped compare one upstream."""
-    out: dict[str, Any] = {}
-    errors: list[dict[str, Any]] = []
-    mine = [
-        r
-        for r in recs
-        if r.get("position") != "turn1" and (r.get("t1_lane") or r.get("lane")) in (None, lane)
-    ]
-    extras = sorted({str(r.get("extra") or "") for r in mine})
-    for extra in extras:
-        name = "replay" + (f"+{extra}" if extra else "")
-        entry: dict[str, Any] = {}
-        for position in POSITIONS:
-            at = [
-                r for r in mine if r.get("position") == position and (r.get("extra") or "") == extra
-            ]
-            if not at:
-                continue
-            wording = at[-1].get("wording")  # a neutral-wording rerun comes after the probe's
-            at = [r for r in at if r.get("wording") == wording]
-            modes: dict[str, Rec] = {}
-            off: dict[str, dict[str, Any]] = {}
-            for mode in dict.fromkeys(str(r.get("variant")) for r in at):
-                rec, why = _pick([r for r in at if r.get("variant") == mode], lane)
-                if rec is not None:
-                    modes[mode] = rec
-                elif why is not None:
-                    off[mode] = why
-            v, s, si = modes.get("verbatim"), modes.get("stripped"), modes.get("stand_in")
-            opos: dict[str, Any] = {
-                "verbatim_input": v.get("billed_input") if v else None,
-                "stripped_input": s.get("billed_input") if s else None,
-                "stand_in_input": si.get("billed_input") if si else None,
-                "wording": wording,
-                "errors": {**{m: _err(r) for m, r in modes.items() if not r.get("ok")}, **off},
-                "delta": None,
-                "canary": None,
-            }
-            base_ok = (s and s.get("ok")) or (si and si.get("ok"))
-            if v is None or (not base_ok and ("stripped" in off or "stand_in" in off)):
-                opos["outcome"] = "missing"
-            elif not v.get("ok"):
-                # an extra pair refused whole (e.g. reasoning.context) is a result: rejected
-                refused = bool(extra) and v.get("error_kind") == "provider"
-                opos["outcome"] = "rejected" if base_ok or refused else "baseline-failed"
-            else:
-                base = s if s and s.get("ok") else si if si and si.get("ok") else None
-                if word:
-                    opos["canary"] = canary_hit(str(v.get("reply") or ""), word)
-                if base is None:
-                    opos["outcome"] = "required"
-                else:
-                    delta = int(v["billed_input"]) - int(base["billed_input"])
-                    opos["delta"] = delta
-                    opos["outcome"] = th.opaque_outcome(delta)
-            for m, e in opos["errors"].items():
-                errors.append({"step": "opaque", "variant": m, "position": position, **e})
-            entry[position] = opos
-        if all(p in entry for p in POSITIONS):
-            entry["verdict"] = combine(entry["in_loop"]["outcome"], entry["cross_turn"]["outcome"])
-            out[name] = entry
-    return out, errors
-
+from reasonwire.method.codec import to_json
+from reasonwire.method.fixture import POSITIONS
+from reasonwire.method.matrix import SCHEMA, Matrix, MatrixRun
+from reasonwire.method.verdicts import Thresholds
 
 _UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
 """Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
@@ -236,7 +55,7 @@ class _Context:
     fid: Any
     dialects: dict[tuple[str, str], str]
     notes: dict[tuple[str, str], list[str]]
-    t_of: dict[tuple[str, str], Rec]
+    t_of: dict[tuple[str, str], TRecord]
     T: int
     canary: str
     th: Thresholds
@@ -246,9 +65,10 @@ class _Context:
 
 @dataclass
 class _Part:
-    """One shard's result: rows of its (route, model) keys, and what every shard counts."""
+    """One shard's result: rows of its (route, model) keys (encoded), and what every shard
+    counts."""
 
-    rows: dict[tuple[str, str], list[Rec]]
+    rows: dict[tuple[str, str], list[dict[str, Any]]]
     discovered: list[tuple[tuple[str, str], str]]
     spent: float
     ncalls: int
@@ -307,17 +127,23 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     return _Part(rows, discovered, spent, ncalls)
 
 
-def _key_rows(k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context) -> list[Rec]:
-    t_rec = ctx.t_of.get(k) or {}
-    t_row = (int(t_rec.get("T") or ctx.T), str(t_rec.get("T_source") or "chars/4"),
-             t_rec.get("T_note"))  # fmt: skip
-    return _rows(k, dialect, recs, ctx.notes.get(k, []), t_row, ctx.canary, ctx.th,
+def _key_rows(
+    k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context
+) -> list[dict[str, Any]]:
+    """The rows of one (route, model), encoded (a shard's rows cross a process boundary)."""
+    t_rec = ctx.t_of.get(k)
+    t_row: tuple[int, str, str | None] = (ctx.T, "chars/4", None)
+    if t_rec is not None:
+        t_row = (t_rec.T or ctx.T, t_rec.T_source or "chars/4", t_rec.T_note or None)
+    rows = rows_of(k, dialect, recs, ctx.notes.get(k, []), t_row, ctx.canary, ctx.th,
                  ctx.lane_defaults.get(k[0], "direct"), k[1] in ctx.want_direct)  # fmt: skip
+    return [to_json(row) for row in rows]
 
 
 def _scan_sharded(calls: Path, ctx: _Context, shards: int) -> list[_Part]:
-    """Shard 0 in this process, the others in forked children (their rows come back
-    pickled; records never cross a process boundary)."""
+    """Shard 0 in this process, the others in forked children (records never cross a process
+    boundary; a child's encoded rows come back as one orjson blob, which costs a fraction of
+    pickling their dicts)."""
     if shards == 1:
         return [_scan(calls, ctx, 0, 1)]
     import multiprocessing
@@ -325,13 +151,25 @@ def _scan_sharded(calls: Path, ctx: _Context, shards: int) -> list[_Part]:
 
     fork = multiprocessing.get_context("fork")
     with ProcessPoolExecutor(max_workers=shards - 1, mp_context=fork) as pool:
-        others = [pool.submit(_scan, calls, ctx, i, shards) for i in range(1, shards)]
+        others = [pool.submit(_scan_packed, calls, ctx, i, shards) for i in range(1, shards)]
         first = _scan(calls, ctx, 0, shards)
-        return [first, *(f.result() for f in others)]
+        return [first, *(_unpack(f.result()) for f in others)]
+
+
+def _scan_packed(calls: Path, ctx: _Context, shard: int, shards: int) -> tuple[_Part, bytes]:
+    part = _scan(calls, ctx, shard, shards)
+    blob = orjson.dumps([[k[0], k[1], rows] for k, rows in part.rows.items()])
+    return replace(part, rows={}), blob
+
+
+def _unpack(packed: tuple[_Part, bytes]) -> _Part:
+    part, blob = packed
+    return replace(part, rows={(r, m): rows for r, m, rows in orjson.loads(blob)})
 
 
 def build_matrix(out_dir: str | Path) -> dict[str, Any]:
-    """The matrix dict of the records under ``out_dir`` (schema in the module docstring).
+    """The matrix of the records under ``out_dir``, in its JSON form (see the module
+    docstring).
 
     The cyclic GC is paused while the records are loaded: they are plain acyclic dicts, and
     with it running, a million of them trigger full collections that cost several times the
@@ -348,41 +186,38 @@ def build_matrix(out_dir: str | Path) -> dict[str, Any]:
 
 def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     out = Path(out_dir).expanduser()
-    runs = list(read_jsonl(out / RUNS))
-    starts = [r for r in runs if r.get("type") == "run_start"]
+    runs = list(read_records(out / RUNS))
+    starts = [r for r in runs if isinstance(r, RunStart)]
     if not starts:
         raise ConfigError(f"no run records under {out} (expected {RUNS}); run `eval run` first")
     last = starts[-1]
-    fid = last.get("fixture_id")
-    mine = [r for r in starts if r.get("fixture_id") == fid]
-    th_raw = last.get("thresholds") or {}
-    th = Thresholds(
-        consume_ratio=float(th_raw.get("consume_ratio", 0.5)),
-        opaque_min=int(th_raw.get("opaque_min", 25)),
-    )
-    T = int(last.get("T") or 1)
-    canary = str(last.get("canary") or "")
+    fid = last.fixture_id
+    mine = [r for r in starts if r.fixture_id == fid]
+    th_run = last.thresholds
+    th = Thresholds(float(th_run.consume_ratio), int(th_run.opaque_min), th_run.lane_attempts)
+    T = last.T or 1
+    canary = last.canary
     want_direct: set[str] = set()
     lane_defaults: dict[str, str] = {}
     dialects: dict[tuple[str, str], str] = {}
     order: list[tuple[str, str]] = []
-    for s in mine:
-        want_direct.update(s.get("want_direct") or [])
-        lane_defaults.update(s.get("lane_defaults") or {})
-        for t in s.get("targets") or []:
-            k = (str(t["route"]), str(t["model"]))
+    for start in mine:
+        want_direct.update(start.want_direct)
+        lane_defaults.update(start.lane_defaults)
+        for t in start.targets:
+            k = (t.route, t.model)
             if k not in dialects:
                 order.append(k)
-            dialects[k] = str(t["dialect"])
+            dialects[k] = t.dialect
     notes: dict[tuple[str, str], list[str]] = defaultdict(list)
-    t_of: dict[tuple[str, str], Rec] = {}
+    t_of: dict[tuple[str, str], TRecord] = {}
     for r in runs:
-        if r.get("type") == "T" and r.get("fixture_id") == fid:
-            t_of[(str(r.get("route")), str(r.get("model")))] = r  # the last measurement wins
+        if isinstance(r, TRecord) and r.fixture_id == fid:
+            t_of[(r.route, r.model)] = r  # the last measurement wins
     for r in runs:
-        if r.get("type") == "note" and r.get("fixture_id") == fid:
-            msg = f"{r.get('step')}: {r.get('reason')}"
-            k = (str(r.get("route")), str(r.get("model")))
+        if isinstance(r, Note) and r.fixture_id == fid:
+            msg = f"{r.step}: {r.reason}"
+            k = (r.route, r.model)
             if msg not in notes[k]:
                 notes[k].append(msg)
     ctx = _Context(fid, dict(dialects), dict(notes), t_of, T, canary, th, lane_defaults,
@@ -395,127 +230,41 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
         if k not in dialects:
             order.append(k)
             dialects[k] = dialect
-    by_key: dict[tuple[str, str], list[Rec]] = {}
+    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for part in parts:
         by_key.update(part.rows)
     for k in order:  # targets without a single record still get their (unmeasured) rows
         if k not in by_key:
             by_key[k] = _key_rows(k, dialects[k], [], ctx)
-    rows = [row for k in order for row in by_key[k]]
-    return {
-        "schema": SCHEMA,
-        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "out": str(out),
-        "run": {
-            "seed": last.get("seed"),
-            "canary": canary,
-            "T": T,
-            "T_source": "chars/4",
-            "trace_chars": last.get("trace_chars"),
-            "fixture_id": fid,
-            "effort": last.get("effort"),
-            "max_tokens": last.get("max_tokens"),
-            "budget_usd": last.get("budget_usd"),
-            "versions": last.get("versions"),
-            "runs": len(mine),
-            "run_ids": [s.get("run_id") for s in mine],
-        },
-        "thresholds": {
-            "consume_ratio": th.consume_ratio,
-            "opaque_min": th.opaque_min,
-            "lane_attempts": th_raw.get("lane_attempts"),
-        },
-        "variants": {d: list(v) for d, v in TEXT_VARIANTS.items() if v},
-        "no_text_variants": dict(NO_TEXT_VARIANTS_REASON),
-        "spent_usd": round(spent, 8),
-        "calls": ncalls,
-        "budget_stops": [r for r in runs if r.get("type") == "budget_stop"],
-        "rows": rows,
-    }
-
-
-def _rows(
-    k: tuple[str, str],
-    dialect: str,
-    recs: list[Rec],
-    notes: list[str],
-    t_row: tuple[int, str, Any],
-    canary: str,
-    th: Thresholds,
-    default_lane: str,
-    want_direct: bool,
-) -> list[dict[str, Any]]:
-    T, T_source, T_note = t_row
-    lanes = sorted({str(r["lane"]) for r in recs if r.get("ok") and r.get("lane")})
-    multi = bool(lanes) and (len(lanes) > 1 or lanes[0] != default_lane)
-    if want_direct and default_lane not in lanes:
-        lanes.append(default_lane)
-    if not lanes:
-        lanes = [default_lane]
-    text_recs = [r for r in recs if r.get("step") == "text"]
-    op_recs = [r for r in recs if r.get("step") == "opaque"]
-    turn1s = [
-        r
-        for r in op_recs
-        if r.get("position") == "turn1"
-        and r.get("ok")
-        and r.get("tool_calls")
-        and r.get("carriers")
-    ]
-    variants = list(TEXT_VARIANTS.get(dialect, {}))
-    fixes = sorted({n for r in recs for n in (r.get("fix_notes") or [])})
-    rows = []
-    for lane in lanes:
-        # turn 1 of this lane: its carriers are what this lane's opaque cells replay
-        t1 = next((r for r in reversed(turn1s) if r.get("lane") == lane), None)
-        word = None
-        if t1 is not None:
-            m = _CANARY.search(str(t1.get("reasoning_excerpt") or ""))
-            word = m.group(1) if m else None
-        text, wording, errs = _text_cells(text_recs, lane, canary, T, th, variants)
-        opaque, oerrs = _opaque_cells(op_recs, lane, th, word)
-        if want_direct and lane != default_lane and (multi or default_lane not in lanes):
-            for entry in (*text.values(), *opaque.values()):
-                entry["verdict"] = "direct-lane-not-reached"
-        if (
-            want_direct
-            and lane == default_lane
-            and not any(r.get("lane") == lane and r.get("ok") for r in recs)
-        ):
-            for entry in (*text.values(), *opaque.values()):
-                entry["verdict"] = "direct-lane-not-reached"
-        rows.append(
-            {
-                "route": k[0],
-                "model": k[1],
-                "dialect": dialect,
-                "lane": lane,
-                "T": T,
-                "T_source": T_source,
-                "T_note": T_note,
-                "text": text,
-                "opaque": opaque,
-                "turn1": None
-                if t1 is None
-                else {
-                    "effort": t1.get("effort"),
-                    "response_id": t1.get("response_id"),
-                    "lane": t1.get("lane"),
-                    "tool_calls": t1.get("tool_calls"),
-                    "carriers": t1.get("carriers"),
-                },
-                "wording": wording,
-                "params_fix": fixes,
-                "notes": list(notes),
-                "errors": sorted(
-                    errs + oerrs,
-                    key=lambda e: (e["step"], e["position"], e["variant"], str(e.get("error"))),
-                ),
-                "calls": len(recs),
-                "cost_usd": round(sum(float(r.get("cost_usd") or 0.0) for r in recs), 8),
-            }
-        )
-    return rows
+    head = Matrix(
+        schema=SCHEMA,
+        generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        out=str(out),
+        run=MatrixRun(
+            seed=last.seed,
+            canary=canary,
+            T=T,
+            T_source="chars/4",
+            trace_chars=last.trace_chars,
+            fixture_id=fid,
+            effort=last.effort,
+            max_tokens=last.max_tokens,
+            budget_usd=last.budget_usd,
+            versions=last.versions,
+            runs=len(mine),
+            run_ids=tuple(start.run_id for start in mine),
+        ),
+        thresholds=th,
+        variants={d: tuple(v) for d, v in TEXT_VARIANTS.items() if v},
+        no_text_variants={str(d): reason for d, reason in NO_TEXT_VARIANTS_REASON.items()},
+        spent_usd=round(spent, 8),
+        calls=ncalls,
+        budget_stops=tuple(r.to_json() for r in runs if isinstance(r, BudgetStop)),
+        rows=(),
+    )
+    matrix = to_json(head)
+    matrix["rows"] = [row for k in order for row in by_key[k]]  # encoded by the shards
+    return matrix
 
 
 def render_md(matrix: dict[str, Any]) -> str:

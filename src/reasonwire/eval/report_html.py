@@ -18,7 +18,6 @@ whole report has a 20 s bar.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 from collections.abc import Sequence
@@ -28,8 +27,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from reasonwire.credentials import redact
-from reasonwire.eval.fixture import POSITIONS
+from reasonwire.errors import ConfigError
 from reasonwire.eval.matrix import build_matrix, write_matrix_files
+from reasonwire.method.fixture import POSITIONS
+from reasonwire.method.verdicts import Outcome
 
 REPORT_HTML: Final = "report.html"
 TEMPLATES_JSON: Final = "templates.json"
@@ -111,13 +112,13 @@ def chip_class(
     ``errored``: the position's record carries an error (a failed call that is not a 4xx
     verdict, e.g. a transport error), shown as error rather than as not measured.
     """
-    if outcome in ("consumed", "required"):
+    if outcome in (Outcome.CONSUMED, Outcome.REQUIRED):
         return "o-consumed"
-    if outcome == "rejected":
+    if outcome == Outcome.REJECTED:
         return "o-rejected"
-    if outcome == "baseline-failed":
+    if outcome == Outcome.BASELINE_FAILED:
         return "o-error"
-    if outcome == "baseline":
+    if outcome == Outcome.BASELINE:
         return "o-base"
     if delta is None:
         return "o-error" if errored else "o-missing"
@@ -163,10 +164,10 @@ def _cell(entry: dict[str, Any] | None, threshold: float, T: int) -> str:
         delta = pos.get("delta")
         outcome = pos.get("outcome")
         cls = chip_class(outcome, delta, threshold, bool(pos.get("error") or pos.get("errors")))
-        if outcome == "rejected":
+        if outcome == Outcome.REJECTED:
             verbatim = (pos.get("errors") or {}).get("verbatim") or {}
             label = _n(pos.get("status") or verbatim.get("status") or "4xx")
-        elif outcome == "required":
+        elif outcome == Outcome.REQUIRED:
             label = "req"
         else:
             label = "-" if delta is None else _n(delta)
@@ -343,13 +344,12 @@ def templates_section(out_dir: str | Path) -> str | None:
     path = Path(out_dir).expanduser() / TEMPLATES_JSON
     if not path.exists():
         return None
-    from reasonwire.templates.scan import Row, html_section
+    from reasonwire.templates.report import html_section
+    from reasonwire.templates.rows import read_rows
 
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        names = {f.name for f in dataclasses.fields(Row)}
-        rows = [Row(**{k: v for k, v in obj.items() if k in names}) for obj in data]
-    except (ValueError, TypeError, AttributeError) as exc:
+        rows = read_rows(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, ConfigError) as exc:
         return (
             '<section id="templates"><h2>Chat-template consumption (offline)</h2>'
             f"<p>{_e(TEMPLATES_JSON)} could not be read: {_free(exc)}</p></section>"

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from reasonwire.errors import ConfigError
-from reasonwire.localserver import sdist
+from reasonwire.llamacpp import sdist
 
 BINARY_NAME = "llama-server"
 REQUIRED_TOOLS = ("cmake", "ninja", "g++")

@@ -24,7 +24,7 @@ import gguf
 import numpy as np
 
 from reasonwire.errors import ConfigError
-from reasonwire.localserver import sdist
+from reasonwire.llamacpp import sdist
 from reasonwire.localserver.ggufkv import read_kv
 
 #: Bump when the written model changes shape, so cached files are rewritten.

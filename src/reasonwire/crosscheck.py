@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Final
 
 from reasonwire.errors import ReasonwireError
+from reasonwire.method.codec import JSONRecord
 from reasonwire.templates.fixture import FIELDS, POSITIONS, TOOLS, Fixture
-from reasonwire.templates.scan import DEFAULT_RATIO, Row, verdict
+from reasonwire.templates.rows import Row
+from reasonwire.templates.scan import DEFAULT_RATIO, verdict
 
 SAMPLE: Final = (
     "Qwen-Qwen3-0.6B",
@@ -31,9 +33,11 @@ SAMPLE: Final = (
 )
 
 
-@dataclass
-class Finding:
-    """One (template, field) compared; ``agree`` false marks a disagreement."""
+@dataclass(frozen=True, slots=True)
+class Finding(JSONRecord):
+    """One (template, field) compared, a ``crosscheck.json`` entry; ``agree`` false marks a
+    disagreement. ``offline`` and ``server`` are verdict words, or an outcome (``missing``,
+    ``baseline-failed``, ``rejected``) where a side has no verdict."""
 
     template: str
     field: str
@@ -44,9 +48,6 @@ class Finding:
     server_trace_tokens: int | None
     agree: bool
     note: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _prompt_tokens(server: Any, messages: list[dict[str, Any]]) -> tuple[int | None, str | None]:
@@ -105,6 +106,7 @@ def cross_check_template(
                 if err is not None or base_err is not None:
                     note = _VIA_APPLY
                 deltas[p] = got - base_tokens
+            srv: str
             if len(deltas) == len(POSITIONS):
                 srv = verdict(deltas["in_loop"], deltas["cross_turn"], threshold)
             elif note and note.startswith("baseline"):

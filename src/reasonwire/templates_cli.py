@@ -9,8 +9,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from reasonwire.crosscheck import Finding, cross_check, findings_markdown
 from reasonwire.errors import ConfigError, ReasonwireError
-from reasonwire.templates.crosscheck import Finding, cross_check, findings_markdown
+from reasonwire.method.verdicts import Verdict
 from reasonwire.templates.fixture import FIELDS
 from reasonwire.templates.scan import (
     DEFAULT_RATIO,
@@ -25,11 +26,11 @@ from reasonwire.templates.scan import (
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 
 _STYLE = {
-    "consumes-all-turns": "bold green",
-    "in-loop-only": "yellow",
-    "cross-turn-only": "magenta",
-    "accepted-ignored": "dim",
-    "error": "bold red",
+    Verdict.CONSUMES_ALL_TURNS: "bold green",
+    Verdict.IN_LOOP_ONLY: "yellow",
+    Verdict.CROSS_TURN_ONLY: "magenta",
+    Verdict.ACCEPTED_IGNORED: "dim",
+    Verdict.ERROR: "bold red",
 }
 
 
@@ -139,8 +140,8 @@ def _table(result: ScanResult) -> Table:
             row = fields.get(f)
             if row is None:
                 cells.append("")
-            elif row.verdict == "error":
-                cells.append(f"[{_STYLE['error']}]error[/]")
+            elif row.verdict == Verdict.ERROR:
+                cells.append(f"[{_STYLE[Verdict.ERROR]}]error[/]")
             else:
                 style = _STYLE.get(row.verdict, "")
                 cells.append(

@@ -1,0 +1,299 @@
+"""The executor: one cell in, one :class:`~reasonwire.eval.records.CallRecord` out.
+
+It owns everything between a cell and its record: the resume cache (a cell whose key is
+already recorded, same route, endpoint, exact body and lane attempt, is answered from the
+record; ``transport`` and ``auth`` failures are sent again), the budget (a worst-case
+reservation before the call, a settlement after; the first refusal stops the run), the
+per-route bound on calls in flight, HTTP with retries, and the 401 protocol (the key is
+re-read once, after ``auth_wait_s`` when it is unchanged). Every answer is written to
+``calls.jsonl`` before it is used. Which cells are sent, and in which order, is not its
+business (:mod:`reasonwire.eval._steps`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import httpx
+
+from reasonwire import credentials
+from reasonwire.errors import (
+    CredentialError,
+    MalformedBody,
+    ProviderError,
+    ReasonwireError,
+    TransportError,
+)
+from reasonwire.eval.budget import FREE, UNKNOWN_PRICE, Budget, Price, call_cost, worst_case
+from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
+from reasonwire.eval.config import DEFAULT_DOTENV, EvalConfig, Target
+from reasonwire.eval.records import (
+    CALLS,
+    RUNS,
+    Answered,
+    BudgetStop,
+    CallRecord,
+    CallResult,
+    Failed,
+    Records,
+    TRecord,
+    Unparsed,
+    read_jsonl,
+    read_records,
+    request_key,
+)
+from reasonwire.http import apost_json
+from reasonwire.routes import Route
+from reasonwire.wire.model import ABSENT, Turn
+from reasonwire.wire.registry import get_dialect
+
+T_ESTIMATE = "chars/4"
+T_COUNTED = "count-endpoint"
+_RESEND = frozenset({"transport", "auth"})
+"""Error kinds a resumed run sends again: the answer said nothing about the cell."""
+
+
+def key_of(route: Route, dotenv: str = DEFAULT_DOTENV) -> str | None:
+    """The route's key, read now (None when the route needs none): the auth file's first
+    key path that holds one, or the process environment, then the ``dotenv`` file."""
+    src = route.key
+    if not src.needs_key:
+        return None
+    if src.auth_file:
+        paths = "|".join(src.key_paths)
+        return credentials.read_key(f"authfile:{src.auth_file}#{paths}")
+    assert src.env is not None
+    try:
+        return credentials.read_key(f"env:{src.env}")
+    except CredentialError:
+        return credentials.read_key(credentials.DotenvKey(dotenv, src.env))
+
+
+class Executor:
+    """Sends cells for one run (see the module docstring)."""
+
+    def __init__(
+        self, cfg: EvalConfig, records: Records, run_id: str, fixture_id: str, t_estimate: int
+    ) -> None:
+        self.cfg = cfg
+        self.records = records
+        self.run_id = run_id
+        self.fixture_id = fixture_id
+        self.t_estimate = t_estimate
+        self.budget = Budget(records, cfg.budget)
+        # key -> the call record of an earlier run, decoded when a cell asks for it
+        self.done: dict[str, dict[str, Any]] = {}
+        for raw in read_jsonl(records.out / CALLS):
+            if raw.get("type") == "call" and raw.get("error_kind") not in _RESEND:
+                self.done[str(raw.get("key"))] = raw
+        # (route, model) -> (T, T_source); counted ones from earlier runs are reused
+        self.T: dict[tuple[str, str], tuple[int, str]] = {}
+        for rec in read_records(records.out / RUNS):
+            if (
+                isinstance(rec, TRecord)
+                and rec.fixture_id == fixture_id
+                and rec.T_source == T_COUNTED
+            ):
+                self.T[(rec.route, rec.model)] = (rec.T, T_COUNTED)
+        self.inflight: dict[str, asyncio.Task[CallOutcome]] = {}
+        self.sems: dict[str, asyncio.Semaphore] = {}
+        self.stats = CallStats()
+        self.per_model: dict[str, int] = {}
+        self.stopped = False
+        self.on_progress: Callable[[int], None] = lambda n: None
+        self.client: httpx.AsyncClient | None = None
+
+    # -- one request, with the 401 protocol ----------------------------------------------
+
+    async def post(self, route: Route, path: str, body: Any) -> httpx.Response:
+        """POST ``body``; on a 401 re-read the key once (waiting ``auth_wait_s`` first when
+        it is unchanged, so its owner can refresh it) and retry once. A second 401 raises."""
+        assert self.client is not None
+        url = route.base_url + path
+        key = key_of(route, self.cfg.dotenv)
+        try:
+            return await apost_json(
+                self.client, url, body, route.auth_headers(key), retries=self.cfg.retries
+            )
+        except ProviderError as exc:
+            if exc.status != 401 or key is None:
+                raise
+        fresh = key_of(route, self.cfg.dotenv)
+        if fresh == key:
+            await self.cfg.sleep(self.cfg.auth_wait_s)
+            fresh = key_of(route, self.cfg.dotenv)
+        return await apost_json(
+            self.client, url, body, route.auth_headers(fresh), retries=self.cfg.retries
+        )
+
+    # -- one call -------------------------------------------------------------------------
+
+    def call(self, cell: Cell, target: Target) -> Awaitable[CallOutcome]:
+        """The outcome of ``cell``: recorded, in flight (the same task), or sent now."""
+        body = cell.body()
+        # a server reasonwire starts itself gets a fresh port each run: its URL is not identity
+        where = ("" if cell.route.local else cell.route.base_url) + cell.path()
+        key = request_key(cell.route.name, where, body, cell.attempt)
+        task = self.inflight.get(key)
+        if task is None:
+            task = asyncio.ensure_future(self._call(cell, target, body, key))
+            self.inflight[key] = task
+        return task
+
+    async def _call(
+        self, cell: Cell, target: Target, body: dict[str, Any], key: str
+    ) -> CallOutcome:
+        dialect = get_dialect(cell.route.dialect)
+        raw = self.done.get(key)
+        if raw is not None:
+            self.stats.reused += 1
+            self.on_progress(1)
+            rec = CallRecord.from_json(raw)
+            kept = None
+            raw_body = rec.result.raw if isinstance(rec.result, Answered) else None
+            if rec.ok and raw_body is not None and raw_body is not ABSENT:
+                kept = dialect.parse_response(raw_body)
+            return CallOutcome(rec, kept, reused=True)
+        if self.stopped:
+            return CallOutcome(None)
+        price = target.price or (FREE if cell.route.local else Price(*UNKNOWN_PRICE))
+        payload = json.dumps(body, ensure_ascii=False).encode()
+        worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), price)
+        rid = self.budget.reserve(worst, key, cell.route.name, cell.model)
+        if rid is None:
+            self._budget_stop(cell, worst)
+            return CallOutcome(None)
+        sem = self.sems.setdefault(cell.route.name, asyncio.Semaphore(self.cfg.workers))
+        started = time.monotonic()
+        turn: Turn | None = None
+        status: int | None = None  # the HTTP status, once a response arrived
+        failure: ReasonwireError | None = None
+        async with sem:
+            try:
+                resp = await self.post(cell.route, cell.path(), body)
+                status = resp.status_code
+                turn = dialect.parse_response(resp.content)
+            except ReasonwireError as exc:
+                failure = exc
+        elapsed = round(time.monotonic() - started, 3)
+        result: CallResult
+        cost, estimate = 0.0, True
+        if turn is not None and status is not None:
+            result = _answered(cell, turn, status, elapsed)
+            cost, estimate = call_cost(turn.usage, price)
+        else:
+            assert failure is not None
+            result = _failed(failure, status, elapsed)
+        T, T_source = self.T.get((cell.route.name, cell.model), (self.t_estimate, T_ESTIMATE))
+        rec = CallRecord(
+            key=key,
+            run_id=self.run_id,
+            fixture_id=self.fixture_id,
+            cell=cell.labels(),
+            T=T,
+            T_source=T_source,
+            result=result,
+            cost_usd=cost,
+            cost_estimate=estimate,
+            t=time.time(),
+        )
+        self.records.append(rec)
+        self.budget.settle(rid, cost, estimate, key, cell.model)
+        self.stats.sent += 1
+        if not rec.ok:
+            self.stats.errors += 1
+        name = f"{cell.route.name}/{cell.model}"
+        self.per_model[name] = self.per_model.get(name, 0) + 1
+        self.on_progress(1)
+        return CallOutcome(rec, turn)
+
+    def _budget_stop(self, cell: Cell, worst: float) -> None:
+        if not self.stopped:
+            self.stopped = True
+            self.records.append(
+                BudgetStop(
+                    run_id=self.run_id,
+                    limit_usd=self.cfg.budget,
+                    committed_usd=self.budget.committed(),
+                    next_call_worst_usd=worst,
+                    route=cell.route.name,
+                    model=cell.model,
+                    t=time.time(),
+                )
+            )
+
+    def done_outcomes(self) -> list[CallOutcome]:
+        """Every outcome this run has (sent or reused), in the order cells asked for them."""
+        return [
+            t.result()
+            for t in self.inflight.values()
+            if t.done() and not t.cancelled() and t.exception() is None
+        ]
+
+
+def _answered(cell: Cell, turn: Turn, status: int, elapsed: float) -> Answered:
+    filtered = turn.finish_reason in FILTER_REASONS
+    billed = turn.usage.billed_input if turn.usage else None
+    error = ABSENT
+    if billed is None and not filtered:
+        error = "answer without usage figures"
+    elif filtered:
+        error = f"finish_reason {turn.finish_reason} (safety filter)"
+    turn1 = cell.position == "turn1"
+    return Answered(
+        status=status,
+        elapsed_s=elapsed,
+        ok=not filtered and billed is not None,
+        filtered=filtered,
+        lane=cell.route.lanes.lane(turn.response_id),
+        response_id=turn.response_id,
+        billed_input=billed,
+        usage=turn.usage.as_dict() if turn.usage else None,
+        finish_reason=turn.finish_reason,
+        reply=turn.text[:400],
+        tool_calls=len(turn.tool_calls),
+        carriers=carrier_summary(turn),
+        error=error,
+        raw=turn.raw if turn1 else ABSENT,
+        reasoning_excerpt=turn.reasoning_text[:200] if turn1 else ABSENT,
+    )
+
+
+def _failed(exc: ReasonwireError, status: int | None, elapsed: float) -> Failed | Unparsed:
+    """The record of a failed call; ``status``: the HTTP status when a response arrived before
+    the failure (it is then written first, :class:`Unparsed`)."""
+    fstatus: int | None = None
+    body = ABSENT
+    if isinstance(exc, ProviderError):
+        kind, error = ("auth" if exc.status == 401 else "provider"), exc.provider_message
+        fstatus, error, body = exc.status, error or exc.body_excerpt, exc.body_excerpt
+    elif isinstance(exc, TransportError | CredentialError):
+        kind, error = "transport", str(exc)
+    elif isinstance(exc, MalformedBody):
+        kind, error, fstatus = "malformed", str(exc), ABSENT if status is None else status
+    else:
+        kind, error = "other", str(exc)
+    failed = Failed if status is None else Unparsed
+    return failed(
+        ok=False, status=fstatus, error_kind=kind, error=error, error_body=body, elapsed_s=elapsed
+    )
+
+
+def _max_output(params: Mapping[str, Any], default: int) -> int:
+    """The largest output allowance in the request (any ``*max*tokens*`` number)."""
+    best = default
+    stack: list[Any] = [params]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                low = str(k).lower()
+                if isinstance(v, int) and "max" in low and "token" in low:
+                    best = max(best, v)
+                elif isinstance(v, Mapping):
+                    stack.append(v)
+    return best

@@ -1,0 +1,450 @@
+"""The method: which cells a (route, model) gets, and in which order.
+
+Per model: T is measured first (the dialect's count endpoint, else chars/4). The ``in_loop``
+``none`` baseline goes next and doubles as parameter discovery (a 400 naming a parameter
+fixes the model's parameters for every later cell; a 403 or a content filter switches the
+position to the neutral probe wording). Then the other text cells, the ``cross_turn``
+position and the opaque step run at once; calls of many models overlap (the executor bounds
+them per route). Lane completion runs last: a lane a variant landed on without a baseline
+gets one, and ``want_direct`` models resample cells until they reach the route's default
+(direct) lane. On a multi-lane route the opaque step is lane-bound: every turn-2 request is
+resampled (``attempt`` += 1, up to ``lane_attempts``) until it lands on its turn 1's lane,
+and every lane a text variant landed on (the direct lane only, for ``want_direct``) gets its
+own turn 1 and turn-2 pairs.
+
+Cells go through :class:`~reasonwire.eval._executor.Executor`, which answers, records and
+pays for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reasonwire import credentials
+from reasonwire.errors import ReasonwireError
+from reasonwire.eval._executor import T_COUNTED, T_ESTIMATE, Executor
+from reasonwire.eval.cells import CallOutcome, Cell
+from reasonwire.eval.config import EvalConfig, Target
+from reasonwire.eval.fixture import POSITIONS, TOOL, Fixture
+from reasonwire.eval.params import ParamFix, fix_for_error, route_params
+from reasonwire.eval.records import Note, Records, TCount, TRecord
+from reasonwire.eval.variants import (
+    BASELINE,
+    NO_TEXT_VARIANTS_REASON,
+    OPAQUE_EXTRAS,
+    OPAQUE_STAND_IN,
+    TEXT_VARIANTS,
+    carriers_for,
+    variants_for,
+)
+from reasonwire.wire.count_tokens import count_body, count_path, parse_count
+from reasonwire.wire.model import ABSENT, Assistant, Carrier, Turn
+from reasonwire.wire.registry import get_dialect
+
+EFFORT_LADDER: tuple[str, ...] = ("low", "medium", "high")
+MAX_FIXES = 4
+COUNT_PLAUSIBLE = 0.25
+"""A counted carrier adds at least this share of the chars/4 estimate; less means the count
+endpoint dropped the trace and counted only the item's framing (no measure of T)."""
+
+
+class Method:
+    """The method over one run's executor (see the module docstring)."""
+
+    def __init__(self, cfg: EvalConfig, executor: Executor, fixture: Fixture) -> None:
+        self.cfg = cfg
+        self.x = executor
+        self.records: Records = executor.records
+        self.run_id = executor.run_id
+        self.fixture = fixture
+        # (route, model) -> lanes the opaque step was run for (None: the first, unpinned)
+        self.opaque_tried: dict[tuple[str, str], set[str | None]] = {}
+
+    def note(self, target: Target, step: str, reason: str) -> None:
+        self.records.append(
+            Note(
+                run_id=self.run_id,
+                fixture_id=self.fixture.fixture_id,
+                route=target.route.name,
+                model=target.model,
+                step=step,
+                reason=reason,
+            )
+        )
+
+    # -- one model ------------------------------------------------------------------------
+
+    async def model(self, target: Target) -> None:
+        state = _ModelState(
+            params=route_params(target.route, target.model, self.cfg.effort, self.cfg.max_tokens)
+        )
+        dialect = target.route.dialect
+        jobs: list[Awaitable[Any]] = []
+        await self.measure_T(target, state)
+        if variants_for(dialect):
+            await self.text_baseline(target, state, "in_loop", discover=True)
+            jobs.append(self.text_position(target, state, "in_loop"))
+            jobs.append(self.cross_turn(target, state))
+        else:
+            self.note(target, "text", NO_TEXT_VARIANTS_REASON.get(dialect, "no text variants"))
+        jobs.append(self.opaque(target, state))
+        await asyncio.gather(*jobs)
+        await self.lanes(target, state)
+
+    async def measure_T(self, target: Target, state: _ModelState) -> None:
+        """T of this (route, model): count(with carrier) - count(without) on the dialect's
+        count endpoint, in the loop, for the first text variant the endpoint counts (adds at
+        least ``COUNT_PLAUSIBLE`` of the estimate); else the chars/4 estimate, with the reason
+        recorded. Count calls are free and unrecorded
+        in ``calls.jsonl``; the result goes to ``runs.jsonl`` as a ``T`` record."""
+        ident = (target.route.name, target.model)
+        if ident in self.x.T:
+            return
+        est = self.fixture.trace_tokens_estimate
+        spec = get_dialect(target.route.dialect).count
+        names = [v for v in variants_for(target.route.dialect) if v != BASELINE]
+        why, count = "", None
+        if spec is None:
+            why = f"no count endpoint for the {target.route.dialect} dialect"
+        elif not names:
+            why = f"no text variant on the {target.route.dialect} dialect (T is not used)"
+        else:
+            path = count_path(spec, target.model)
+            try:
+                base = self.text_cell(target, state, "in_loop", BASELINE).body()
+                resp = await self.x.post(target.route, path, count_body(spec, base))
+                without = parse_count(spec, resp.content)
+                for name in names:
+                    body = self.text_cell(target, state, "in_loop", name).body()
+                    resp = await self.x.post(target.route, path, count_body(spec, body))
+                    with_ = parse_count(spec, resp.content)
+                    if with_ - without >= COUNT_PLAUSIBLE * est:
+                        count = TCount(name, with_, without)
+                        self.x.T[ident] = (with_ - without, T_COUNTED)
+                        break
+                else:
+                    why = (
+                        f"the count endpoint counted none of {', '.join(names)} in the loop "
+                        f"(each added < {COUNT_PLAUSIBLE} x {est} tokens)"
+                    )
+            except ReasonwireError as exc:
+                why = f"count endpoint failed: {credentials.redact(str(exc))[:300]}"
+        T, source = self.x.T.setdefault(ident, (est, T_ESTIMATE))
+        self.records.append(
+            TRecord(
+                run_id=self.run_id,
+                fixture_id=self.fixture.fixture_id,
+                route=target.route.name,
+                model=target.model,
+                T=T,
+                T_source=source,
+                T_estimate=est,
+                T_note=why or ABSENT,
+                count=count or ABSENT,
+            )
+        )
+
+    def text_cell(
+        self, target: Target, state: _ModelState, position: str, variant: str, attempt: int = 0
+    ) -> Cell:
+        dialect = target.route.dialect
+        carriers = carriers_for(dialect, variant, self.fixture.trace)
+        kinds = {c.kind for c in carriers}
+        fill = tuple(
+            Carrier(dialect, k, f"fix.{k}", "", False) for k in state.fix.fill if k not in kinds
+        )
+        wording = state.wording.get(position, "probe")
+        return Cell(
+            route=target.route,
+            model=target.model,
+            step="text",
+            position=position,
+            variant=variant,
+            wording=wording,
+            effort=self.cfg.effort,
+            transcript=tuple(self.fixture.transcript(position, wording, fill + carriers)),
+            tools=(TOOL,),
+            params=state.fix.apply(state.params),
+            fix=state.fix,
+            attempt=attempt,
+        )
+
+    async def text_baseline(
+        self, target: Target, state: _ModelState, position: str, discover: bool
+    ) -> CallOutcome:
+        """The ``none`` cell of a position, fixing parameters and wording as it learns."""
+        kinds = tuple(k for k, _ in TEXT_VARIANTS[target.route.dialect].get("all", ()))
+        kinds = kinds or tuple(
+            spec[0] for specs in TEXT_VARIANTS[target.route.dialect].values() for spec in specs
+        )
+        for _ in range(MAX_FIXES + 2):
+            res = await self.x.call(self.text_cell(target, state, position, BASELINE), target)
+            if res.ok or res.skipped:
+                return res
+            if (res.status == 403 or res.filtered) and state.wording.get(position) != "neutral":
+                state.wording[position] = "neutral"
+                continue
+            if discover and res.status == 400 and len(state.fix.drop) < MAX_FIXES:
+                fix = fix_for_error(
+                    state.fix.apply(state.params),
+                    res.error or "",
+                    res.error_body or "",
+                    kinds,
+                )
+                if fix is not None and fix.signature() != ParamFix().signature():
+                    merged = state.fix.plus(fix)
+                    if merged.signature() != state.fix.signature():
+                        state.fix = merged
+                        continue
+            return res
+        return res
+
+    async def text_position(self, target: Target, state: _ModelState, position: str) -> None:
+        names = [v for v in variants_for(target.route.dialect) if v != BASELINE]
+        await asyncio.gather(
+            *(self.x.call(self.text_cell(target, state, position, v), target) for v in names)
+        )
+
+    async def cross_turn(self, target: Target, state: _ModelState) -> None:
+        if state.wording.get("in_loop") == "neutral":
+            state.wording.setdefault("cross_turn", "neutral")
+        res = await self.text_baseline(target, state, "cross_turn", discover=False)
+        if res.skipped:
+            return
+        await self.text_position(target, state, "cross_turn")
+
+    # -- opaque step ----------------------------------------------------------------------
+
+    def turn1_cell(self, target: Target, state: _ModelState, effort: str, attempt: int = 0) -> Cell:
+        params = route_params(target.route, target.model, effort, self.cfg.max_tokens)
+        return Cell(
+            route=target.route,
+            model=target.model,
+            step="opaque",
+            position="turn1",
+            variant="turn1",
+            wording="-",
+            effort=effort,
+            transcript=tuple(self.fixture.opening()),
+            tools=(TOOL,),
+            params=state.fix.apply(params),
+            fix=state.fix,
+            attempt=attempt,
+        )
+
+    async def on_lane(
+        self, make: Callable[[int], Cell], target: Target, lane: str | None
+    ) -> CallOutcome:
+        """Send ``make(0)``; with ``lane``, resample (attempt += 1, up to ``lane_attempts``)
+        while the answer lands on another lane. An error, a budget skip or an answer on
+        ``lane`` ends it; the last outcome is returned (off the lane when none landed)."""
+        tries = self.cfg.lane_attempts + 1 if lane is not None else 1
+        res = await self.x.call(make(0), target)
+        for attempt in range(1, tries):
+            if res.skipped or not res.ok or res.lane == lane or self.x.stopped:
+                break
+            res = await self.x.call(make(attempt), target)
+        return res
+
+    async def turn1(
+        self, target: Target, state: _ModelState, lane: str | None
+    ) -> tuple[Turn, str, str] | str:
+        """Turn 1 up the effort ladder until it answers with a tool call and a carrier, on
+        ``lane`` when given. Returns (turn, effort, lane), or why there is nothing to replay
+        ("" after a budget stop: the stop is recorded already)."""
+        why = "turn 1 gave nothing to replay"
+        for effort in EFFORT_LADDER:
+            make = functools.partial(self.turn1_cell, target, state, effort)
+            res = await self.on_lane(make, target, lane)
+            if res.skipped:
+                return ""
+            if not res.ok or res.turn is None:
+                return f"turn 1 failed at effort {effort}: {res.status} {res.error}"
+            if lane is not None and res.lane != lane:
+                return (
+                    f"turn 1 did not land on lane {lane} in {self.cfg.lane_attempts + 1} "
+                    f"attempts at effort {effort}"
+                )
+            turn = res.turn
+            if turn.tool_calls and turn.carriers:
+                return turn, effort, str(res.lane)
+            why = (
+                f"no reasoning carrier at effort {effort}"
+                if turn.tool_calls
+                else f"no tool call at effort {effort}"
+            )
+        return why
+
+    async def opaque(self, target: Target, state: _ModelState) -> None:
+        """The opaque step on the lane turn 1 lands on (the direct lane for ``want_direct``
+        models on a multi-lane route); :meth:`lanes` adds the other lanes later."""
+        rule = target.route.lanes
+        want = rule.prefixes and target.model in self.cfg.want_direct
+        await self.opaque_on(target, state, rule.default if want else None)
+
+    async def opaque_on(self, target: Target, state: _ModelState, lane: str | None) -> None:
+        """Turn 1 (on ``lane`` when given), then turn 2 verbatim/stripped in both positions,
+        each request resampled until it lands on turn 1's lane: a delta across lanes would
+        compare two different upstreams."""
+        self.opaque_tried.setdefault((target.route.name, target.model), set()).add(lane)
+        found = await self.turn1(target, state, lane)
+        if isinstance(found, str):
+            if found:
+                self.note(target, "opaque", found + (f" (lane {lane})" if lane else ""))
+            return
+        turn, effort, landed = found
+        self.opaque_tried[(target.route.name, target.model)].add(landed)
+        params = state.fix.apply(
+            route_params(target.route, target.model, effort, self.cfg.max_tokens)
+        )
+        extras: dict[str, Mapping[str, Any]] = {"": {}}
+        extras.update(OPAQUE_EXTRAS.get(target.route.dialect, {}))
+        jobs = [
+            self.turn2(target, state, turn, effort, position, name, _merge(params, frag), landed)
+            for position in POSITIONS
+            for name, frag in extras.items()
+        ]
+        await asyncio.gather(*jobs)
+
+    async def turn2(
+        self,
+        target: Target,
+        state: _ModelState,
+        turn: Turn,
+        effort: str,
+        position: str,
+        extra: str,
+        params: dict[str, Any],
+        t1_lane: str,
+    ) -> None:
+        wording = state.wording.get(position, "probe")
+        pin = t1_lane if target.route.lanes.prefixes else None
+        for _ in range(2):
+            msgs = {
+                "verbatim": (turn.as_message(), True),
+                "stripped": (turn.as_message(), False),
+            }
+            if target.route.dialect in OPAQUE_STAND_IN:
+                msgs["stand_in"] = (Assistant(text=turn.text, tool_calls=turn.tool_calls), True)
+
+            def make(mode: str, msg: Assistant, keep: bool, wording: str) -> Callable[[int], Cell]:
+                def cell(attempt: int) -> Cell:
+                    return Cell(
+                        route=target.route,
+                        model=target.model,
+                        step="opaque",
+                        position=position,
+                        variant=mode,
+                        wording=wording,
+                        effort=effort,
+                        transcript=tuple(self.fixture.around(msg, position, wording)),
+                        tools=(TOOL,),
+                        params=params,
+                        fix=state.fix,
+                        extra=extra,
+                        keep_carriers=keep,
+                        attempt=attempt,
+                        t1_lane=t1_lane,
+                    )
+
+                return cell
+
+            outs = await asyncio.gather(
+                *(
+                    self.on_lane(make(mode, msg, keep, wording), target, pin)
+                    for mode, (msg, keep) in msgs.items()
+                )
+            )
+            refused = [o for o in outs if o.status == 403 or o.filtered]
+            if refused and wording != "neutral":
+                wording = "neutral"
+                continue
+            for mode, o in zip(msgs, outs, strict=True):
+                if o.ok and pin is not None and o.lane != pin:
+                    self.note(
+                        target,
+                        "opaque",
+                        f"turn 2 {mode} ({position}{'+' + extra if extra else ''}) did not "
+                        f"land on turn 1's lane {pin} in {self.cfg.lane_attempts + 1} attempts",
+                    )
+            return
+
+    # -- lanes ----------------------------------------------------------------------------
+
+    async def lanes(self, target: Target, state: _ModelState) -> None:
+        """Give every lane a variant landed on its own baseline and its own opaque step;
+        resample towards the direct lane for ``want_direct`` models. Only routes with lane
+        prefixes have more than one."""
+        rule = target.route.lanes
+        if not rule.prefixes:
+            return
+        want = target.model in self.cfg.want_direct
+        landed: set[str] = set()
+        for position in POSITIONS:
+            for variant, lanes in self._lanes_of(target, position).items():
+                if variant != BASELINE:
+                    landed |= lanes
+        for position in POSITIONS:
+            seen = self._lanes_of(target, position)
+            for variant in variants_for(target.route.dialect):
+                # every lane a carrier landed on gets its own baseline and full variant set
+                goal = {rule.default} if want else landed
+                missing = goal - seen.get(variant, set())
+                attempt = 1
+                while missing and attempt <= self.cfg.lane_attempts and not self.x.stopped:
+                    res = await self.x.call(
+                        self.text_cell(target, state, position, variant, attempt), target
+                    )
+                    attempt += 1
+                    if res.ok:
+                        missing.discard(str(res.lane))
+        tried = self.opaque_tried.get((target.route.name, target.model), set())
+        todo = sorted(({rule.default} if want else landed) - tried)
+        await asyncio.gather(*(self.opaque_on(target, state, lane) for lane in todo))
+
+    def _lanes_of(self, target: Target, position: str) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for res in self.x.done_outcomes():
+            rec = res.record
+            if (
+                rec is not None
+                and rec.cell.route == target.route.name
+                and rec.cell.model == target.model
+                and rec.cell.step == "text"
+                and rec.cell.position == position
+                and rec.ok
+            ):
+                out.setdefault(rec.cell.variant, set()).add(str(rec.lane))
+        return out
+
+
+@dataclass
+class _ModelState:
+    params: dict[str, Any]
+    fix: ParamFix = field(default_factory=ParamFix)
+    wording: dict[str, str] = field(default_factory=dict)
+
+
+def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in extra.items():
+        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
+            out[k] = _merge(out[k], v)
+        else:
+            out[k] = v
+    return out
+
+
+def estimate_cells(targets: Sequence[Target]) -> int:
+    """Cells a run will send at least (for the progress bar's total)."""
+    n = 0
+    for t in targets:
+        v = len(variants_for(t.route.dialect))
+        extras = 1 + len(OPAQUE_EXTRAS.get(t.route.dialect, {}))
+        modes = 3 if t.route.dialect in OPAQUE_STAND_IN else 2
+        n += 2 * v + 1 + 2 * extras * modes
+    return n

@@ -1,0 +1,67 @@
+"""What a harness run is given (:class:`EvalConfig` of :class:`Target`) and what it returns."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from reasonwire.eval.budget import Price
+from reasonwire.eval.params import DEFAULT_MAX_TOKENS
+from reasonwire.http import RetryPolicy
+from reasonwire.method.fixture import DEFAULT_SEED
+from reasonwire.routes import Route
+
+DEFAULT_DOTENV = "~/.hermes/.env"
+AUTH_WAIT_S = 15.0
+"""After a 401 with an unchanged key: how long the key's owner gets to refresh it."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One (route, model) to measure, with its price for the budget."""
+
+    route: Route
+    model: str
+    price: Price | None = None
+
+
+@dataclass
+class EvalConfig:
+    """Everything a run needs. ``transport`` replaces the network (tests, benches)."""
+
+    targets: list[Target]
+    out: Path
+    budget: float = 10.0
+    workers: int = 8
+    want_direct: frozenset[str] = frozenset()
+    lane_attempts: int = 8
+    opaque_min: int = 25
+    consume_ratio: float = 0.5
+    seed: int = DEFAULT_SEED
+    effort: str | None = "low"
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    retries: RetryPolicy = field(default_factory=lambda: RetryPolicy(retries=4))
+    progress: bool = False
+    transport: httpx.AsyncBaseTransport | None = None
+    timeout: float = 300.0
+    label: str = ""
+    dotenv: str = DEFAULT_DOTENV
+    auth_wait_s: float = AUTH_WAIT_S
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # the 401 wait (tests inject)
+
+
+@dataclass
+class RunResult:
+    out: Path
+    run_id: str
+    sent: int
+    reused: int
+    errors: int
+    spent_usd: float
+    budget_stopped: bool
+    elapsed_s: float
+    calls_per_model: dict[str, int] = field(default_factory=dict)
