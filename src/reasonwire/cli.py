@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from reasonwire._extras import MissingExtra, missing_extra, require
 
@@ -113,6 +113,70 @@ def build_app(only: str | None = None) -> typer.Typer:
     return app
 
 
+EXAMPLES: dict[str, str] = {
+    "inspect": "reasonwire inspect saved-stream.txt --replay",
+    "eval run": "reasonwire eval run --route openrouter --models portal-max:4 --out runs/or",
+    "eval models": "reasonwire eval models --route nous",
+    "eval report": "reasonwire eval report --out runs/or",
+    "templates scan": "reasonwire templates scan --out out/templates --cross-check",
+    "probe report": "reasonwire probe report --json",
+    "fold plan": "reasonwire fold plan --matrix runs/or/matrix.json --ledger ~/.local/share/"
+    "reasonwire/probe --out fold.toml",
+    "sim serve": "reasonwire sim serve --port 8787",
+    "sim models": "reasonwire sim models",
+    "localserver build": "reasonwire localserver build",
+    "localserver model": "reasonwire localserver model Qwen-Qwen3-0.6B",
+    "localserver serve": "reasonwire localserver serve Qwen-Qwen3-0.6B --port 8080",
+    "gateway serve": "reasonwire gateway serve --policy my_policy --keys keys/",
+    "gateway keygen": "reasonwire gateway keygen --out keys/ --key-id k1",
+    "audit run": "reasonwire audit --out audit-out -- python my_agent.py",
+    "audit frameworks": "reasonwire audit frameworks --framework litellm --dialect anthropic",
+    "qualify validate": "reasonwire qualify validate --evidence evidence.json --repo .",
+}
+"""One example per sub-command, shown at the end of its help."""
+
+
+def polish(command: Any, path: tuple[str, ...] = ()) -> None:
+    """Help that renders as written: markup characters in help texts are escaped (a literal
+    ``[routes.NAME]`` stays), flags show no value placeholder, every sub-command ends with an
+    example (:data:`EXAMPLES`)."""
+    from rich.markup import escape
+
+    if command.help:
+        command.help = escape(command.help)
+    for param in getattr(command, "params", ()):
+        if getattr(param, "help", None):
+            param.help = escape(param.help)
+        if getattr(param, "is_flag", False) or getattr(param, "is_bool_flag", False):
+            param.metavar = ""
+    make_help = command.get_help_option
+
+    def help_option(ctx: Any) -> Any:  # --help is made per context: a flag like the others
+        opt = make_help(ctx)
+        if opt is not None:
+            opt.metavar = ""
+        return opt
+
+    command.get_help_option = help_option
+    subs = getattr(command, "commands", None)
+    if subs:
+        for name, sub in subs.items():
+            polish(sub, (*path, name))
+    elif path:
+        example = EXAMPLES.get(" ".join(path))
+        if example and "Example" not in (command.epilog or ""):
+            command.epilog = escape(f"Example: {example}")
+
+
+def command(only: str | None = None) -> Any:
+    """The click command of :func:`build_app`, polished (:func:`polish`)."""
+    import typer
+
+    cmd = typer.main.get_command(build_app(only))
+    polish(cmd)
+    return cmd
+
+
 def _missing(exc: ModuleNotFoundError, feature: str, extra: str) -> NoReturn:
     """One line on stderr and exit 2 for a missing optional dependency; anything else (a
     missing module of reasonwire itself) propagates."""
@@ -135,10 +199,10 @@ def main() -> None:
     try:
         require("cli", feature)
         require(_START_OF.get(group or "", extra), feature)
-        app = build_app(group)
+        cli = command(group)
     except ModuleNotFoundError as exc:
         _missing(exc, feature, extra)
     try:
-        app()
+        cli(prog_name="reasonwire")
     except ModuleNotFoundError as exc:  # a command's lazy import of an optional dependency
         _missing(exc, feature, extra)
