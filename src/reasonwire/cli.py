@@ -42,6 +42,7 @@ _GROUPS: tuple[tuple[str, str, str, str], ...] = (
         "Real llama.cpp server with tiny models.",
     ),
     ("gateway", "reasonwire.govern.gateway_cli", "govern", "Governed-effort loopback gateway."),
+    ("control", "reasonwire.govern.control_cli", "govern", "Control: signed per-turn bindings."),
     (
         "qualify",
         "reasonwire.govern.qualify_cli",
