@@ -89,10 +89,16 @@ def dump_json(value: JSON) -> str:
 
 
 def load_json(text: str) -> JSON:
+    """The value of a text :func:`dump_json` wrote. orjson reads its own text back exactly;
+    the stdlib's text (integers beyond 64 bits, which orjson would read as floats) is read
+    by the stdlib."""
     try:
-        return orjson.loads(text)
+        value = orjson.loads(text)
+        if orjson.dumps(value) == text.encode("utf-8"):
+            return value
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        pass
+    return json.loads(text)
 
 
 # -- memory ----------------------------------------------------------------------------------
