@@ -21,9 +21,9 @@ from reasonwire.govern.binding import HEADER, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER, Carry
 from reasonwire.govern.control import minter
 from reasonwire.govern.evidence import SQLiteStore, check_intent
-from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.gateway import ATTEMPT_HEADER as GW_ATTEMPT
 from reasonwire.govern.gateway import CONVERSATION_HEADER as GW_CONVERSATION
+from reasonwire.govern.gateway import Gateway
 from tests.govern.conftest import RUNTIME, World, new_conv
 
 RUNTIME_KEY = "runtime-holds-no-provider-key"

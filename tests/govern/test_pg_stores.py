@@ -166,7 +166,7 @@ def test_concurrent_fixing_has_one_winner(backend: tuple[Opener, Opener], what: 
 
 TRICKY: list[Any] = [
     {"z": 1, "a": 2, "m": {"y": [3, 2, 1], "b": None}},  # key order
-    {"type": "thinking", "thinking": "é ü 漢字 🙂 \u2028 \n\t\"\\", "signature": "Eq+/=="},
+    {"type": "thinking", "thinking": 'é ü 漢字 🙂 \u2028 \n\t"\\', "signature": "Eq+/=="},
     {"f": [0.1, 1e-7, 1.5e300, -0.0, 12345678901234.5, 3.0]},  # number spelling
     {"big": 2**70, "neg": -(2**65)},  # beyond 64 bits (stdlib-parsed)
     {"nul": "a\u0000b", "ctl": "\u0001\u001f"},
