@@ -135,6 +135,10 @@ class MemoryVault:
         conv = self._data.get(conversation_id)
         return None if conv is None else conv.get(key)
 
+    def values(self) -> list[JSON]:
+        """Every stored value (for evidence collection: what must stay hidden)."""
+        return [v for conv in self._data.values() for v in conv.values()]
+
     def close(self) -> None:
         self._data.clear()
 
@@ -206,6 +210,12 @@ class SQLiteVault:
                 (conversation_id, key),
             ).fetchone()
         return None if found is None else load_json(found[0])
+
+    def values(self) -> list[JSON]:
+        """Every stored value (for evidence collection: what must stay hidden)."""
+        with self._lock:
+            found = self._db.execute("SELECT value FROM vault ORDER BY seq").fetchall()
+        return [load_json(t) for (t,) in found]
 
     def close(self) -> None:
         with self._lock:
@@ -487,6 +497,12 @@ class PostgresVault(_PostgresBase):
             ).fetchone()
         return None if found is None else load_json(found[0])
 
+    def values(self) -> list[JSON]:
+        """Every stored value (for evidence collection: what must stay hidden)."""
+        with self._pool.connection() as conn:
+            found = conn.execute("SELECT value FROM vault ORDER BY seq").fetchall()
+        return [load_json(t) for (t,) in found]
+
 
 # -- choosing a backend ----------------------------------------------------------------------
 
@@ -502,7 +518,7 @@ def open_evidence_store(target: str | Path) -> EvidenceStore:
         raise ConfigError(f"cannot open evidence database {target}: {type(exc).__name__}") from None
 
 
-def open_vault(target: str | Path) -> VaultStore:
+def open_vault(target: str | Path) -> SQLiteVault | PostgresVault:
     """A PostgreSQL vault for a ``postgresql://`` URL, else a SQLite vault at the path."""
     if is_postgres_url(target):
         return PostgresVault(str(target))
