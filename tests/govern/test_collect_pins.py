@@ -148,7 +148,7 @@ def test_pins_are_checked_when_written() -> None:
         RuntimePin("1.0", "v1.0", "abc", (good,))
     with pytest.raises(ValueError, match="at least one artifact"):
         RuntimePin("1.0", "v1.0", COMMIT, ())
-    with pytest.raises(ValueError, match="pin is for version 1.0"):
+    with pytest.raises(ValueError, match=r"pin is for version 1\.0"):
         RuntimeAdapter(
             "r", "2.0", "qualified", "Q", frozenset(), RuntimePin("1.0", "v1.0", COMMIT, (good,))
         )
