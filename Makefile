@@ -87,3 +87,59 @@ docs: $(STAMP) localserver
 test-audit: $(STAMP)
 	REASONWIRE_AUDIT_FRAMEWORKS=1 REASONWIRE_AUDIT_OUT=reasonwire-audit-frameworks \
 	$(BIN)/pytest -q -m audit_frameworks tests/audit
+# The LiteLLM proxy lane (tests/govern/test_litellm_proxy.py skips without it): LiteLLM's proxy
+# in its own venv, reasonwire installed editable from this tree. This release's [proxy] extra
+# pins two distributions the index does not serve (litellm-proxy-extras, litellm-enterprise:
+# the proxy's database migrations and enterprise features, unused here), so the extra's other
+# requirements are listed instead.
+LITELLM_VERSION := 1.108.14
+LITELLM_VENV ?= $(or $(REASONWIRE_CACHE),$(HOME)/.cache/reasonwire)/litellm-venv
+LITELLM_STAMP := $(LITELLM_VENV)/.installed-$(LITELLM_VERSION)
+LITELLM_PROXY_DEPS := \
+  'gunicorn>=23.0.0,<24.0' \
+  'uvicorn>=0.33.0,<1.0' \
+  'granian>=2.7.4,<3.0' \
+  'uvloop>=0.22.1,<1.0' \
+  'fastapi>=0.136.3,<1.0' \
+  'starlette>=1.0.1,<2.0' \
+  'backoff>=2.2.1,<3.0' \
+  'pyyaml>=6.0.3,<7.0' \
+  'rq>=2.7.0,<3.0' \
+  'orjson>=3.11.6,<4.0' \
+  'hiredis>=3.0.0,<4.0' \
+  'apscheduler>=3.11.2,<4.0' \
+  'fastapi-sso>=0.19.0,<1.0' \
+  'pyjwt>=2.13.0,<3.0' \
+  'python-multipart>=0.0.27,<1.0' \
+  'cryptography>=49.0.0,<51.0' \
+  'pynacl>=1.6.2,<2.0' \
+  'websockets>=15.0.1,<16.0' \
+  'boto3>=1.43.117,<2.0' \
+  'azure-identity>=1.25.2,<2.0' \
+  'azure-storage-blob>=12.28.0,<13.0' \
+  'mcp>=2.3.0,<3' \
+  'httpx2>=2.10.0,<3' \
+  'pydantic>=2.12.0,<3' \
+  'restrictedpython>=8.5,<9.0' \
+  'rich>=13.9.4,<14.0' \
+  'inquirerpy>=0.3.4,<1.0' \
+  'tomlkit>=0.13.3,<1.0' \
+  'polars>=1.38.1,<2.0' \
+  'soundfile>=0.12.1,<1.0' \
+  'pyroscope-io>=0.8.16,<1.0' \
+  'expression>=5.6.0,<6.0'
+
+.PHONY: lane-litellm
+lane-litellm: $(LITELLM_STAMP)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -e '.[govern]'
+
+$(LITELLM_STAMP):
+	$(PY) -m venv $(LITELLM_VENV)
+	$(LITELLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'litellm==$(LITELLM_VERSION)' $(LITELLM_PROXY_DEPS)
+	touch $(LITELLM_STAMP)
+
+# The PostgreSQL store tests alone (a real server in a temp dir; they skip without the server
+# binaries: apt-get install -y postgresql).
+.PHONY: test-pg
+test-pg: $(STAMP)
+	$(BIN)/pytest -q tests/govern/test_pg_stores.py tests/govern/test_replicas_pg.py

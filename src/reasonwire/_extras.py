@@ -26,7 +26,15 @@ import importlib.util
 EXTRAS: dict[str, tuple[str, ...]] = {
     "cli": ("typer", "rich"),
     "sim": ("starlette", "uvicorn", "cryptography"),
-    "govern": ("starlette", "uvicorn", "jwt", "cryptography", "pydantic"),
+    "govern": (
+        "starlette",
+        "uvicorn",
+        "jwt",
+        "cryptography",
+        "pydantic",
+        "psycopg",
+        "psycopg_pool",
+    ),
     "localserver": ("gguf", "numpy", "tokenizers", "platformdirs"),
     "templates": ("jinja2", "tokenizers", "gguf", "numpy", "platformdirs"),
     "eval": (

@@ -50,6 +50,7 @@ _GROUPS: tuple[tuple[str, str, str, str], ...] = (
         "sim",
         "Continuity audit on the wire: audit [--out DIR] -- <command...>; audit frameworks.",
     ),
+    ("control", "reasonwire.govern.control_cli", "govern", "Control: signed per-turn bindings."),
     (
         "qualify",
         "reasonwire.govern.qualify_cli",
@@ -132,6 +133,12 @@ EXAMPLES: dict[str, str] = {
     "audit run": "reasonwire audit --out audit-out -- python my_agent.py",
     "audit frameworks": "reasonwire audit frameworks --framework litellm --dialect anthropic",
     "qualify validate": "reasonwire qualify validate --evidence evidence.json --repo .",
+    "qualify collect": "reasonwire qualify collect --evidence-db evidence.sqlite --out "
+    "evidence.json --policy my_policy --deployment-id prod-1",
+    "qualify verify-pin": "reasonwire qualify verify-pin --policy my_policy --runtime hermes "
+    "--version 1.4.2 dist/hermes-1.4.2.tar.gz",
+    "control sign": "reasonwire control sign --policy my_policy --keys keys/ --conversation c1 "
+    "--runtime hermes --runtime-version 1.4.2 --route chat/main --level Auto",
 }
 """One example per sub-command, shown at the end of its help."""
 

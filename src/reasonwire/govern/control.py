@@ -7,6 +7,8 @@ projection, a policy lowered since, a key retired), so a binding is necessary, n
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from reasonwire.govern.binding import KeyRing, issue
 from reasonwire.govern.levels import Requested
 from reasonwire.govern.policy import OrgPolicy, resolve
@@ -48,3 +50,38 @@ def project(
         ttl_seconds=ttl_seconds,
         now=now,
     )
+
+
+def minter(
+    registry: Registry,
+    policy: OrgPolicy,
+    ring: KeyRing,
+    *,
+    conversation_id: str,
+    task_id: str,
+    runtime_id: str,
+    runtime_version: str,
+    route_id: str,
+    requested: Requested,
+    ttl_seconds: int = 900,
+) -> Callable[[], str]:
+    """A callable that projects a fresh binding for the conversation each time it is called
+    (one per turn: :class:`reasonwire.govern.carry.Carry` calls it). The requested intent is
+    the one the conversation was created with; resolution runs again on every call, so a
+    policy or registry change since the last turn is seen."""
+
+    def mint() -> str:
+        return project(
+            registry,
+            policy,
+            ring,
+            conversation_id=conversation_id,
+            task_id=task_id,
+            runtime_id=runtime_id,
+            runtime_version=runtime_version,
+            route_id=route_id,
+            requested=requested,
+            ttl_seconds=ttl_seconds,
+        )
+
+    return mint

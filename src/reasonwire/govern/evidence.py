@@ -1,14 +1,19 @@
-"""Usage evidence per gateway call, behind a store interface (SQLite by default).
+"""Usage evidence per gateway call, behind a store interface (SQLite or PostgreSQL).
 
 One row per call the gateway answered, refusals included (with their reason). A row holds ids,
 levels, figures and statuses only, never a message or reasoning text, never a binding token.
 Usage figures are ``None`` (SQL NULL) when the provider did not report them, and
 ``usage_status`` says ``unavailable``: a missing figure is never written as 0.
 
-The store also fixes each conversation's effort at creation (the first verified call), so
-several gateway replicas sharing one database agree on it. :class:`EvidenceStore` is the
-interface; :class:`SQLiteStore` the embedded implementation. A PostgreSQL store would
-implement the same four methods; none ships here.
+The store also fixes each conversation's effort and requested intent (``Auto``, ``Low``...)
+at creation (the first verified call), so several gateway replicas sharing one database agree
+on both: the first writer wins, atomically, and every later call reads the winner.
+:class:`EvidenceStore` is the interface; :class:`SQLiteStore` the embedded implementation,
+:class:`reasonwire.govern.stores.PostgresEvidenceStore` the shared one.
+
+Schema changes are migrations (:data:`SQLITE_MIGRATIONS`): numbered steps recorded in a
+``schema_version`` table, each step idempotent (``CREATE ... IF NOT EXISTS``), so a database
+written before the table existed, or one being migrated by another replica, is safe.
 """
 
 from __future__ import annotations
@@ -17,9 +22,13 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, Protocol
+
+from reasonwire.errors import ConfigError, PolicyRefusal
+from reasonwire.wire.model import Usage
 
 UsageStatus = Literal["reported", "unavailable"]
 CostStatus = Literal["confirmed", "estimated", "unavailable"]
@@ -60,11 +69,13 @@ class EvidenceRow:
     ttfb_ms: float | None = None
 
 
-_COLUMNS = [f.name for f in fields(EvidenceRow)]
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EvidenceRow))
+"""The evidence table's columns, in :class:`EvidenceRow` order."""
+_COLUMNS = list(COLUMNS)
 
 
 class EvidenceStore(Protocol):
-    """Where evidence rows and fixed conversation efforts live."""
+    """Where evidence rows and fixed conversation efforts and intents live."""
 
     def record(self, row: EvidenceRow) -> None: ...
 
@@ -72,18 +83,122 @@ class EvidenceStore(Protocol):
         """Fix ``level`` for a new conversation; return the level it was fixed with."""
         ...
 
+    def fix_intent(self, conversation_id: str, requested: str) -> str:
+        """Fix the requested product intent (``auto``, ``low``...) for a new conversation;
+        return the intent it was fixed with."""
+        ...
+
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]: ...
 
     def close(self) -> None: ...
 
 
-_SCHEMA = f"""
-CREATE TABLE IF NOT EXISTS evidence ({", ".join(_COLUMNS)});
-CREATE INDEX IF NOT EXISTS evidence_conv ON evidence (conversation_id);
-CREATE TABLE IF NOT EXISTS conversation_effort (
-    conversation_id TEXT PRIMARY KEY, level TEXT NOT NULL, created REAL NOT NULL
-);
-"""
+def check_intent(store: EvidenceStore, conversation_id: str, requested: str) -> None:
+    """Fix ``requested`` for a new conversation, or refuse a later turn asking for another
+    intent (``intent-changed``), even when both resolve to the same level: a conversation
+    created at ``Auto`` stays ``Auto`` (it follows the policy), one created at ``High`` stays
+    ``High``."""
+    fixed = store.fix_intent(conversation_id, requested)
+    if fixed != requested:
+        raise PolicyRefusal(
+            "intent-changed",
+            f"conversation was created asking {fixed}, this binding asks {requested}",
+        )
+
+
+def fill_usage(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, float] | None) -> None:
+    """Fill usage and cost evidence: reported figures only, statuses say what is known (the
+    gateway's rule, for integrations that do not run the gateway)."""
+    figures = {
+        "input_uncached": usage.input_uncached if usage else None,
+        "cache_read": usage.cache_read if usage else None,
+        "cache_write": usage.cache_write if usage else None,
+        "output": usage.output if usage else None,
+    }
+    if usage is None or all(v is None for v in figures.values()):
+        return
+    row.usage_status = "reported"
+    row.input_uncached = usage.input_uncached
+    row.cache_read = usage.cache_read
+    row.cache_write = usage.cache_write
+    row.output_tokens = usage.output
+    row.reasoning_tokens = usage.reasoning
+    if usage.cost_usd is not None:
+        row.cost_status, row.cost_usd = "confirmed", usage.cost_usd
+    elif prices:
+        row.cost_status = "estimated"
+        row.cost_usd = sum((figures.get(k) or 0) * p / 1e6 for k, p in prices.items())
+
+
+def row_from_values(values: Mapping[str, object]) -> EvidenceRow:
+    """An :class:`EvidenceRow` from a database row by column name."""
+    kw = dict(values)
+    kw["stream"] = bool(kw["stream"])
+    return EvidenceRow(**kw)  # type: ignore[arg-type]
+
+
+SQLITE_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
+    (
+        1,
+        "evidence rows, fixed efforts and intents, vault",
+        (
+            f"CREATE TABLE IF NOT EXISTS evidence ({', '.join(_COLUMNS)})",
+            "CREATE INDEX IF NOT EXISTS evidence_conv ON evidence (conversation_id)",
+            "CREATE TABLE IF NOT EXISTS conversation_effort ("
+            " conversation_id TEXT PRIMARY KEY, level TEXT NOT NULL, created REAL NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS conversation_intent ("
+            " conversation_id TEXT PRIMARY KEY, requested TEXT NOT NULL, created REAL NOT NULL)",
+            "CREATE TABLE IF NOT EXISTS vault_conversation ("
+            " seq INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL UNIQUE)",
+            "CREATE TABLE IF NOT EXISTS vault ("
+            " seq INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL,"
+            " key TEXT NOT NULL, value TEXT NOT NULL, UNIQUE (conversation_id, key))",
+        ),
+    ),
+)
+"""SQLite schema steps by version. The evidence table keeps untyped columns (as files written
+before migrations existed have them)."""
+
+
+def sqlite_migrate(db: sqlite3.Connection) -> int:
+    """Bring ``db`` (autocommit mode) to the latest schema; return its version. A database
+    newer than this code is refused (fail closed)."""
+    latest = SQLITE_MIGRATIONS[-1][0]
+    db.execute("BEGIN IMMEDIATE")  # one migrating writer at a time, across processes
+    try:
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version ("
+            " version INTEGER PRIMARY KEY, description TEXT NOT NULL, applied REAL NOT NULL)"
+        )
+        (current,) = db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_version").fetchone()
+        if current > latest:
+            raise ConfigError(
+                f"the evidence database has schema version {current}; this reasonwire knows "
+                f"up to {latest}"
+            )
+        for version, description, steps in SQLITE_MIGRATIONS:
+            if version > current:
+                for step in steps:
+                    db.execute(step)
+                db.execute(
+                    "INSERT INTO schema_version VALUES (?, ?, ?)",
+                    (version, description, time.time()),
+                )
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return max(int(current), latest)
+
+
+def sqlite_connect(path: str) -> sqlite3.Connection:
+    """A migrated autocommit connection (WAL for files)."""
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    if path != ":memory:":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+    sqlite_migrate(db)
+    return db
 
 
 class SQLiteStore:
@@ -92,14 +207,11 @@ class SQLiteStore:
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._lock = threading.Lock()
-        self._efforts: dict[str, str] = {}
         with self._lock:
-            if self.path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._db = sqlite_connect(self.path)
+        self._efforts: dict[str, str] = {}
+        self._intents: dict[str, str] = {}
         self._insert = (
             f"INSERT INTO evidence ({', '.join(_COLUMNS)}) "
             f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -110,21 +222,29 @@ class SQLiteStore:
         with self._lock:
             self._db.execute(self._insert, values)
 
-    def fix_effort(self, conversation_id: str, level: str) -> str:
-        known = self._efforts.get(conversation_id)
+    def _fix(self, table: str, column: str, cache: dict[str, str], conv: str, value: str) -> str:
+        known = cache.get(conv)
         if known is not None:
-            return known  # fixed levels never change: a cache hit is always current
+            return known  # fixed values never change: a cache hit is always current
         with self._lock:
+            # First writer wins (across processes too: the primary key decides), then every
+            # caller reads what won.
             self._db.execute(
-                "INSERT OR IGNORE INTO conversation_effort VALUES (?, ?, ?)",
-                (conversation_id, level, time.time()),
+                f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?)", (conv, value, time.time())
             )
             (fixed,) = self._db.execute(
-                "SELECT level FROM conversation_effort WHERE conversation_id = ?",
-                (conversation_id,),
+                f"SELECT {column} FROM {table} WHERE conversation_id = ?", (conv,)
             ).fetchone()
-        self._efforts[conversation_id] = str(fixed)
+        cache[conv] = str(fixed)
         return str(fixed)
+
+    def fix_effort(self, conversation_id: str, level: str) -> str:
+        return self._fix("conversation_effort", "level", self._efforts, conversation_id, level)
+
+    def fix_intent(self, conversation_id: str, requested: str) -> str:
+        return self._fix(
+            "conversation_intent", "requested", self._intents, conversation_id, requested
+        )
 
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM evidence"
@@ -134,12 +254,7 @@ class SQLiteStore:
             args = (conversation_id,)
         with self._lock:
             found = self._db.execute(sql + " ORDER BY ts, rowid", args).fetchall()
-        out = []
-        for values in found:
-            kw = dict(zip(_COLUMNS, values, strict=True))
-            kw["stream"] = bool(kw["stream"])
-            out.append(EvidenceRow(**kw))
-        return out
+        return [row_from_values(dict(zip(_COLUMNS, values, strict=True))) for values in found]
 
     def close(self) -> None:
         with self._lock:

@@ -5,12 +5,22 @@ record is ``qualified``; a ``discovery`` record exposes no effort options. A rou
 provider/model registration) separately qualifies each level and says what the level means on
 its wire, as a body fragment the gateway merges in. Nothing here widens a match: a new client
 version needs a new record.
+
+An adapter's :class:`RuntimePin` says exactly what was reviewed: the version, the source tag
+and commit, and the SHA-256 of each published artifact (sdist, wheel, binary);
+:func:`verify_artifact` checks a local file against it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
+import tarfile
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from email.parser import HeaderParser
+from pathlib import Path
 from typing import Any, Literal
 
 from reasonwire.errors import PolicyRefusal
@@ -20,6 +30,44 @@ from reasonwire.wire.model import DialectName
 ReviewState = Literal["discovery", "qualified"]
 
 
+_HEX40 = re.compile(r"[0-9a-f]{40}")
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+@dataclass(frozen=True)
+class ArtifactPin:
+    """One published artifact of a pinned runtime: its file name as published (an sdist, a
+    wheel, a binary) and the SHA-256 of its bytes (64 lower-case hex digits)."""
+
+    name: str
+    sha256: str
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"artifact pin: {self.name!r} is not a file name")
+        if not _HEX64.fullmatch(self.sha256):
+            raise ValueError(f"artifact pin {self.name}: sha256 must be 64 lower-case hex digits")
+
+
+@dataclass(frozen=True)
+class RuntimePin:
+    """What exactly was reviewed: the version, the source tag and commit it was built from,
+    and the checksum of every artifact that may run as that version."""
+
+    version: str
+    source_tag: str
+    source_commit: str
+    artifacts: tuple[ArtifactPin, ...]
+
+    def __post_init__(self) -> None:
+        if not self.version or not self.source_tag:
+            raise ValueError("runtime pin: version and source_tag are required")
+        if not _HEX40.fullmatch(self.source_commit):
+            raise ValueError(f"runtime pin {self.version}: source_commit must be 40 hex digits")
+        if not self.artifacts:
+            raise ValueError(f"runtime pin {self.version}: at least one artifact checksum")
+
+
 @dataclass(frozen=True)
 class RuntimeAdapter:
     runtime_id: str
@@ -27,6 +75,15 @@ class RuntimeAdapter:
     review_state: ReviewState
     qualification_id: str
     levels: frozenset[Level]
+    pin: RuntimePin | None = None
+    """The exact build reviewed (``reasonwire qualify verify-pin`` checks a local artifact
+    against it); its version must be the adapter's."""
+
+    def __post_init__(self) -> None:
+        if self.pin is not None and self.pin.version != self.version:
+            raise ValueError(
+                f"{self.runtime_id} {self.version}: pin is for version {self.pin.version}"
+            )
 
     def offered_levels(self) -> frozenset[Level]:
         """Levels the runtime may offer: none at all while still in discovery."""
@@ -104,3 +161,103 @@ class Registry:
     def revoke(self, route_id: str) -> None:
         r = self.route(route_id)
         self.routes[route_id] = replace(r, revoked=True)
+
+    def pinned(self, runtime_id: str, version: str) -> tuple[RuntimeAdapter, RuntimePin]:
+        """The adapter record at exactly ``version`` (qualified or in discovery) and its pin;
+        :class:`PolicyRefusal` when there is none (fail closed)."""
+        for a in self.adapters:
+            if a.runtime_id == runtime_id and a.version == version:
+                if a.pin is None:
+                    raise PolicyRefusal(
+                        "runtime-not-pinned", f"{runtime_id} {version} has no pin in the registry"
+                    )
+                return a, a.pin
+        known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
+        if known:
+            raise PolicyRefusal(
+                "runtime-version-unknown",
+                f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
+            )
+        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+
+
+# -- checking a local artifact against a pin -------------------------------------------------
+
+_MAX_METADATA = 1024 * 1024
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _metadata_version(data: bytes) -> str | None:
+    version = HeaderParser().parsestr(data.decode("utf-8", "replace")).get("Version")
+    return version.strip() if version else None
+
+
+def package_version(path: Path) -> str | None:
+    """The version a Python package file states (a wheel's ``*.dist-info/METADATA``, an
+    sdist's ``PKG-INFO``); ``None`` for anything else (a binary). ValueError when it looks
+    like a package but its metadata cannot be read."""
+    name = path.name
+    try:
+        if name.endswith(".whl"):
+            with zipfile.ZipFile(path) as z:
+                metas = [
+                    i
+                    for i in z.infolist()
+                    if i.filename.count("/") == 1
+                    and i.filename.split("/")[0].endswith(".dist-info")
+                    and i.filename.endswith("/METADATA")
+                ]
+                if len(metas) != 1 or metas[0].file_size > _MAX_METADATA:
+                    raise ValueError(f"{name}: no single .dist-info/METADATA")
+                return _metadata_version(z.read(metas[0]))
+        if name.endswith((".tar.gz", ".tgz")):
+            with tarfile.open(path, "r:gz") as t:
+                for m in t:
+                    if m.isfile() and m.name.count("/") == 1 and m.name.endswith("/PKG-INFO"):
+                        if m.size > _MAX_METADATA:
+                            break
+                        f = t.extractfile(m)
+                        if f is not None:
+                            return _metadata_version(f.read())
+                raise ValueError(f"{name}: no <name>-<version>/PKG-INFO")
+    except (OSError, zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        raise ValueError(f"{name}: not a readable package ({type(exc).__name__})") from None
+    return None
+
+
+def verify_artifact(path: Path, runtime_id: str, pin: RuntimePin) -> ArtifactPin:
+    """The pinned artifact whose SHA-256 equals ``path``'s; :class:`PolicyRefusal`
+    (``pin-mismatch``) when none does, or when the package's own metadata states another
+    version than the pin. OSError when the file cannot be read."""
+    digest = sha256_file(path)
+    matches = [a for a in pin.artifacts if a.sha256 == digest]
+    if not matches:
+        named = [a for a in pin.artifacts if a.name == path.name]
+        if named:
+            raise PolicyRefusal(
+                "pin-mismatch",
+                f"{path.name} has sha256 {digest}; the pin of {runtime_id} {pin.version} says "
+                f"{named[0].sha256}",
+            )
+        raise PolicyRefusal(
+            "pin-mismatch",
+            f"sha256 {digest} of {path.name} matches no pinned artifact of {runtime_id} "
+            f"{pin.version} ({', '.join(a.name for a in pin.artifacts)})",
+        )
+    try:
+        stated = package_version(path)
+    except ValueError as exc:
+        raise PolicyRefusal("pin-mismatch", str(exc)) from None
+    if stated is not None and stated != pin.version:
+        raise PolicyRefusal(
+            "pin-mismatch",
+            f"{path.name} states version {stated}, the pin is for {pin.version}",
+        )
+    return matches[0]

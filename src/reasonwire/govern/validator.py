@@ -15,20 +15,34 @@ A hit is refused naming the kind and the JSON path only (the parent's path for a
 the line when the text is not JSON), never the value. Every other message is passed through
 redaction too, and names of unknown fields or cases are shown only when they are plain.
 Passing proves completeness and commit binding, not truth.
+
+Schema 2 (what ``reasonwire qualify collect`` writes from a gateway run's evidence rows) adds
+what a bounded, attributable observation needs: every provider-reported usage unit (uncached
+input, cache read, cache write, output, reasoning; ``null`` where the provider reported none),
+each observation's latency under a stated bound, the call ids behind every claim, the
+deployment id, the mapping id (a hash of what each level meant on the route's wire) and the
+runtime's source pin. Given the registry and policy (``--policy``), the validator also checks
+the subject against them: the exact runtime record and its pin, the route (registered, not
+revoked, same qualification, same mapping), the proposed levels and the organisation maximum.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
+import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
-from reasonwire.govern.levels import Level
+from reasonwire.govern.levels import LEVELS, Level
+from reasonwire.govern.policy import OrgPolicy
+from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.secrets_scan import format_path, load_pairs, scan_json, scan_text
 
 NEGATIVE_CASES = (
@@ -43,6 +57,19 @@ NEGATIVE_CASES = (
     "over-policy-level",
     "route-revoked-after-projection",
 )
+NEGATIVE_REASONS: Mapping[str, tuple[str, ...]] = {
+    "tampered": ("binding-bad-signature",),
+    "expired": ("binding-expired",),
+    "alg-none": ("binding-bad-alg",),
+    "wrong-key": ("binding-unknown-key",),
+    "other-conversation": ("conversation-mismatch",),
+    "stale-runtime-version": ("runtime-version-unknown",),
+    "unsupported-route": ("route-unknown",),
+    "provider-mismatch": ("provider-mismatch",),
+    "over-policy-level": ("over-policy",),
+    "route-revoked-after-projection": ("route-revoked",),
+}
+"""The gateway's refusal reasons that show each negative case failed closed."""
 HIDDEN_PLACES = ("transcript", "activity", "logs", "artifacts")
 DISCLAIMER = (
     "Passing proves the evidence is complete and bound to the source commit; "
@@ -128,6 +155,92 @@ class QualificationEvidence(_Strict):
     limitations: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
 
 
+_NonNeg = Annotated[int, Field(ge=0)]
+_CallIds = Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class UsageUnits(_Strict):
+    """Provider-reported units; ``None`` where the provider reported none (never a 0)."""
+
+    input_uncached_tokens: _NonNeg | None
+    cache_read_tokens: _NonNeg | None
+    cache_write_tokens: _NonNeg | None
+    output_tokens: _NonNeg | None
+    reasoning_tokens: _NonNeg | None
+
+
+class Latency(_Strict):
+    total_ms: Annotated[float, Field(ge=0)]
+    first_byte_ms: Annotated[float, Field(ge=0)] | None
+
+
+class ObservationV2(_Strict):
+    level: Level
+    requested: Level
+    resolved: Level
+    evidence_call_ids: _CallIds
+    stream: bool
+    usage_status: Literal["reported", "unavailable"]
+    usage: UsageUnits | None
+    cost_status: Literal["confirmed", "estimated", "unavailable"]
+    cost_usd: Annotated[float, Field(ge=0)] | None
+    latency: Latency
+
+
+class SubjectV2(Subject):
+    runtime_source_tag: Annotated[str, Field(min_length=1)]
+    runtime_source_commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    deployment_id: Annotated[str, Field(min_length=1)]
+    mapping_id: Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")]
+
+
+class AutoResolutionV2(AutoResolution):
+    evidence_call_ids: _CallIds
+
+
+class ResumeV2(Resume):
+    evidence_call_ids: _CallIds
+
+
+class IsolationV2(Isolation):
+    evidence_call_ids: _CallIds
+
+
+class NegativeCaseV2(NegativeCase):
+    evidence_call_ids: _CallIds
+
+
+class QualificationEvidenceV2(_Strict):
+    schema_version: Literal[2]
+    source_commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")]
+    subject: SubjectV2
+    proposed_levels: Annotated[list[Level], Field(min_length=1)]
+    latency_bound_ms: Annotated[float, Field(gt=0)]
+    observations: list[ObservationV2]
+    auto_resolution: AutoResolutionV2
+    resume: ResumeV2
+    isolation: IsolationV2
+    negative_cases: dict[str, NegativeCaseV2]
+    hidden_reasoning: dict[str, Literal["absent", "present"]]
+    limitations: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+AnyEvidence = QualificationEvidence | QualificationEvidenceV2
+
+
+def mapping_id(route: RouteRegistration) -> str:
+    """What each level means on the route's wire, as one id: SHA-256 of the canonical JSON of
+    the route id, dialect, model and the level fragments (sorted keys)."""
+    doc: dict[str, Any] = {
+        "route_id": route.route_id,
+        "dialect": route.dialect,
+        "model": route.model,
+        "levels": {lv: dict(route.levels[lv]) for lv in LEVELS if lv in route.levels},
+    }
+    digest = hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    return f"sha256:{digest}"
+
+
 def scan_credentials(text: str) -> list[str]:
     """Likely credentials in evidence ``text``: kind and JSON path (or line), never the text.
 
@@ -182,7 +295,7 @@ def repo_head(repo: Path) -> str:
     return out.stdout.strip()
 
 
-def _checks(ev: QualificationEvidence, head: str) -> list[str]:
+def _checks(ev: AnyEvidence, head: str) -> list[str]:
     problems = []
     if ev.source_commit != head:
         problems.append(f"source_commit {ev.source_commit} is not the repo HEAD {head}")
@@ -195,7 +308,13 @@ def _checks(ev: QualificationEvidence, head: str) -> list[str]:
             problems.append(
                 f"observation {ob.level}: requested {ob.requested} resolved {ob.resolved}"
             )
-        if ob.usage_status == "reported" and ob.usage is None:
+        if ob.usage_status == "reported" and (
+            ob.usage is None
+            or (
+                isinstance(ob.usage, UsageUnits)
+                and all(v is None for v in ob.usage.model_dump().values())
+            )
+        ):
             problems.append(f"observation {ob.level}: usage reported but no figures")
         if ob.usage_status == "unavailable" and ob.usage is not None:
             problems.append(f"observation {ob.level}: usage unavailable but figures given")
@@ -226,6 +345,97 @@ def _checks(ev: QualificationEvidence, head: str) -> list[str]:
             problems.append(f"hidden reasoning in {place}: {state or 'not checked'}")
     for extra in sorted(set(ev.hidden_reasoning) - set(HIDDEN_PLACES)):
         problems.append(f"unknown hidden-reasoning place {_name(extra)}")
+    if isinstance(ev, QualificationEvidenceV2):
+        problems += _checks_v2(ev)
+    return problems
+
+
+def _checks_v2(ev: QualificationEvidenceV2) -> list[str]:
+    problems = []
+    seen: dict[str, str] = {}
+    for ob in ev.observations:
+        if ob.latency.total_ms > ev.latency_bound_ms:
+            problems.append(
+                f"observation {ob.level}: latency {ob.latency.total_ms:.0f} ms is over the "
+                f"bound {ev.latency_bound_ms:.0f} ms"
+            )
+        for cid in ob.evidence_call_ids:
+            if cid in seen and seen[cid] != ob.level:
+                problems.append(
+                    f"observations {seen[cid]} and {ob.level} cite the same call {_name(cid)}"
+                )
+            seen.setdefault(cid, ob.level)
+    for case, nc in ev.negative_cases.items():
+        allowed = NEGATIVE_REASONS.get(case)
+        if allowed is not None and nc.reason not in allowed:
+            problems.append(
+                f"negative case {case}: reason {_name(nc.reason)} does not show it "
+                f"(expected {', '.join(allowed)})"
+            )
+    return problems
+
+
+def registry_checks(ev: AnyEvidence, registry: Registry, policy: OrgPolicy) -> list[str]:
+    """The subject against the registry and policy: exact runtime record (and its pin for
+    schema 2), the route (registered, not revoked, same qualification and mapping), the
+    proposed levels, the organisation maximum."""
+    problems = []
+    s = ev.subject
+    adapter = next(
+        (
+            a
+            for a in registry.adapters
+            if a.runtime_id == s.runtime_id and a.version == s.runtime_version
+        ),
+        None,
+    )
+    if adapter is None:
+        problems.append(f"runtime {s.runtime_id} {s.runtime_version} has no adapter record")
+    else:
+        if adapter.qualification_id and adapter.qualification_id != s.runtime_qualification_id:
+            problems.append(
+                f"runtime qualification {s.runtime_qualification_id} is not the registry's "
+                f"{adapter.qualification_id}"
+            )
+        missing = [lv for lv in ev.proposed_levels if lv not in adapter.levels]
+        if missing:
+            problems.append(f"runtime adapter does not offer {', '.join(missing)}")
+        if isinstance(s, SubjectV2):
+            pin = adapter.pin
+            if pin is None:
+                problems.append(f"runtime {s.runtime_id} {s.runtime_version} has no pin")
+            elif (pin.source_tag, pin.source_commit) != (
+                s.runtime_source_tag,
+                s.runtime_source_commit,
+            ):
+                problems.append(
+                    f"runtime source {s.runtime_source_tag} {s.runtime_source_commit} is not "
+                    f"the pinned {pin.source_tag} {pin.source_commit}"
+                )
+    route = registry.routes.get(s.route_id)
+    if route is None:
+        problems.append(f"route {s.route_id} is not registered")
+    else:
+        if route.revoked:
+            problems.append(f"route {s.route_id} is revoked")
+        if route.qualification_id != s.route_qualification_id:
+            problems.append(
+                f"route qualification {s.route_qualification_id} is not the registry's "
+                f"{route.qualification_id}"
+            )
+        missing = [lv for lv in ev.proposed_levels if lv not in route.levels]
+        if missing:
+            problems.append(f"route {s.route_id} does not qualify {', '.join(missing)}")
+        if isinstance(s, SubjectV2) and s.mapping_id != mapping_id(route):
+            problems.append(
+                f"mapping {s.mapping_id} is not the registry's {mapping_id(route)} for "
+                f"{s.route_id}: the levels meant something else on the wire"
+            )
+    if ev.auto_resolution.org_maximum != policy.maximum:
+        problems.append(
+            f"auto_resolution.org_maximum {ev.auto_resolution.org_maximum} is not the policy's "
+            f"{policy.maximum}"
+        )
     return problems
 
 
@@ -234,26 +444,51 @@ def _refuse(problems: list[str]) -> EvidenceError:
     return EvidenceError([redact(p) for p in problems])
 
 
-def validate_text(text: str, head: str) -> QualificationEvidence:
-    """Validate evidence text against the commit ``head``; raise :class:`EvidenceError`."""
+def _schema_of(text: str) -> type[QualificationEvidence] | type[QualificationEvidenceV2]:
+    try:
+        doc = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return QualificationEvidence  # its parser names the problem
+    if isinstance(doc, dict) and doc.get("schema_version") == 2:
+        return QualificationEvidenceV2
+    return QualificationEvidence
+
+
+def validate_text(
+    text: str,
+    head: str,
+    *,
+    registry: Registry | None = None,
+    policy: OrgPolicy | None = None,
+) -> AnyEvidence:
+    """Validate evidence text against the commit ``head`` (and, given both, the registry and
+    policy); raise :class:`EvidenceError` with every problem."""
     leaks = scan_credentials(text)
     if leaks:
         raise _refuse(leaks)  # before the schema: nothing of the file is echoed
     try:
-        ev = QualificationEvidence.model_validate_json(text)
+        ev: AnyEvidence = _schema_of(text).model_validate_json(text)
     except ValidationError as exc:
         raise _refuse(
             [f"{format_path(p for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         ) from None
     problems = _checks(ev, head)
+    if registry is not None and policy is not None:
+        problems += registry_checks(ev, registry, policy)
     if problems:
         raise _refuse(problems)
     return ev
 
 
-def validate_file(path: Path, repo: Path) -> QualificationEvidence:
+def validate_file(
+    path: Path,
+    repo: Path,
+    *,
+    registry: Registry | None = None,
+    policy: OrgPolicy | None = None,
+) -> AnyEvidence:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read evidence file {path}: {type(exc).__name__}") from None
-    return validate_text(text, repo_head(repo))
+    return validate_text(text, repo_head(repo), registry=registry, policy=policy)
