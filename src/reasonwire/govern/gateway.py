@@ -163,19 +163,24 @@ def _refusal(status: int, reason: str, detail: str, dialect: Dialect | None = No
 
 
 def _retry_after(value: str | None) -> dict[str, str]:
-    """A Retry-After to pass on: delay-seconds (bounded) or an HTTP date, nothing else."""
+    """A Retry-After to pass on: delay-seconds (ASCII digits, bounded) or an HTTP date
+    written anew by the gateway (a lenient date parse ignores trailing words, so the
+    upstream's text is never relayed), nothing else."""
     if not value:
         return {}
     v = value.strip()
-    if v.isdigit() and len(v) <= 6:
+    if v.isascii() and v.isdigit() and len(v) <= 6:
         return {"retry-after": v}
     import email.utils
+    from datetime import UTC
 
     try:
-        email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return {}
-    return {"retry-after": v} if len(v) <= 40 and v.isprintable() else {}
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return {"retry-after": email.utils.format_datetime(when.astimezone(UTC), usegmt=True)}
 
 
 def _parse_json(raw: bytes) -> Any:
@@ -440,7 +445,7 @@ class Gateway:
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
                 self._relay(resp, dialect, auth, row, t0, settled),
-                media_type=resp.headers.get("content-type", "text/event-stream"),
+                media_type="text/event-stream",  # never the upstream's header
             )
         return await self._answer(resp, dialect, auth, row, t0)
 
