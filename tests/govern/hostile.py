@@ -20,6 +20,7 @@ import json
 import re
 import secrets
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -798,8 +799,15 @@ class HostileWorld:
     def headers(self, conv: str, route_id: str, requested: Requested = "medium") -> dict[str, str]:
         return {HEADER: self.token(conv, route_id, requested), CONVERSATION_HEADER: conv}
 
-    def rows(self, conv: str) -> list[EvidenceRow]:
-        return self.store.rows(conv)
+    def rows(self, conv: str, n: int = 1, timeout: float = 5.0) -> list[EvidenceRow]:
+        """The conversation's evidence rows once there are ``n`` (a stream's row lands when
+        the gateway has finished with it, which may be just after the client's last byte)."""
+        deadline = time.monotonic() + timeout
+        rows = self.store.rows(conv)
+        while len(rows) < n and time.monotonic() < deadline:
+            time.sleep(0.01)
+            rows = self.store.rows(conv)
+        return rows
 
     def route(self, route_id: str) -> RouteRegistration:
         return self.gateway.registry.routes[route_id]

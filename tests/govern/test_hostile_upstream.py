@@ -32,13 +32,16 @@ from tests.govern.hostile import (
     Visible,
     anthropic_json,
     anthropic_stream,
+    anthropic_stream_events,
     chat_json,
     chat_stream,
+    chat_stream_events,
     chat_text_stream,
     hostile_world,
     new_conv,
     responses_json,
     responses_stream,
+    responses_stream_events,
     sse,
     user_body,
 )
@@ -652,7 +655,7 @@ def test_400_quoting_the_request_with_vaulted_reasoning_is_not_relayed(
     second = hw.upstream.find(conv)[-1]
     assert c.leaked(second.text), "the vault did not re-attach the reasoning upstream"
     _no_leak(c, tee.received().seen() + str(exc), hw.key)
-    rows = hw.rows(conv)
+    rows = hw.rows(conv, 2)
     assert [(r.outcome, r.status_code) for r in rows] == [
         ("forwarded", 200),
         ("upstream-error", 400),
@@ -749,3 +752,112 @@ def test_upstream_response_headers_are_not_relayed(hw: HostileWorld) -> None:
             _no_leak(c, got.seen())
             want = "text/event-stream" if stream else "application/json"
             assert got.headers["content-type"].split(";")[0] == want
+
+
+# -- streams that fail --------------------------------------------------------------------------
+
+STREAM_EVENTS = {
+    "chat": (chat_stream_events, 9),  # cut after the text, before finish_reason
+    "responses": (responses_stream_events, 15),  # mid-text
+    "anthropic": (anthropic_stream_events, 10),  # mid-text
+}
+
+
+def _cut_reply(dialect: str, c: Canaries, v: Visible, mode: str) -> Reply:
+    build, k = STREAM_EVENTS[dialect]
+    events = build(c, v)[:k]
+    if mode == "eof":  # chunked body, connection dropped
+        return Reply(chunks=events, content_type="text/event-stream", cut=True)
+    if mode == "short":  # Content-Length declared, connection dropped before it
+        return Reply(
+            chunks=events, content_type="text/event-stream", cut=True, content_length=10**6
+        )
+    return Reply(chunks=events, content_type="text/event-stream")  # ended, no terminal event
+
+
+def _last_event_is_error(tee: Tee) -> None:
+    events = Received(0, {}, bytes(tee.raw)).events()
+    assert events, "nothing received"
+    name, data = events[-1]
+    assert isinstance(data, dict) and data.get("type") == "error", events[-1]
+    assert name in ("error", None)
+
+
+@pytest.mark.parametrize("mode", ["eof", "short", "ended"])
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_stream_cut_mid_way_makes_the_sdk_raise(hw: HostileWorld, dialect: str, mode: str) -> None:
+    route_id, conv, c, v, tee = MAIN[dialect], new_conv(), Canaries(), Visible(), Tee()
+    hw.upstream.plan(conv, _cut_reply(dialect, c, v, mode))
+    exc = _call_raises(hw, route_id, conv, True, tee, _sdk_body(route_id, conv))
+    if dialect == "anthropic":
+        assert isinstance(exc, anthropic.APIStatusError), exc
+    else:
+        assert isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIStatusError)
+    _last_event_is_error(tee)
+    _no_leak(c, tee.received().seen() + str(exc), hw.key)
+    (row,) = hw.rows(conv)
+    assert row.outcome == "upstream-error" and "stream" in (row.reason or ""), row.reason
+
+
+def _error_mid_stream(dialect: str, c: Canaries, v: Visible, key: str) -> list[bytes]:
+    build, k = STREAM_EVENTS[dialect]
+    head = build(c, v)[:k]
+    quote = c("upstream error message") + " " + key
+    if dialect == "chat":
+        err = {"error": {"message": quote, "type": "server_error", "code": c("code")}}
+        return [*head, sse(err), sse(b"[DONE]")]
+    if dialect == "responses":
+        err = {"type": "error", "code": "server_error", "message": quote, "param": c("param")}
+        return [*head, sse(err, event="error")]
+    err = {"type": "error", "error": {"type": "overloaded_error", "message": quote}}
+    return [*head, sse(err, event="error")]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_upstream_error_event_mid_stream_makes_the_sdk_raise(
+    hw: HostileWorld, dialect: str
+) -> None:
+    """An upstream error inside a stream, followed by the stream's clean end ([DONE] for
+    chat): the client must still fail, and see none of the upstream's error text."""
+    route_id, conv, c, v, tee = MAIN[dialect], new_conv(), Canaries(), Visible(), Tee()
+    chunks = _error_mid_stream(dialect, c, v, hw.key)
+    hw.upstream.plan(conv, Reply(chunks=chunks, content_type="text/event-stream"))
+    exc = _call_raises(hw, route_id, conv, True, tee, _sdk_body(route_id, conv))
+    assert isinstance(exc, openai.APIError | anthropic.APIError)
+    _no_leak(c, tee.received().seen() + str(exc), hw.key)
+    (row,) = hw.rows(conv)
+    assert row.outcome == "upstream-error", row.reason
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_malformed_sse_chunk_makes_the_sdk_raise(hw: HostileWorld, dialect: str) -> None:
+    route_id, conv, c, v, tee = MAIN[dialect], new_conv(), Canaries(), Visible(), Tee()
+    build, k = STREAM_EVENTS[dialect]
+    events = build(c, v)
+    bad = b'data: {"choices": [{"delta": {"content": "' + c("malformed").encode() + b"\n\n"
+    hw.upstream.plan(
+        conv, Reply(chunks=[*events[:k], bad, *events[k:]], content_type="text/event-stream")
+    )
+    exc = _call_raises(hw, route_id, conv, True, tee, _sdk_body(route_id, conv))
+    assert isinstance(exc, openai.APIError | anthropic.APIError)
+    _last_event_is_error(tee)
+    _no_leak(c, tee.received().seen() + str(exc), hw.key)
+    (row,) = hw.rows(conv)
+    assert row.outcome == "upstream-error" and "malformed" in (row.reason or ""), row.reason
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_stream_bytes_split_anywhere(hw: HostileWorld, dialect: str) -> None:
+    """The hidden-shape stream re-chunked into 1..7-byte TCP pieces: still nothing leaks."""
+    route_id, conv, c, v = MAIN[dialect], new_conv(), Canaries(), Visible()
+    blob = b"".join(STREAM_EVENTS[dialect][0](c, v))
+    sizes, pieces, at = [1, 2, 3, 5, 7], [], 0
+    while at < len(blob):
+        n = sizes[len(pieces) % len(sizes)]
+        pieces.append(blob[at : at + n])
+        at += n
+    hw.upstream.plan(conv, Reply(chunks=pieces, content_type="text/event-stream"))
+    got = hw.post(route_id, conv, user_body(route_id, conv, stream=True))
+    assert got.status == 200
+    _no_leak(c, got.seen(), hw.key)
+    assert hw.rows(conv)[0].outcome == "forwarded"
