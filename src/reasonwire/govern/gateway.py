@@ -39,7 +39,6 @@ from reasonwire import credentials
 from reasonwire.errors import (
     CredentialError,
     PolicyRefusal,
-    ReasonwireError,
     TransportError,
     TruncatedStream,
 )
@@ -544,7 +543,7 @@ class Gateway:
         try:
             data = orjson.loads(raw)
             turn = dialect.parse_response(data)
-        except (ValueError, ReasonwireError):
+        except Exception:  # not JSON, not the dialect's shape, or a parser failing on it
             row.outcome, row.reason = "upstream-error", "upstream body malformed"
             return self._finish_refusal(row, t0, 502, "the upstream answer was malformed", dialect)
         self._keep(turn, dialect, auth, row)
@@ -562,7 +561,9 @@ class Gateway:
         settled: asyncio.Event,
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
-        ends with the dialect's error event, never with a clean finish."""
+        ends with the dialect's error event, never with a clean finish; so does a stream the
+        evidence decoder cannot follow (whatever it raises: the client's stream must end in
+        the dialect's terms, and the row must say the call failed)."""
         decoder = dialect.stream_decoder()
         projector = dialect.stream_projector(self._profile(auth.route, dialect))
         turn: Turn | None = None
@@ -588,7 +589,7 @@ class Gateway:
             except TransportError:
                 failure = "the upstream stream was cut"
                 turn = decoder.partial_turn()
-            except ReasonwireError as exc:
+            except Exception as exc:  # MalformedBody, or a decoder failing on hostile input
                 failure = f"the upstream stream was malformed ({type(exc).__name__})"
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure

@@ -226,7 +226,7 @@ def _walk(
             return _bad(strict, path, f"expected true or false, got {_kind(value)}")
         return value
     if isinstance(shape, Const):
-        if value not in shape.values:
+        if not isinstance(value, str) or value not in shape.values:  # lists are unhashable
             return _bad(strict, path, f"expected one of {sorted(shape.values)}")
         return value
     if isinstance(shape, Scalar):

@@ -10,6 +10,10 @@ the vault re-attaches originals by signature); in a user message, in ``system`` 
 ``tool_result`` they are dropped like any unknown block, since there the gateway would have
 forwarded them as the client wrote them. ``tool_result.content`` is typed for that reason
 (text, image, document and search_result blocks).
+
+Found by the hostile-upstream properties (``tests/govern/test_hostile_properties.py``):
+``usage.cache_creation`` is typed (the two ephemeral token counts) instead of any value, so an
+upstream cannot carry text to the client through it.
 """
 
 from __future__ import annotations
@@ -175,7 +179,12 @@ _USAGE = Obj(
         "output_tokens": Int(),
         "cache_read_input_tokens": Nullable(Int()),
         "cache_creation_input_tokens": Nullable(Int()),
-        "cache_creation": Anything(),
+        "cache_creation": Obj(
+            {
+                "ephemeral_5m_input_tokens": Nullable(Int()),
+                "ephemeral_1h_input_tokens": Nullable(Int()),
+            }
+        ),
         "service_tier": Nullable(Str()),
     }
 )
