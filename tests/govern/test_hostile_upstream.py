@@ -861,3 +861,72 @@ def test_stream_bytes_split_anywhere(hw: HostileWorld, dialect: str) -> None:
     assert got.status == 200
     _no_leak(c, got.seen(), hw.key)
     assert hw.rows(conv)[0].outcome == "forwarded"
+
+
+def test_think_tags_projector_every_three_way_split() -> None:
+    """The chat stream projector of a think-tags route, fed the text in three deltas split at
+    every pair of offsets (and the SSE bytes in 5-byte pieces): exactly the visible text."""
+    from reasonwire.wire import get_dialect
+
+    chat = get_dialect("chat")
+    profile = chat.profile("vllm")
+    c, v = Canaries(), Visible(text="ok <b> done")
+    text = f"pre<think>{c('3-way')}</think>{v.text}"
+    want = "pre" + v.text
+    for i in range(len(text) + 1):
+        for j in range(i, len(text) + 1):
+            projector = chat.stream_projector(profile)
+            blob = b"".join(chat_text_stream([text[:i], text[i:j], text[j:]]))
+            out = b"".join(projector.feed(blob[k : k + 5]) for k in range(0, len(blob), 5))
+            out += projector.close()
+            got = Received(200, {}, out)
+            assert c.leaked(got.seen()) == {}, (i, j)
+            content = "".join(
+                (ch.get("delta") or {}).get("content") or ""
+                for _, d in got.events()
+                if isinstance(d, dict)
+                for ch in d.get("choices") or []
+            )
+            assert content == want, (i, j)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "etype", "code", "shown_type", "shown_code"),
+    [
+        (
+            "chat",
+            "invalid_request_error",
+            "context_length_exceeded",
+            "invalid_request_error",
+            "context_length_exceeded",
+        ),
+        ("chat", "{c}", "{c}", "invalid_request_error", "upstream-error"),
+        (
+            "responses",
+            "invalid_request_error",
+            "invalid_encrypted_content",
+            "invalid_request_error",
+            "invalid_encrypted_content",
+        ),
+        ("anthropic", "overloaded_error", None, "overloaded_error", "upstream-error"),
+        ("anthropic", "{c}", "{c}", "invalid_request_error", "upstream-error"),
+    ],
+)
+def test_only_allow_listed_provider_type_and_code_are_shown(
+    hw: HostileWorld,
+    dialect: str,
+    etype: str,
+    code: str | None,
+    shown_type: str,
+    shown_code: str,
+) -> None:
+    route_id, conv, c = MAIN[dialect], new_conv(), Canaries()
+    err: dict[str, Any] = {"type": etype.format(c=c("type")), "message": c("message")}
+    if code is not None:
+        err["code"] = code.format(c=c("code"))
+    hw.upstream.plan(conv, Reply(400, json.dumps({"type": "error", "error": err}).encode()))
+    got = hw.post(route_id, conv, user_body(route_id, conv))
+    assert got.status == 400
+    shown = _gateway_error(got.json(), 400)
+    assert (shown["type"], shown["code"]) == (shown_type, shown_code)
+    _no_leak(c, got.seen())
