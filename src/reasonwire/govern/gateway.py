@@ -39,7 +39,6 @@ from reasonwire import credentials
 from reasonwire.errors import (
     CredentialError,
     PolicyRefusal,
-    ReasonwireError,
     TransportError,
     TruncatedStream,
 )
@@ -163,36 +162,60 @@ def _refusal(status: int, reason: str, detail: str, dialect: Dialect | None = No
 
 
 def _retry_after(value: str | None) -> dict[str, str]:
-    """A Retry-After to pass on: delay-seconds (bounded) or an HTTP date, nothing else."""
+    """A Retry-After to pass on: delay-seconds (ASCII digits, bounded) or an HTTP date
+    written anew by the gateway (a lenient date parse ignores trailing words, so the
+    upstream's text is never relayed), nothing else."""
     if not value:
         return {}
     v = value.strip()
-    if v.isdigit() and len(v) <= 6:
+    if _is_count(v) and len(v) <= 6:
         return {"retry-after": v}
     import email.utils
+    from datetime import UTC
 
     try:
-        email.utils.parsedate_to_datetime(v)
-    except (TypeError, ValueError, IndexError):
+        when = email.utils.parsedate_to_datetime(v)
+    except (TypeError, ValueError, IndexError, OverflowError):
         return {}
-    return {"retry-after": v} if len(v) <= 40 and v.isprintable() else {}
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return {"retry-after": email.utils.format_datetime(when.astimezone(UTC), usegmt=True)}
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _parse_json(raw: bytes) -> Any:
-    """A request body as JSON: strict UTF-8 and no lone surrogates (orjson), integers beyond
-    64 bits accepted (stdlib) only when the text is valid Unicode."""
+    """A request body as JSON: strict UTF-8, no lone surrogates, no ``NaN``/``Infinity``.
+
+    orjson reads integers beyond 64 bits as floats; past the double range it refuses them and
+    the stdlib reads them exactly, on the strictly decoded text (never another encoding)."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:
         pass
     try:
-        value = json.loads(raw)
+        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (ValueError, UnicodeError, RecursionError):
         raise PolicyRefusal(
             "malformed-body", "the request body is not valid JSON in UTF-8"
         ) from None
     return value
+
+
+def _dumps(body: Any) -> bytes:
+    """The upstream payload; the stdlib writes what orjson cannot (integers past 64 bits)."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _is_count(text: str) -> bool:
+    """ASCII digits only (``str.isdigit`` also accepts superscripts a latin-1 header holds)."""
+    return text.isascii() and text.isdigit()
 
 
 class Gateway:
@@ -241,13 +264,27 @@ class Gateway:
         if scope["type"] != "http":
             return
         dialect = dialect_for_gateway_path(scope["path"])
-        if dialect is None:
-            response: Response = _refusal(404, "not-found", "no such endpoint")
-        elif scope["method"] != "POST":
-            response = _refusal(405, "method-not-allowed", "use POST", dialect)
+        if dialect is None or scope["method"] != "POST":
+            response: Response = self._misrouted(Request(scope, receive), dialect)
         else:
             response = await self._guarded(Request(scope, receive), dialect)
         await response(scope, receive, send)
+
+    def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
+        """404 (no such endpoint) or 405 (not POST), with an evidence row like any refusal."""
+        t0 = time.perf_counter()
+        reason = "not-found" if dialect is None else "method-not-allowed"
+        row = EvidenceRow(
+            outcome="refused",
+            conversation_id=request.headers.get(CONVERSATION_HEADER),
+            reason=reason,
+            dialect=dialect.name if dialect else None,
+        )
+        with contextlib.suppress(Exception):
+            self._record(row, t0)
+        if dialect is None:
+            return _refusal(404, reason, "no such endpoint")
+        return _refusal(405, reason, "use POST", dialect)
 
     async def _guarded(self, request: Request, dialect: Dialect) -> Response:
         """:meth:`handle` behind a last-resort handler: an unexpected error answers 500 with
@@ -382,7 +419,7 @@ class Gateway:
         """The body, refused as soon as it passes the size bound (never read whole)."""
         limit = self.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > limit:
+        if _is_count(declared) and int(declared) > limit:
             raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
         parts: list[bytes] = []
         size = 0
@@ -400,10 +437,10 @@ class Gateway:
     ) -> Response:
         headers = request.headers
         try:
-            self._check_headers(request)
             row.conversation_id = headers.get(CONVERSATION_HEADER)
+            self._check_headers(request)
             attempt = headers.get(ATTEMPT_HEADER, "1")
-            if not (attempt.isdigit() and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
+            if not (_is_count(attempt) and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
                 raise PolicyRefusal(
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
@@ -424,7 +461,7 @@ class Gateway:
             )
         options = RequestOptions(model=route.model, stream=row.stream)
         url = route.upstream_base_url.rstrip("/") + dialect.request_path(options)
-        payload = orjson.dumps(body)
+        payload = _dumps(body)
         row.outcome = "upstream-error"  # until the upstream answers 200
         try:
             resp = await self._upstream.post(url, payload, up_headers)
@@ -440,7 +477,7 @@ class Gateway:
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
                 self._relay(resp, dialect, auth, row, t0, settled),
-                media_type=resp.headers.get("content-type", "text/event-stream"),
+                media_type="text/event-stream",  # never the upstream's header
             )
         return await self._answer(resp, dialect, auth, row, t0)
 
@@ -506,7 +543,7 @@ class Gateway:
         try:
             data = orjson.loads(raw)
             turn = dialect.parse_response(data)
-        except (ValueError, ReasonwireError):
+        except Exception:  # not JSON, not the dialect's shape, or a parser failing on it
             row.outcome, row.reason = "upstream-error", "upstream body malformed"
             return self._finish_refusal(row, t0, 502, "the upstream answer was malformed", dialect)
         self._keep(turn, dialect, auth, row)
@@ -524,7 +561,9 @@ class Gateway:
         settled: asyncio.Event,
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
-        ends with the dialect's error event, never with a clean finish."""
+        ends with the dialect's error event, never with a clean finish; so does a stream the
+        evidence decoder cannot follow (whatever it raises: the client's stream must end in
+        the dialect's terms, and the row must say the call failed)."""
         decoder = dialect.stream_decoder()
         projector = dialect.stream_projector(self._profile(auth.route, dialect))
         turn: Turn | None = None
@@ -550,7 +589,7 @@ class Gateway:
             except TransportError:
                 failure = "the upstream stream was cut"
                 turn = decoder.partial_turn()
-            except ReasonwireError as exc:
+            except Exception as exc:  # MalformedBody, or a decoder failing on hostile input
                 failure = f"the upstream stream was malformed ({type(exc).__name__})"
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure

@@ -6,6 +6,16 @@ whose data is not JSON, is dropped whole (``[DONE]`` and the like excepted, by n
 the shape does not name never reach the client, whatever escapes or nesting they use, since
 the decision is made on the decoded value. Visible text is cut of ``<think>`` blocks when the
 route's profile says the model writes them, with one cutter per JSON path across events.
+
+The upstream's own SSE framing never reaches the client either: ``event:`` names are the
+projected data's tag (a value the event shape allow-listed) when the event shape is
+:class:`~reasonwire.wire.shape.Tagged` (Responses, Anthropic: events named after their
+``type``), and absent otherwise; ``id:``, ``retry:`` and comment lines are not relayed.
+
+An upstream that reports a failure inside the stream (an event whose data holds an ``error``
+the shape does not project, as Chat Completions servers send) ends the projected stream: the
+client gets the dialect's own error event at that point, no upstream text, and nothing after
+it (not the ``[DONE]`` that may follow, which would let an SDK finish cleanly).
 """
 
 from __future__ import annotations
@@ -14,7 +24,7 @@ from collections.abc import Callable
 
 import orjson
 
-from reasonwire.wire.shape import Shape, TextFilter, project
+from reasonwire.wire.shape import Shape, Tagged, TextFilter, project
 from reasonwire.wire.sse import SSEDecoder, SSEEvent
 from reasonwire.wire.thinktags import PathCutters
 
@@ -32,7 +42,7 @@ def encode_event(event: str, data: bytes | str) -> bytes:
 class SSEProjector:
     """A :class:`~reasonwire.wire.dialect.StreamProjector` for SSE dialects."""
 
-    __slots__ = ("_error", "_keep", "_literal", "_shape", "_sse", "_tf")
+    __slots__ = ("_error", "_failed", "_keep", "_literal", "_named", "_shape", "_sse", "_tf")
 
     def __init__(
         self,
@@ -44,7 +54,9 @@ class SSEProjector:
         keep: EventFilter | None = None,
     ) -> None:
         self._shape = shape
+        self._named = shape.key if isinstance(shape, Tagged) else None
         self._error = error_event
+        self._failed = False
         self._literal = literal
         self._keep = keep
         self._tf: TextFilter | None = PathCutters() if think_tags else None
@@ -57,14 +69,20 @@ class SSEProjector:
         return self._emit(self._sse.close())
 
     def fail(self, reason: str) -> bytes:
+        """The dialect's error event (once: empty when the stream already ended with one)."""
+        if self._failed:
+            return b""
+        self._failed = True
         return self._error(reason)
 
     def _emit(self, events: list[SSEEvent]) -> bytes:
         out: list[bytes] = []
         for ev in events:
+            if self._failed:
+                break
             text = ev.data.strip()
             if text in self._literal:
-                out.append(encode_event(ev.event, text))
+                out.append(encode_event("message", text))
                 continue
             try:
                 data = orjson.loads(text)
@@ -73,9 +91,14 @@ class SSEProjector:
             if not isinstance(data, dict):
                 continue
             seen = project(self._shape, data, self._tf)
+            if data.get("error") and not isinstance(seen.get("error"), dict):
+                out.append(self.fail("the upstream reported an error in the stream"))
+                break
             if not seen or (self._keep is not None and not self._keep(seen)):
                 continue
-            out.append(encode_event(ev.event, orjson.dumps(seen)))
+            kind = seen.get(self._named) if self._named is not None else None
+            name = kind if isinstance(kind, str) and kind.isprintable() else "message"
+            out.append(encode_event(name, orjson.dumps(seen)))
         return b"".join(out)
 
 

@@ -111,11 +111,14 @@ class Tagged(Shape):
 
     An unknown tag is dropped whole (both modes): a part or event kind nobody described is
     never forwarded. ``untagged`` is used when the key is absent (``None``: dropped).
+    ``closed``: in validate mode an unknown or absent tag is an error instead (a message
+    whose ``role`` picks its fields must not vanish from a history unnoticed).
     """
 
     variants: Mapping[str, Obj]
     key: str = "type"
     untagged: Obj | None = None
+    closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +200,9 @@ def _walk(
         tag = value.get(shape.key)
         variant = shape.variants.get(tag) if isinstance(tag, str) else None
         if variant is None:
+            if strict and shape.closed:
+                expected = ", ".join(sorted(shape.variants))
+                return _bad(strict, path, f"{shape.key} must be one of: {expected}")
             if shape.key in value or shape.untagged is None:
                 return _DROP
             variant = shape.untagged
@@ -220,7 +226,7 @@ def _walk(
             return _bad(strict, path, f"expected true or false, got {_kind(value)}")
         return value
     if isinstance(shape, Const):
-        if value not in shape.values:
+        if not isinstance(value, str) or value not in shape.values:  # lists are unhashable
             return _bad(strict, path, f"expected one of {sorted(shape.values)}")
         return value
     if isinstance(shape, Scalar):

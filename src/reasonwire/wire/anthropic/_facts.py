@@ -3,6 +3,17 @@ the visible projection (answers and stream events) and the harness variants.
 
 Source: Anthropic's Messages API reference (create, streaming, extended and adaptive
 thinking, effort, token counting, errors) and ``shared/WIRE.md``.
+
+Allow-list notes (found by the hostile-client tests, ``tests/govern/test_hostile_client.py``):
+``thinking`` and ``redacted_thinking`` blocks are accepted in assistant messages only (where
+the vault re-attaches originals by signature); in a user message, in ``system`` or inside a
+``tool_result`` they are dropped like any unknown block, since there the gateway would have
+forwarded them as the client wrote them. ``tool_result.content`` is typed for that reason
+(text, image, document and search_result blocks).
+
+Found by the hostile-upstream properties (``tests/govern/test_hostile_properties.py``):
+``usage.cache_creation`` is typed (the two ephemeral token counts) instead of any value, so an
+upstream cannot carry text to the client through it.
 """
 
 from __future__ import annotations
@@ -59,59 +70,87 @@ COUNT = CountSpec(
 # -- request shape --------------------------------------------------------------------------
 
 _CACHE = Anything()
-_BLOCK_IN = Tagged(
+_TEXT_IN = Obj({"type": Str(), "text": Str(), "cache_control": _CACHE, "citations": Anything()})
+_IMAGE_IN = Obj({"type": Str(), "source": Anything(), "cache_control": _CACHE})
+_DOCUMENT_IN = Obj(
     {
-        "text": Obj(
-            {"type": Str(), "text": Str(), "cache_control": _CACHE, "citations": Anything()}
-        ),
-        "image": Obj({"type": Str(), "source": Anything(), "cache_control": _CACHE}),
-        "document": Obj(
+        "type": Str(),
+        "source": Anything(),
+        "title": Str(),
+        "context": Str(),
+        "citations": Anything(),
+        "cache_control": _CACHE,
+    }
+)
+_TOOL_RESULT_PART = Tagged(
+    {
+        "text": _TEXT_IN,
+        "image": _IMAGE_IN,
+        "document": _DOCUMENT_IN,
+        "search_result": Obj(
             {
                 "type": Str(),
-                "source": Anything(),
+                "source": Str(),
                 "title": Str(),
-                "context": Str(),
+                "content": ListOf(Tagged({"text": _TEXT_IN})),
                 "citations": Anything(),
                 "cache_control": _CACHE,
             }
         ),
-        "tool_use": Obj(
-            {
-                "type": Str(),
-                "id": Str(),
-                "name": Str(),
-                "input": Anything(),
-                "cache_control": _CACHE,
-            },
-            frozenset({"id", "name"}),
-        ),
-        "tool_result": Obj(
-            {
-                "type": Str(),
-                "tool_use_id": Str(),
-                "content": Anything(),
-                "is_error": Bool(),
-                "cache_control": _CACHE,
-            },
-            frozenset({"tool_use_id"}),
-        ),
+    }
+)
+_USER_BLOCKS: dict[str, Obj] = {
+    "text": _TEXT_IN,
+    "image": _IMAGE_IN,
+    "document": _DOCUMENT_IN,
+    "tool_use": Obj(
+        {
+            "type": Str(),
+            "id": Str(),
+            "name": Str(),
+            "input": Anything(),
+            "cache_control": _CACHE,
+        },
+        frozenset({"id", "name"}),
+    ),
+    "tool_result": Obj(
+        {
+            "type": Str(),
+            "tool_use_id": Str(),
+            "content": OneOf((Str(), ListOf(_TOOL_RESULT_PART))),
+            "is_error": Bool(),
+            "cache_control": _CACHE,
+        },
+        frozenset({"tool_use_id"}),
+    ),
+}
+_BLOCK_USER = Tagged(_USER_BLOCKS)
+_BLOCK_ASSISTANT = Tagged(
+    {
+        **_USER_BLOCKS,
         # Looked up in the vault by signature; never forwarded as the client sent it.
         "thinking": Obj({"type": Str(), "thinking": Str(), "signature": Str()}),
         "redacted_thinking": Obj({"type": Str(), "data": Str()}),
     }
 )
-_MESSAGE = Obj(
+_MESSAGE = Tagged(
     {
-        "role": Const(frozenset({"user", "assistant"})),
-        "content": OneOf((Str(), ListOf(_BLOCK_IN))),
+        "user": Obj(
+            {"role": Str(), "content": OneOf((Str(), ListOf(_BLOCK_USER)))}, frozenset({"content"})
+        ),
+        "assistant": Obj(
+            {"role": Str(), "content": OneOf((Str(), ListOf(_BLOCK_ASSISTANT)))},
+            frozenset({"content"}),
+        ),
     },
-    frozenset({"role", "content"}),
+    key="role",
+    closed=True,
 )
 REQUEST = Obj(
     {
         "model": Str(),
         "messages": ListOf(_MESSAGE),
-        "system": OneOf((Str(), ListOf(_BLOCK_IN))),
+        "system": OneOf((Str(), ListOf(_BLOCK_USER))),
         "max_tokens": Int(lo=1),
         "tools": ListOf(Anything()),
         "tool_choice": Anything(),
@@ -145,7 +184,12 @@ _USAGE = Obj(
         "output_tokens": Int(),
         "cache_read_input_tokens": Nullable(Int()),
         "cache_creation_input_tokens": Nullable(Int()),
-        "cache_creation": Anything(),
+        "cache_creation": Obj(
+            {
+                "ephemeral_5m_input_tokens": Nullable(Int()),
+                "ephemeral_1h_input_tokens": Nullable(Int()),
+            }
+        ),
         "service_tier": Nullable(Str()),
     }
 )

@@ -5,6 +5,11 @@ Sources are named per control: OpenAI's Chat Completions reference, OpenRouter's
 and routing docs, DeepSeek's thinking-mode guide, Z.ai's GLM thinking docs, vLLM's and
 SGLang's OpenAI-compatible server docs, Qwen (DashScope) compatible-mode docs, Ollama's API,
 Gemini's OpenAI-compatibility page (all summarised in ``shared/WIRE.md``).
+
+Allow-list notes (found by the hostile-client tests, ``tests/govern/test_hostile_client.py``):
+reasoning carrier fields are accepted on assistant messages only (where the vault
+re-attaches originals); on a system, developer, user or tool message they are dropped like
+any unknown field, since there the gateway would have forwarded them as the client wrote them.
 """
 
 from __future__ import annotations
@@ -16,13 +21,13 @@ from reasonwire.wire.model import JSON
 from reasonwire.wire.shape import (
     Anything,
     Bool,
-    Const,
     Int,
     ListOf,
     Nullable,
     Num,
     Obj,
     OneOf,
+    Shape,
     Str,
     Tagged,
 )
@@ -113,18 +118,24 @@ _CALL = Obj(
         TOOL_CALL_CARRIER: Anything(),
     }
 )
-_MESSAGE = Obj(
+_MESSAGE_FIELDS: dict[str, Shape] = {
+    "role": Str(),
+    "content": _CONTENT,
+    "name": Str(),
+    "tool_calls": ListOf(_CALL),
+    "tool_call_id": Str(),
+    "refusal": Nullable(Str()),
+}
+_PLAIN_MESSAGE = Obj(_MESSAGE_FIELDS)
+_MESSAGE = Tagged(
     {
-        "role": Const(frozenset({"system", "developer", "user", "assistant", "tool"})),
-        "content": _CONTENT,
-        "name": Str(),
-        "tool_calls": ListOf(_CALL),
-        "tool_call_id": Str(),
-        "refusal": Nullable(Str()),
-        # Reasoning a client replays: only looked up in the vault, never forwarded as sent.
-        **{f: Anything() for f in CARRIER_FIELDS},
+        **{role: _PLAIN_MESSAGE for role in ("system", "developer", "user", "tool")},
+        # Reasoning a client replays: only looked up in the vault, never forwarded as sent;
+        # only an assistant turn can carry it (the vault re-attaches it there).
+        "assistant": Obj({**_MESSAGE_FIELDS, **{f: Anything() for f in CARRIER_FIELDS}}),
     },
-    frozenset({"role"}),
+    key="role",
+    closed=True,
 )
 REQUEST = Obj(
     {

@@ -3,6 +3,11 @@ shape, the visible projection (answers and stream events) and the harness varian
 
 Source: OpenAI's Responses API reference (create, streaming events, input token counts,
 conversation state) and ``shared/WIRE.md``.
+
+Allow-list notes (found by the hostile-client tests, ``tests/govern/test_hostile_client.py``):
+``function_call_output.output`` is a string or a list of input parts, typed like a message's
+content, so a reasoning part a client puts there is dropped like any unknown part (reasoning
+items are the only place reasoning is accepted, and those go through the vault).
 """
 
 from __future__ import annotations
@@ -103,7 +108,13 @@ _ITEM_IN = Tagged(
             frozenset({"call_id", "name", "arguments"}),
         ),
         "function_call_output": Obj(
-            {"type": Str(), "id": Str(), "call_id": Str(), "output": Anything(), "status": Str()},
+            {
+                "type": Str(),
+                "id": Str(),
+                "call_id": Str(),
+                "output": OneOf((Str(), ListOf(_IN_PART))),
+                "status": Str(),
+            },
             frozenset({"call_id", "output"}),
         ),
         # Looked up in the vault by id; never forwarded as the client sent it.
