@@ -453,12 +453,6 @@ def _text_stream(dialect: str, pieces: list[str], full: str) -> list[bytes]:
     return [sse(e, event=e["type"]) for e in evs]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="wire/responses/_dialect.py and wire/anthropic/_dialect.py build their stream "
-    "projector without the profile's think_tags (JSON answers are cut); outside this branch's "
-    "files: pass think_tags=profile is not None and profile.think_tags to SSEProjector",
-)
 @pytest.mark.parametrize("route_id", [TAGS["responses"], TAGS["anthropic"]])
 def test_think_tags_cut_in_other_dialects_streams(hw: HostileWorld, route_id: str) -> None:
     """A route whose profile says think_tags cuts them in streams as in JSON, any dialect."""

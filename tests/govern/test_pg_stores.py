@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from reasonwire.errors import ConfigError, PolicyRefusal
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore, check_intent
-from reasonwire.govern.gateway import Vault
 from reasonwire.govern.stores import (
     MemoryVault,
     PostgresEvidenceStore,
@@ -224,8 +223,34 @@ OPS = st.lists(
 )
 
 
+class _Reference:
+    """The documented bounds, written apart from the stores: past ``max_conversations`` the
+    earliest-created conversation goes; past ``max_entries`` a conversation's earliest-written
+    key goes; rewriting a key keeps its place; an empty put changes nothing."""
+
+    def __init__(self, max_conversations: int, max_entries: int) -> None:
+        self.convs: dict[str, dict[str, Any]] = {}
+        self.max_c, self.max_e = max_conversations, max_entries
+
+    def put(self, conv: str, entries: list[tuple[str, Any]]) -> None:
+        if not entries:
+            return
+        if conv not in self.convs:
+            self.convs[conv] = {}
+            if len(self.convs) > self.max_c:
+                del self.convs[next(iter(self.convs))]
+        d = self.convs[conv]
+        for key, value in entries:
+            d[key] = value
+            while len(d) > self.max_e:
+                del d[next(iter(d))]
+
+    def get(self, conv: str, key: str) -> Any:
+        return self.convs.get(conv, {}).get(key)
+
+
 def _same_as_the_gateways_vault(make: Callable[[], VaultStore], ops: list[Any]) -> None:
-    reference = Vault(max_conversations=3, max_entries=3)
+    reference = _Reference(max_conversations=3, max_entries=3)
     mine = make()
     try:
         for conv, entries in ops:

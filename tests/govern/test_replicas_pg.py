@@ -6,7 +6,6 @@ Needs ``Gateway(..., vault=...)``; skipped until the gateway takes it."""
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,10 +30,6 @@ from tests.govern.conftest import (
     ThreadServer,
     make_registry,
     new_conv,
-)
-
-pytestmark = pytest.mark.skipif(
-    "vault" not in inspect.signature(Gateway).parameters, reason="needs Gateway(vault=)"
 )
 
 TOOLS: Any = [

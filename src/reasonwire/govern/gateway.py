@@ -25,7 +25,6 @@ import asyncio
 import contextlib
 import json
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,9 +42,10 @@ from reasonwire.errors import (
     TruncatedStream,
 )
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, SQLiteStore
+from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, SQLiteStore, check_intent
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import Registry, RouteRegistration
+from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo
@@ -72,37 +72,6 @@ class Limits:
 
 
 _JSON = "application/json"
-
-
-class Vault:
-    """Original reasoning carriers per conversation, keyed as each dialect's ``vault_entries``
-    says (design: :mod:`reasonwire.wire.vault`).
-
-    In memory and bounded (least recently used conversations go first); replicas do not share
-    it, so a conversation must stay on one gateway replica for carrier continuity.
-    """
-
-    def __init__(self, max_conversations: int = 10_000, max_entries: int = 1_024) -> None:
-        self._data: OrderedDict[str, OrderedDict[str, JSON]] = OrderedDict()
-        self._max_conv = max_conversations
-        self._max_entries = max_entries
-
-    def put(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> None:
-        if not entries:
-            return
-        conv = self._data.get(conversation_id)
-        if conv is None:
-            conv = self._data[conversation_id] = OrderedDict()
-            if len(self._data) > self._max_conv:
-                self._data.popitem(last=False)
-        for key, value in entries:
-            conv[key] = value
-            while len(conv) > self._max_entries:
-                conv.popitem(last=False)
-
-    def get(self, conversation_id: str, key: str) -> JSON | None:
-        conv = self._data.get(conversation_id)
-        return None if conv is None else conv.get(key)
 
 
 @dataclass
@@ -229,13 +198,16 @@ class Gateway:
         store: EvidenceStore | None = None,
         *,
         upstream: UpstreamPool | None = None,
+        vault: VaultStore | None = None,
         limits: Limits | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
         self.keys = keys
         self.store: EvidenceStore = store if store is not None else SQLiteStore()
-        self.vault = Vault()
+        # Opaque originals the client cannot hold, per conversation (wire.vault's design). In
+        # memory by default; a shared SQLite/PostgreSQL vault lets replicas share it.
+        self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.limits = limits if limits is not None else Limits()
         self._verified: dict[str, Binding] = {}
         self._profiles: dict[str, Profile] = {}
@@ -353,6 +325,7 @@ class Gateway:
                 "effort-changed",
                 f"conversation was created at {fixed}, this binding resolves to {res.resolved}",
             )
+        check_intent(self.store, b.conversation_id, b.requested)
         row.resolved = res.resolved
         return _Authorised(b, route, res.resolved)
 

@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+import orjson
+
 from reasonwire.wire.controls import strip_paths
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import (
@@ -46,6 +48,7 @@ from reasonwire.wire.model import (
     Usage,
 )
 from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import SSEProjector, encode_event
 from reasonwire.wire.shape import Shape, ShapeError, TextFilter, project, validate
 from reasonwire.wire.vault import Lookup
 
@@ -161,8 +164,28 @@ class Dialect:
         vault does not know (it cannot be genuine). Returns how many were re-attached."""
         return 0
 
+    stream_shape: Shape | None = None
+    """Each stream event a governed client may see (allow-list); None: no stream projection."""
+    stream_literals: frozenset[str] = frozenset()
+    """Event data passed as written (``[DONE]``)."""
+
+    def stream_error(self, reason: str) -> bytes:
+        """The event that ends a projected stream whose upstream was cut or malformed (the
+        dialect's own error event, so SDKs raise instead of seeing a clean finish)."""
+        body = self.error_body(502, "upstream-stream", reason, ErrorInfo(None))
+        return encode_event("message", orjson.dumps(body))
+
     def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
-        raise NotImplementedError
+        """The visible projection of a stream: :attr:`stream_shape` per event, ``<think>``
+        blocks cut when the route's profile says the model writes them."""
+        if self.stream_shape is None:
+            raise NotImplementedError(f"the {self.name} dialect has no stream projection")
+        return SSEProjector(
+            self.stream_shape,
+            self.stream_error,
+            think_tags=profile is not None and profile.think_tags,
+            literal=self.stream_literals,
+        )
 
     def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
         """The gateway's own error object in this dialect's shape (OpenAI style by default:

@@ -46,7 +46,7 @@ from reasonwire.errors import ConfigError
 from reasonwire.wire.anthropic import _facts, _hidden
 from reasonwire.wire.anthropic._parse import REASONING_BLOCKS, parse_response
 from reasonwire.wire.anthropic._stream import AnthropicStreamDecoder
-from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
@@ -60,8 +60,7 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
-from reasonwire.wire.profile import Profile
-from reasonwire.wire.projection import SSEProjector, encode_event
+from reasonwire.wire.projection import encode_event
 from reasonwire.wire.vault import Lookup
 
 DEFAULT_MAX_TOKENS = 4096
@@ -134,7 +133,11 @@ class AnthropicDialect(Dialect):
     variants = _facts.VARIANTS
     request_shape = _facts.REQUEST
     visible_body = _facts.VISIBLE
+    stream_shape = _facts.STREAM_EVENT
     error_types = _facts.ERROR_TYPES
+
+    def stream_error(self, reason: str) -> bytes:
+        return _error_event(reason)
 
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
@@ -147,9 +150,6 @@ class AnthropicDialect(Dialect):
 
     def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
         return _hidden.reattach(body, lookup)
-
-    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
-        return SSEProjector(_facts.STREAM_EVENT, _error_event)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/messages"

@@ -16,16 +16,14 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat import _facts, _hidden
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TEXT_KINDS, TOOL_CALL_CARRIER
 from reasonwire.wire.chat._parse import load_body, turn_from_body
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
-from reasonwire.wire.dialect import Dialect, StreamProjector
-from reasonwire.wire.facts import ErrorInfo, SentCarrier
+from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
@@ -39,7 +37,6 @@ from reasonwire.wire.model import (
     User,
 )
 from reasonwire.wire.profile import Profile
-from reasonwire.wire.projection import SSEProjector, encode_event
 from reasonwire.wire.vault import Lookup
 
 _OFF = ("none",)
@@ -60,6 +57,8 @@ class ChatDialect(Dialect):
     variants = _facts.VARIANTS
     request_shape = _facts.REQUEST
     visible_body = _facts.VISIBLE
+    stream_shape = _facts.VISIBLE
+    stream_literals = _facts.STREAM_LITERALS
     error_types = _facts.ERROR_TYPES
     profiles = CHAT_PROFILES
 
@@ -133,18 +132,6 @@ class ChatDialect(Dialect):
 
     def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
         return _hidden.reattach(body, lookup)
-
-    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
-        return SSEProjector(
-            _facts.VISIBLE,
-            self._error_event,
-            think_tags=profile is not None and profile.think_tags,
-            literal=_facts.STREAM_LITERALS,
-        )
-
-    def _error_event(self, reason: str) -> bytes:
-        body = self.error_body(502, "upstream-stream", reason, ErrorInfo(None))
-        return encode_event("message", orjson.dumps(body))
 
 
 def _as_assistant(message: Assistant | Turn) -> Assistant:

@@ -27,7 +27,7 @@ from typing import Any
 import orjson
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.gemini import _facts, _hidden
 from reasonwire.wire.gemini._parse import (
@@ -50,8 +50,7 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
-from reasonwire.wire.profile import Profile
-from reasonwire.wire.projection import SSEProjector, encode_event
+from reasonwire.wire.projection import encode_event
 
 STAND_IN_SIGNATURE = "skip_thought_signature_validator"
 """Signature put on the first ``functionCall`` of a step built from foreign/synthetic history.
@@ -138,7 +137,11 @@ class GeminiDialect(Dialect):
     count = _facts.COUNT
     variants = _facts.VARIANTS
     visible_body = _facts.VISIBLE
+    stream_shape = _facts.VISIBLE
     error_types = _facts.ERROR_TYPES
+
+    def stream_error(self, reason: str) -> bytes:
+        return _error_event(reason)
 
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
@@ -159,9 +162,6 @@ class GeminiDialect(Dialect):
 
     def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
-
-    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
-        return SSEProjector(_facts.VISIBLE, _error_event)
 
     def request_path(self, options: RequestOptions) -> str:
         model = options.model.removeprefix("models/")

@@ -35,7 +35,7 @@ from typing import Any
 import orjson
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo, SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
@@ -51,7 +51,7 @@ from reasonwire.wire.model import (
     User,
 )
 from reasonwire.wire.profile import Profile
-from reasonwire.wire.projection import SSEProjector, encode_event
+from reasonwire.wire.projection import encode_event
 from reasonwire.wire.responses import _facts, _hidden
 from reasonwire.wire.responses._parse import decode_body, turn_from_response
 from reasonwire.wire.responses._stream import ResponsesStreamDecoder
@@ -138,6 +138,7 @@ class ResponsesDialect(Dialect):
     variants = _facts.VARIANTS
     request_shape = _facts.REQUEST
     visible_body = _facts.VISIBLE
+    stream_shape = _facts.STREAM_EVENT
     error_types = _facts.ERROR_TYPES
     profiles = MappingProxyType(
         {n: Profile(n, request_defaults=MappingProxyType(dict(v))) for n, v in PROFILES.items()}
@@ -220,6 +221,9 @@ class ResponsesDialect(Dialect):
             ]
         return _neutral_items(message, keep_carriers=False)
 
+    def stream_error(self, reason: str) -> bytes:
+        return _error_event(reason)
+
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
 
@@ -240,9 +244,6 @@ class ResponsesDialect(Dialect):
 
     def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
         return _hidden.reattach(body, lookup)
-
-    def stream_projector(self, profile: Profile | None = None) -> StreamProjector:
-        return SSEProjector(_facts.STREAM_EVENT, _error_event)
 
 
 def _error_event(reason: str) -> bytes:
