@@ -146,6 +146,18 @@ def make_registry(upstream: str) -> Registry:
         )
     )
     reg.add_route(
+        RouteRegistration(  # Chat Completions clients, Responses upstream (the gateway translates)
+            route_id="chat-via-responses/sim-gpt",
+            provider="sim",
+            model="sim-gpt",
+            dialect="responses",
+            client_dialect="chat",
+            qualification_id="Q-ROUTE-sim-gpt-chat",
+            levels={lv: {"reasoning": {"effort": lv}} for lv in LEVELS},
+            **common,
+        )
+    )
+    reg.add_route(
         RouteRegistration(
             route_id="anthropic/sim-claude",
             provider="sim",

@@ -52,8 +52,9 @@ from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, RequestOptions, Turn, Usage
 from reasonwire.wire.profile import Profile
-from reasonwire.wire.registry import dialect_for_gateway_path
+from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.shape import ShapeError
+from reasonwire.wire.translate import ChatToResponses, translation
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
 ATTEMPT_HEADER = "x-reasonwire-attempt"
@@ -79,6 +80,9 @@ class _Authorised:
     binding: Binding
     route: RouteRegistration
     resolved: str
+    upstream: Dialect
+    """The dialect spoken upstream: the client's, or the route's when it translates."""
+    translation: ChatToResponses | None = None
 
 
 def usage_fields(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, float] | None) -> None:
@@ -301,10 +305,11 @@ class Gateway:
             )
         route = self.registry.route(b.route_id)
         row.route_qualification = route.qualification_id
-        if route.dialect != dialect.name:
+        served = route.client_dialect or route.dialect
+        if served != dialect.name:
             raise PolicyRefusal(
                 "provider-mismatch",
-                f"route {route.route_id} speaks {route.dialect}, not {dialect.name}",
+                f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
         res = resolve(
             self.registry,
@@ -327,7 +332,10 @@ class Gateway:
             )
         check_intent(self.store, b.conversation_id, b.requested)
         row.resolved = res.resolved
-        return _Authorised(b, route, res.resolved)
+        upstream = get_dialect(route.dialect)
+        return _Authorised(
+            b, route, res.resolved, upstream, translation(dialect.name, upstream.name)
+        )
 
     def _profile(self, route: RouteRegistration, dialect: Dialect) -> Profile:
         prof = self._profiles.get(route.route_id)
@@ -347,16 +355,26 @@ class Gateway:
         profile = self._profile(auth.route, dialect)
         out, removed = dialect.strip_controls(body, profile)
         fragment = auth.route.levels[auth.resolved]  # type: ignore[index]
-        if dialect.is_non_escalating(removed) and not dialect.strip_controls(fragment)[1]:
-            out.update(removed)  # only an exact lowering value, on a request that sets none
-        else:
-            deep_merge(out, fragment)
-        row.controls_removed = ",".join(removed)
         conv = auth.binding.conversation_id
-        row.carriers_reattached = dialect.reattach(out, lambda k: self.vault.get(conv, k))
-        if dialect.wants_stream(out):
-            row.stream = True
-            deep_merge(out, dict(dialect.stream_usage))
+        row.stream = dialect.wants_stream(out)
+        if auth.translation is not None:
+            # Into the upstream's dialect first (vaulted output items in place of assistant
+            # turns); the route fragment, in the upstream's terms, is the only effort.
+            out, row.carriers_reattached = auth.translation.request(
+                out, lambda k: self.vault.get(conv, k)
+            )
+            out, more = auth.upstream.strip_controls(out)
+            removed.update(more)
+            deep_merge(out, fragment)
+        else:
+            if dialect.is_non_escalating(removed) and not dialect.strip_controls(fragment)[1]:
+                out.update(removed)  # only an exact lowering value, on a request that sets none
+            else:
+                deep_merge(out, fragment)
+            row.carriers_reattached = dialect.reattach(out, lambda k: self.vault.get(conv, k))
+        row.controls_removed = ",".join(removed)
+        if row.stream:
+            deep_merge(out, dict(auth.upstream.stream_usage))
         return out
 
     def _admit(
@@ -426,14 +444,14 @@ class Gateway:
             return self._refuse(row, t0, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         route = auth.route
         try:
-            up_headers = self._upstream_headers(route, headers, dialect)
+            up_headers = self._upstream_headers(route, headers, auth.upstream)
         except CredentialError:
             row.outcome, row.reason = "upstream-error", "credential-unavailable"
             return self._finish_refusal(
                 row, t0, 502, "the gateway has no upstream credential", dialect
             )
         options = RequestOptions(model=route.model, stream=row.stream)
-        url = route.upstream_base_url.rstrip("/") + dialect.request_path(options)
+        url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
         payload = _dumps(body)
         row.outcome = "upstream-error"  # until the upstream answers 200
         try:
@@ -443,19 +461,24 @@ class Gateway:
             return self._finish_refusal(row, t0, 502, "the upstream could not be reached", dialect)
         row.status_code = resp.status_code
         if resp.status_code != 200:
-            return await self._upstream_error(resp, dialect, row, t0)
+            return await self._upstream_error(resp, dialect, auth.upstream, row, t0)
         row.outcome = "forwarded"
         if row.stream:
             settled = asyncio.Event()
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
-                self._relay(resp, dialect, auth, row, t0, settled),
+                self._relay(resp, dialect, auth, row, t0, settled, shaped),
                 media_type="text/event-stream",  # never the upstream's header
             )
         return await self._answer(resp, dialect, auth, row, t0)
 
     async def _upstream_error(
-        self, resp: UpstreamResponse, dialect: Dialect, row: EvidenceRow, t0: float
+        self,
+        resp: UpstreamResponse,
+        dialect: Dialect,
+        upstream: Dialect,
+        row: EvidenceRow,
+        t0: float,
     ) -> Response:
         """An upstream error as the gateway's own error object: status, a category, the
         provider's type/code when allow-listed, never the upstream body (it may quote the
@@ -467,14 +490,14 @@ class Gateway:
         finally:
             await resp.aclose()
         try:
-            info = dialect.error_info(orjson.loads(data)) if data else None
+            info = upstream.error_info(orjson.loads(data)) if data else None
         except orjson.JSONDecodeError:
             info = None
         status = resp.status_code if 400 <= resp.status_code <= 599 else 502
         row.reason = f"upstream status {resp.status_code}"
         self._record(row, t0)
-        kind = info.type if info and info.type in dialect.error_types else None
-        code = info.code if info and info.code in dialect.error_types else None
+        kind = info.type if info and info.type in upstream.error_types else None
+        code = info.code if info and info.code in upstream.error_types else None
         message = f"the upstream answered {resp.status_code}" + (
             f" ({', '.join(x for x in (kind, code) if x)})" if kind or code else ""
         )
@@ -515,11 +538,15 @@ class Gateway:
         row.ttfb_ms = (time.perf_counter() - t0) * 1000
         try:
             data = orjson.loads(raw)
-            turn = dialect.parse_response(data)
+            turn = auth.upstream.parse_response(data)
+            if auth.translation is not None:
+                data, entry = auth.translation.answer(data)
         except Exception:  # not JSON, not the dialect's shape, or a parser failing on it
             row.outcome, row.reason = "upstream-error", "upstream body malformed"
             return self._finish_refusal(row, t0, 502, "the upstream answer was malformed", dialect)
-        self._keep(turn, dialect, auth, row)
+        self._keep(turn, auth, row)
+        if auth.translation is not None:
+            self.vault.put(auth.binding.conversation_id, [entry])
         visible = dialect.project_body(data, self._profile(auth.route, dialect))
         self._record(row, t0)
         return Response(orjson.dumps(visible), media_type=_JSON)
@@ -532,13 +559,19 @@ class Gateway:
         row: EvidenceRow,
         t0: float,
         settled: asyncio.Event,
+        client_body: Mapping[str, Any],
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
         ends with the dialect's error event, never with a clean finish; so does a stream the
         evidence decoder cannot follow (whatever it raises: the client's stream must end in
         the dialect's terms, and the row must say the call failed)."""
-        decoder = dialect.stream_decoder()
-        projector = dialect.stream_projector(self._profile(auth.route, dialect))
+        decoder = auth.upstream.stream_decoder()
+        translator = auth.translation.stream(client_body) if auth.translation else None
+        projector = (
+            translator
+            if translator is not None
+            else dialect.stream_projector(self._profile(auth.route, dialect))
+        )
         turn: Turn | None = None
         failure: str | None = None
         try:
@@ -547,9 +580,11 @@ class Gateway:
                     if row.ttfb_ms is None:
                         row.ttfb_ms = (time.perf_counter() - t0) * 1000
                     out = projector.feed(chunk)
-                    if out:
-                        yield out  # the client first; evidence decoding can wait
+                    # Evidence before the client's copy: a client that stops reading at its
+                    # last event (an SDK at [DONE]) closes this generator at the yield.
                     decoder.feed(chunk)
+                    if out:
+                        yield out
                 tail = projector.close()
                 if tail:
                     yield tail
@@ -569,8 +604,14 @@ class Gateway:
                 yield projector.fail(failure)
         finally:
             await resp.aclose()
+            if turn is None and failure is None:
+                turn = _finished_turn(decoder)  # the client left after the last event
             if turn is not None:
-                self._keep(turn, dialect, auth, row)
+                self._keep(turn, auth, row)
+            if translator is not None and auth.translation is not None:
+                entry = auth.translation.vault_entry(translator)
+                if entry is not None:
+                    self.vault.put(auth.binding.conversation_id, [entry])
             self._record(row, t0)
             self._settle(auth.binding.conversation_id, settled)
 
@@ -590,8 +631,8 @@ class Gateway:
             if not waiting:
                 del self._unsettled[conversation_id]
 
-    def _keep(self, turn: Turn, dialect: Dialect, auth: _Authorised, row: EvidenceRow) -> None:
-        self.vault.put(auth.binding.conversation_id, dialect.vault_entries(turn))
+    def _keep(self, turn: Turn, auth: _Authorised, row: EvidenceRow) -> None:
+        self.vault.put(auth.binding.conversation_id, auth.upstream.vault_entries(turn))
         usage_fields(row, turn.usage, auth.route.price_per_mtok)
 
     # -- evidence -----------------------------------------------------------------------
@@ -611,6 +652,15 @@ class Gateway:
     ) -> Response:
         self._record(row, t0)
         return _refusal(status, row.reason or "refused", detail, dialect)
+
+
+def _finished_turn(decoder: Any) -> Turn | None:
+    """The turn of a stream whose every byte was decoded but whose relay was closed early."""
+    try:
+        events = decoder.close()
+    except Exception:  # truncated or malformed: no finished turn to keep
+        return None
+    return next((ev.turn for ev in events if ev.type == "done"), None)
 
 
 _REFUSAL_STATUS = {

@@ -116,6 +116,10 @@ class RouteRegistration:
     controls are stripped and whether ``<think>`` blocks are cut from visible text."""
     profile_fields: Mapping[str, Any] = field(default_factory=dict)
     """The route layer: profile fields overridden for this route only."""
+    client_dialect: DialectName | None = None
+    """Clients speak this dialect and the gateway translates to ``dialect`` upstream (Chat
+    Completions clients on a Responses upstream: models that refuse function tools plus
+    effort on Chat Completions). None: clients speak ``dialect``."""
     """USD per million tokens by usage figure (``input_uncached``, ``cache_read``,
     ``cache_write``, ``output``) for an *estimated* cost when the provider reports none."""
 

@@ -284,4 +284,45 @@ class ResponsesToChatStream:
         return b""
 
 
-__all__ = ["INCLUDE", "ResponsesToChatStream", "chat_to_responses", "responses_to_chat"]
+class ChatToResponses:
+    """The translation as one object the gateway asks (no dialect names compared above
+    ``wire/``): a Chat Completions client, a Responses upstream."""
+
+    client = "chat"
+    upstream = "responses"
+
+    def request(self, body: Mapping[str, Any], lookup: Lookup) -> tuple[dict[str, Any], int]:
+        return chat_to_responses(body, lookup)
+
+    def answer(self, response: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, JSON]]:
+        return responses_to_chat(response)
+
+    def stream(self, client_body: Mapping[str, Any]) -> ResponsesToChatStream:
+        opts = client_body.get("stream_options")
+        return ResponsesToChatStream(isinstance(opts, dict) and opts.get("include_usage") is True)
+
+    def vault_entry(self, stream: ResponsesToChatStream) -> tuple[str, JSON] | None:
+        """The vault entry of a finished translated stream (None when it did not complete)."""
+        if stream.completed is None:
+            return None
+        return responses_to_chat(stream.completed)[1]
+
+
+TRANSLATIONS: dict[tuple[str, str], ChatToResponses] = {("chat", "responses"): ChatToResponses()}
+"""(client dialect, upstream dialect) -> the translation between them."""
+
+
+def translation(client: str, upstream: str) -> ChatToResponses | None:
+    """The translation a route needs, or None when client and upstream speak the same."""
+    return None if client == upstream else TRANSLATIONS.get((client, upstream))
+
+
+__all__ = [
+    "INCLUDE",
+    "TRANSLATIONS",
+    "ChatToResponses",
+    "ResponsesToChatStream",
+    "chat_to_responses",
+    "responses_to_chat",
+    "translation",
+]
