@@ -159,6 +159,22 @@ def make_registry(upstream: str) -> Registry:
     )
     reg.add_route(
         RouteRegistration(
+            route_id="gemini/sim-gemini",
+            provider="sim",
+            model="sim-gemini",
+            dialect="gemini",
+            qualification_id="Q-ROUTE-sim-gemini",
+            levels={
+                lv: {"generationConfig": {"thinkingConfig": {"thinkingLevel": lv}}} for lv in LEVELS
+            },
+            auth_header="x-goog-api-key",
+            auth_scheme="",
+            upstream_base_url=upstream.removesuffix("/v1") + "/v1beta",
+            credential_env=UPSTREAM_KEY_ENV,
+        )
+    )
+    reg.add_route(
+        RouteRegistration(
             route_id="anthropic/sim-claude",
             provider="sim",
             model="sim-claude",

@@ -345,9 +345,14 @@ class Gateway:
         return prof
 
     def _prepare(
-        self, body: Mapping[str, Any], dialect: Dialect, auth: _Authorised, row: EvidenceRow
+        self,
+        body: Mapping[str, Any],
+        dialect: Dialect,
+        auth: _Authorised,
+        row: EvidenceRow,
+        path: str,
     ) -> dict[str, Any]:
-        if body.get("model") != auth.route.model:
+        if dialect.model_in_request(path, body) != auth.route.model:
             raise PolicyRefusal(
                 "provider-mismatch",
                 f"route {auth.route.route_id} is bound to model {auth.route.model!r}",
@@ -356,7 +361,7 @@ class Gateway:
         out, removed = dialect.strip_controls(body, profile)
         fragment = auth.route.levels[auth.resolved]  # type: ignore[index]
         conv = auth.binding.conversation_id
-        row.stream = dialect.wants_stream(out)
+        row.stream = dialect.stream_requested(path, out)
         if auth.translation is not None:
             # Into the upstream's dialect first (vaulted output items in place of assistant
             # turns); the route fragment, in the upstream's terms, is the only effort.
@@ -439,7 +444,7 @@ class Gateway:
             auth = self._authorise(headers, dialect, row)
             await self._settled(auth.binding.conversation_id)
             shaped = self._admit(request, await self._read_body(request), dialect, row)
-            body = self._prepare(shaped, dialect, auth, row)
+            body = self._prepare(shaped, dialect, auth, row, request.url.path)
         except PolicyRefusal as exc:
             return self._refuse(row, t0, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         route = auth.route

@@ -96,6 +96,8 @@ class Dialect:
     """Matches the URL path (query stripped) of a generation request in this dialect."""
     gateway_path: str | None = None
     """The path the governance gateway serves this dialect on (None: not served)."""
+    gateway_path_pattern: re.Pattern[str] | None = None
+    """Or a pattern, for a dialect that puts the model in the path (Gemini)."""
     carriers: tuple[CarrierKind, ...] = ()
     controls: tuple[Control, ...] = ()
     non_escalating: Mapping[str, JSON] = MappingProxyType({})
@@ -213,6 +215,15 @@ class Dialect:
 
     def wants_stream(self, body: Mapping[str, Any]) -> bool:
         return body.get("stream") is True
+
+    def stream_requested(self, path: str, body: Mapping[str, Any]) -> bool:
+        """Whether a request to ``path`` with ``body`` asks for a streamed answer."""
+        return self.wants_stream(body)
+
+    def serves_gateway_path(self, path: str) -> bool:
+        if self.gateway_path is not None and path == self.gateway_path:
+            return True
+        return self.gateway_path_pattern is not None and bool(self.gateway_path_pattern.match(path))
 
     def error_info(self, payload: JSON) -> ErrorInfo | None:
         """Message, type and code of an error body: ``{"error": {..}}``, ``{"error": ".."}``,

@@ -61,7 +61,7 @@ def dialect_for_path(path: str) -> Dialect | None:
 def dialect_for_gateway_path(path: str) -> Dialect | None:
     """The dialect the governance gateway serves on ``path``, or None."""
     for d in dialects():
-        if d.gateway_path is not None and d.gateway_path == path:
+        if d.serves_gateway_path(path):
             return d
     return None
 

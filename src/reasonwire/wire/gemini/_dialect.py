@@ -28,7 +28,7 @@ import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.facts import ErrorInfo, SentCarrier
 from reasonwire.wire.gemini import _facts, _hidden
 from reasonwire.wire.gemini._parse import (
     is_thought,
@@ -137,6 +137,8 @@ class GeminiDialect(Dialect):
     count = _facts.COUNT
     variants = _facts.VARIANTS
     visible_body = _facts.VISIBLE
+    request_shape = _facts.REQUEST
+    gateway_path_pattern = _facts.GATEWAY_PATH
     stream_shape = _facts.VISIBLE
     error_types = _facts.ERROR_TYPES
 
@@ -155,6 +157,15 @@ class GeminiDialect(Dialect):
             return found
         m = _facts.MODEL_IN_PATH.search(path)
         return m.group(1) if m else None
+
+    def stream_requested(self, path: str, body: Mapping[str, Any]) -> bool:
+        return _facts.STREAM_PATH.search(path) is not None
+
+    def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
+        """Google's error shape (``error.code`` / ``message`` / ``status``), which the
+        google-genai SDK reads; the status is an allow-listed one or derived from the code."""
+        kind = info.type if info and info.type in self.error_types else _STATUS.get(status)
+        return {"error": {"code": status, "message": message, "status": kind or "INTERNAL"}}
 
     def wants_stream(self, body: Mapping[str, Any]) -> bool:
         """Gemini says it in the path (``:streamGenerateContent``), never in the body."""
@@ -258,6 +269,21 @@ class GeminiDialect(Dialect):
         if native is not None:
             return _model_content(_stripped_parts(native))
         return _model_content(_foreign_parts(message, keep_carriers=False))
+
+
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    431: "INVALID_ARGUMENT",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+}
+"""HTTP status -> the google.rpc code name Google's error bodies carry."""
 
 
 def _error_event(reason: str) -> bytes:

@@ -14,7 +14,17 @@ from types import MappingProxyType
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, Variants
 from reasonwire.wire.model import JSON
-from reasonwire.wire.shape import Anything, Int, ListOf, Nullable, Num, Obj, Str, Tagged
+from reasonwire.wire.shape import (
+    Anything,
+    Const,
+    Int,
+    ListOf,
+    Nullable,
+    Num,
+    Obj,
+    Str,
+    Tagged,
+)
 
 CARRIERS = (
     CarrierKind("thought", False, "candidates[0].content.parts[i](thought=true).text"),
@@ -41,6 +51,68 @@ CONTROLS = (
 COUNT = CountSpec("/models/{model}:countTokens", frozenset({"contents"}), "totalTokens")
 """countTokens takes ``contents`` alone (system and tools only inside a nested
 generateContentRequest); a with/without difference needs nothing else."""
+
+# -- request shape: what a governed client may send ---------------------------------------
+
+_IN_PART = Tagged(
+    {},
+    key="thought",
+    # A part marked ``thought`` is reasoning text a client replays: dropped (Gemini needs the
+    # signatures, which ride on the other parts, not the thought summaries).
+    untagged=Obj(
+        {
+            "text": Str(),
+            "functionCall": Anything(),
+            "function_call": Anything(),
+            "functionResponse": Anything(),
+            "function_response": Anything(),
+            "inlineData": Anything(),
+            "inline_data": Anything(),
+            "fileData": Anything(),
+            "file_data": Anything(),
+            "thoughtSignature": Str(),
+            "thought_signature": Str(),
+        }
+    ),
+)
+_CONTENT = Obj({"role": Const(frozenset({"user", "model"})), "parts": ListOf(_IN_PART)})
+_GEN_CONFIG = Obj(
+    {
+        key: Anything()
+        for key in (
+            "temperature", "topP", "top_p", "topK", "top_k", "maxOutputTokens",
+            "max_output_tokens", "candidateCount", "candidate_count", "stopSequences",
+            "stop_sequences", "responseMimeType", "response_mime_type", "responseSchema",
+            "response_schema", "responseJsonSchema", "response_json_schema", "seed",
+            "presencePenalty", "presence_penalty", "frequencyPenalty", "frequency_penalty",
+            # controls, typed here and removed by the inventory
+            "thinkingConfig", "thinking_config",
+        )
+    }
+)  # fmt: skip
+REQUEST = Obj(
+    {
+        "contents": ListOf(_CONTENT),
+        "systemInstruction": Anything(),
+        "system_instruction": Anything(),
+        "tools": ListOf(Anything()),
+        "toolConfig": Anything(),
+        "tool_config": Anything(),
+        "safetySettings": ListOf(Anything()),
+        "safety_settings": ListOf(Anything()),
+        "generationConfig": _GEN_CONFIG,
+        "generation_config": _GEN_CONFIG,
+        "cachedContent": Str(),
+        "cached_content": Str(),
+        "labels": Anything(),
+    },
+    frozenset({"contents"}),
+)
+"""The generateContent request a governed client may send (both spellings: the REST surface
+takes lowerCamelCase and snake_case alike)."""
+
+GATEWAY_PATH = re.compile(r"^/v1beta/models/[^/:]+:(streamGenerateContent|generateContent)$")
+STREAM_PATH = re.compile(r":streamGenerateContent$")
 
 # -- visible projection ---------------------------------------------------------------------
 
