@@ -167,6 +167,8 @@ HTTP = [
 ]
 
 CREDENTIALS = [
+    "DEFAULT_AUTH_FILE",
+    "DEFAULT_DOTENV",
     "REDACTED",
     "SECRET_FIELDS",
     "AuthFileKey",

@@ -72,6 +72,14 @@ class AuthFileKey:
 
 KeySource: TypeAlias = EnvKey | DotenvKey | AuthFileKey
 
+DEFAULT_DOTENV = os.environ.get("REASONWIRE_DOTENV", "~/.hermes/.env")
+"""The dotenv file a route's key is read from when its variable is not set (the Hermes agent's
+file by default; ``REASONWIRE_DOTENV`` names another). The one place this default lives."""
+
+DEFAULT_AUTH_FILE = os.environ.get("REASONWIRE_AUTH_FILE", "~/.hermes/auth.json")
+"""The auth file of routes whose key sits in one (the Nous Portal's agent key);
+``REASONWIRE_AUTH_FILE`` names another."""
+
 
 def _name(name: str) -> str:
     """A variable name as shown in a message: a key mistaken for a name (``AKIA...``,
@@ -217,6 +225,8 @@ def read_key(source: KeySource | str) -> str:
 
 
 __all__ = [
+    "DEFAULT_AUTH_FILE",
+    "DEFAULT_DOTENV",
     "REDACTED",
     "SECRET_FIELDS",
     "AuthFileKey",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from reasonwire import credentials
 from reasonwire.errors import ConfigError
 from reasonwire.wire.model import DIALECTS, DialectName
 
@@ -83,7 +84,7 @@ def _chat(name: str, base: str, env: str, profile: str | None = None, **kw: Any)
     )
 
 
-_HERMES_AUTH = "~/.hermes/auth.json"
+_HERMES_AUTH = credentials.DEFAULT_AUTH_FILE
 
 BUILTIN_ROUTES: dict[str, Route] = {
     r.name: r

@@ -12,7 +12,8 @@ data (:class:`Convention`, one per constructor in :data:`CONVENTIONS`), never an
   or the SDK's own variable(s) (``OPENAI_API_KEY``; ``ANTHROPIC_API_KEY``; ``GOOGLE_API_KEY``
   then ``GEMINI_API_KEY``, as google-genai prefers ``GOOGLE_API_KEY``; ``OPENROUTER_API_KEY``).
   An environment variable that is not set is then looked up under the same name in
-  :data:`DOTENV_FALLBACK` (``~/.hermes/.env``); this is the only place that fallback is named.
+  :data:`DOTENV_FALLBACK` (``credentials.DEFAULT_DOTENV``, ``~/.hermes/.env`` unless
+  ``REASONWIRE_DOTENV`` says otherwise).
   A plain string passed to ``key=`` is refused: it could be a key or a variable name.
 - **Base URLs like the SDKs.** ``base_url`` has the official SDK's meaning: OpenAI's includes
   ``/v1`` (``http://host/v1``); Anthropic's has none (``http://host``; ``/v1`` is appended, as
@@ -49,7 +50,7 @@ from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import JSON
 from reasonwire.wire.registry import get_dialect
 
-DOTENV_FALLBACK = "~/.hermes/.env"
+DOTENV_FALLBACK = credentials.DEFAULT_DOTENV
 """Where a key environment variable that is not set is looked up next, under the same name
 (read at call time, so tests and users may point it elsewhere)."""
 
