@@ -30,6 +30,7 @@ from typing import Any
 import httpx
 import orjson
 
+from reasonwire._httpcompat import ASYNC_TRANSPORTS, SYNC_TRANSPORTS, package_of
 from reasonwire.govern.binding import HEADER
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
@@ -117,7 +118,7 @@ class Carry:
         """The headers a governed request carries."""
         return {HEADER: self.token, CONVERSATION_HEADER: self.conversation_id}
 
-    def apply(self, request: httpx.Request) -> None:
+    def apply(self, request: Any) -> None:
         """Set this conversation's headers on ``request`` (replacing any the caller set)."""
         for name, value in self.headers().items():
             request.headers[name] = value
@@ -125,49 +126,60 @@ class Carry:
         if retries.isdigit() and len(retries) <= 3:
             request.headers[ATTEMPT_HEADER] = str(int(retries) + 1)
 
-    def transport(self, inner: httpx.BaseTransport | None = None) -> CarryTransport:
+    def transport(self, inner: Any = None) -> CarryTransport:
         return CarryTransport(self, inner)
 
-    def async_transport(self, inner: httpx.AsyncBaseTransport | None = None) -> AsyncCarryTransport:
+    def async_transport(self, inner: Any = None) -> AsyncCarryTransport:
         return AsyncCarryTransport(self, inner)
 
-    def client(self, **kw: Any) -> httpx.Client:
-        """An ``httpx.Client`` carrying this conversation (pass as an SDK's ``http_client``);
+    def client(self, *, package: Any = httpx, **kw: Any) -> Any:
+        """A client of ``package`` (httpx, or the ``httpx2`` fork some SDKs require: pass
+        ``package=httpx2``) carrying this conversation, for an SDK's ``http_client``;
         ``transport=`` wraps that transport instead of a new default one."""
-        return httpx.Client(transport=self.transport(kw.pop("transport", None)), **kw)
+        return package.Client(transport=self.transport(kw.pop("transport", None)), **kw)
 
-    def async_client(self, **kw: Any) -> httpx.AsyncClient:
-        return httpx.AsyncClient(transport=self.async_transport(kw.pop("transport", None)), **kw)
+    def async_client(self, *, package: Any = httpx, **kw: Any) -> Any:
+        return package.AsyncClient(transport=self.async_transport(kw.pop("transport", None)), **kw)
 
 
-class CarryTransport(httpx.BaseTransport):
-    """A sync transport that adds a :class:`Carry`'s headers, then sends with ``inner``."""
+class CarryTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
+    """A sync transport that adds a :class:`Carry`'s headers, then sends with ``inner``
+    (by default a new ``HTTPTransport`` of the request's package: httpx or its fork)."""
 
-    def __init__(self, carry: Carry, inner: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, carry: Carry, inner: Any = None) -> None:
         self.carry = carry
-        self._inner = inner if inner is not None else httpx.HTTPTransport()
+        self._inner = inner
+        self._lock = threading.Lock()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: Any) -> Any:
+        if self._inner is None:
+            with self._lock:
+                if self._inner is None:
+                    self._inner = package_of(request).HTTPTransport()
         self.carry.apply(request)
         return self._inner.handle_request(request)
 
     def close(self) -> None:
-        self._inner.close()
+        if self._inner is not None:
+            self._inner.close()
 
 
-class AsyncCarryTransport(httpx.AsyncBaseTransport):
+class AsyncCarryTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
     """The async twin of :class:`CarryTransport`."""
 
-    def __init__(self, carry: Carry, inner: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, carry: Carry, inner: Any = None) -> None:
         self.carry = carry
-        self._inner = inner if inner is not None else httpx.AsyncHTTPTransport()
+        self._inner = inner
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: Any) -> Any:
+        if self._inner is None:
+            self._inner = package_of(request).AsyncHTTPTransport()
         self.carry.apply(request)
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
-        await self._inner.aclose()
+        if self._inner is not None:
+            await self._inner.aclose()
 
 
 def carry(conversation_id: str, binding: str | Minter) -> Carry:

@@ -14,7 +14,6 @@ the inner transport untouched.
 
 from __future__ import annotations
 
-import importlib
 import os
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -22,8 +21,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
+from reasonwire._httpcompat import (
+    ASYNC_STREAMS,
+    ASYNC_TRANSPORTS,
+    SYNC_STREAMS,
+    SYNC_TRANSPORTS,
+    package_of,
+)
 from reasonwire.probe.observer import (
     CallObserver,
     arelay,
@@ -37,26 +41,10 @@ from reasonwire.wire.registry import dialect_for_path, get_dialect
 
 _STREAM_TYPES = ("text/event-stream",)
 
-# Some SDK releases ship their own fork of httpx (``httpx2``) with the same API and refuse
-# ``httpx`` objects. The probe's transports and streams subclass both packages' base classes
-# (when the fork is installed), so one ProbeTransport serves either kind of client.
-_SYNC_T: tuple[type, ...] = (httpx.BaseTransport,)
-_ASYNC_T: tuple[type, ...] = (httpx.AsyncBaseTransport,)
-_SYNC_S: tuple[type, ...] = (httpx.SyncByteStream,)
-_ASYNC_S: tuple[type, ...] = (httpx.AsyncByteStream,)
-try:
-    _fork: Any = importlib.import_module("httpx2")
-    _SYNC_T += (_fork.BaseTransport,)
-    _ASYNC_T += (_fork.AsyncBaseTransport,)
-    _SYNC_S += (_fork.SyncByteStream,)
-    _ASYNC_S += (_fork.AsyncByteStream,)
-except ImportError:  # pragma: no cover - the fork is optional
-    pass
-
-
-def _package_of(request: Any) -> Any:
-    """The httpx package (``httpx`` or its fork) a request object comes from."""
-    return importlib.import_module(type(request).__module__.partition(".")[0])
+# The transports and streams serve httpx and its httpx2 fork alike (see _httpcompat).
+_SYNC_T, _ASYNC_T = SYNC_TRANSPORTS, ASYNC_TRANSPORTS
+_SYNC_S, _ASYNC_S = SYNC_STREAMS, ASYNC_STREAMS
+_package_of = package_of
 
 
 def provider_for(url: Any) -> str:
