@@ -280,6 +280,15 @@ BAD_BODIES: dict[str, tuple[str, Any]] = {
         "responses/h-resp",
         lambda v: {**user_body("responses/h-resp", v), "input": 5},
     ),
+    "responses role a list": (
+        "responses/h-resp",
+        lambda v: {**user_body("responses/h-resp", v), "input": [{"role": [], "content": v}]},
+    ),
+    "chat role a list": ("chat/h-chat", lambda v: _chat(v, messages=[{"role": ["user"]}])),
+    "anthropic role an object": (
+        "anthropic/h-claude",
+        lambda v: {**user_body("anthropic/h-claude", v), "messages": [{"role": {}, "content": v}]},
+    ),
     "responses message content a number": (
         "responses/h-resp",
         lambda v: {**user_body("responses/h-resp", v), "input": [{"role": "user", "content": 5}]},

@@ -924,3 +924,34 @@ def test_only_allow_listed_provider_type_and_code_are_shown(
     shown = _gateway_error(got.json(), 400)
     assert (shown["type"], shown["code"]) == (shown_type, shown_code)
     _no_leak(c, got.seen())
+
+
+def test_stream_the_evidence_decoder_cannot_follow_ends_with_an_error_event(
+    hw: HostileWorld,
+) -> None:
+    """A text delta for an output index no item was announced for (the Responses decoder
+    fails on it): the client's stream still ends with the dialect's error event, the row
+    says upstream-error."""
+    conv, c, v = new_conv(), Canaries(), Visible()
+    events = responses_stream_events(c, v)[:2]
+    events.append(
+        sse(
+            {
+                "type": "response.output_text.delta",
+                "output_index": 7,
+                "content_index": 0,
+                "item_id": "x",
+                "delta": "visible",
+            },
+            event="response.output_text.delta",
+        )
+    )
+    events += responses_stream_events(c, v)[2:]
+    hw.upstream.plan(conv, Reply(chunks=events, content_type="text/event-stream"))
+    got = hw.post("responses/h-resp", conv, user_body("responses/h-resp", conv, stream=True))
+    assert got.status == 200
+    _no_leak(c, got.seen(), hw.key)
+    _, last = got.events()[-1]
+    assert isinstance(last, dict) and last.get("type") == "error", got.events()[-3:]
+    (row,) = hw.rows(conv)
+    assert row.outcome == "upstream-error" and "malformed" in (row.reason or ""), row.reason
