@@ -955,3 +955,17 @@ def test_stream_the_evidence_decoder_cannot_follow_ends_with_an_error_event(
     assert isinstance(last, dict) and last.get("type") == "error", got.events()[-3:]
     (row,) = hw.rows(conv)
     assert row.outcome == "upstream-error" and "malformed" in (row.reason or ""), row.reason
+
+
+def test_chat_stream_cut_after_finish_before_done_is_a_cut(hw: HostileWorld) -> None:
+    """A chunked stream whose connection drops after the finish chunk but before ``[DONE]``
+    (and before the terminating zero-size chunk) is a cut: the SDK raises, the row says so."""
+    route_id, conv, c, v, tee = MAIN["chat"], new_conv(), Canaries(), Visible(), Tee()
+    events = chat_stream_events(c, v)
+    assert events[-1].strip().endswith(b"[DONE]")
+    hw.upstream.plan(conv, Reply(chunks=events[:-1], content_type="text/event-stream", cut=True))
+    exc = _call_raises(hw, route_id, conv, True, tee, _sdk_body(route_id, conv))
+    assert isinstance(exc, openai.APIError) and not isinstance(exc, openai.APIStatusError)
+    _last_event_is_error(tee)
+    (row,) = hw.rows(conv)
+    assert row.outcome == "upstream-error" and "cut" in (row.reason or ""), row.reason

@@ -45,6 +45,8 @@ class UpstreamResponse:
             if "chunked" in self.headers.get("transfer-encoding", "").lower():
                 while True:
                     line = await asyncio.wait_for(r.readline(), t)
+                    if not line:  # EOF before the terminating 0-size chunk: a cut, not an end
+                        raise TransportError("upstream closed the connection mid-body")
                     size = int(line.split(b";", 1)[0].strip() or b"0", 16)
                     if size == 0:
                         while (await asyncio.wait_for(r.readline(), t)) not in (b"\r\n", b""):
