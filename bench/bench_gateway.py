@@ -267,6 +267,21 @@ def litellm_proxy(
         raise
 
 
+def _forwarded_rows(db: Path) -> int:
+    if not db.exists():
+        return 0
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        (n,) = con.execute("SELECT count(*) FROM evidence WHERE outcome = 'forwarded'").fetchone()
+    except sqlite3.Error:
+        n = 0
+    finally:
+        con.close()
+    return int(n)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=2000)
@@ -353,9 +368,9 @@ def main() -> None:
             return
         print(f"throughput, wrk 32 connections {args.seconds}s (req/s):")
         tput["bare"] = wrk(upstream + "/v1/chat/completions", {}, args.seconds, tmp)
-        print(f"  bare upstream                 {tput['bare'] or 0:,.0f}")
+        print(f"  bare upstream                    {tput['bare'] or 0:,.0f}")
         tput["x1"] = wrk(gateway + "/v1/chat/completions", gh, args.seconds, tmp)
-        print(f"  reasonwire gateway x1         {tput['x1'] or 0:,.0f}")
+        print(f"  reasonwire gateway x1            {tput['x1'] or 0:,.0f}")
         stop([gw_proc])  # one gateway at a time on this host
         procs.remove(gw_proc)
 
@@ -431,7 +446,13 @@ def main() -> None:
                 finally:
                     stop([proc])
                 label = "LiteLLM proxy" if key == "ll" else "LiteLLM proxy + reasonwire hook"
-                print(f"  {label:30s}{tput[key] or 0:,.0f}")
+                print(f"  {label:33s}{tput[key] or 0:,.0f}")
+                if key == "ll_hook":  # the hook ran: it wrote forwarded evidence rows
+                    n = _forwarded_rows(tmp / "ll-ev.sqlite")
+                    print(f"    hook evidence rows (forwarded): {n:,}")
+                    if not n:
+                        print("    the hook wrote no evidence: figure not counted")
+                        tput[key] = None
     finally:
         stop(procs)
         _summary(rows, tput, args.seconds)
