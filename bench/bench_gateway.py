@@ -1,12 +1,16 @@
-"""Governed-effort gateway bars: added latency over a direct call, stream time to first byte,
-and throughput against LiteLLM's proxy forwarding to the same upstream, in one run.
+"""Governed-effort gateway bars in one run, all against the same bare upstream: added latency
+and stream time to first byte through one gateway; wrk throughput of the bare upstream, one
+gateway, two gateway replicas sharing one SQLite evidence store and one SQLite vault (one wrk
+per replica, half the connections each, at the same time, summed), LiteLLM's proxy alone and
+LiteLLM's proxy with reasonwire's hook loaded; a summary table with the ratios.
 
 Processes (each its own, one worker): a minimal asyncio upstream answering a fixed chat
 completion (with ``reasoning_content`` and usage) or a fixed SSE stream; ``reasonwire gateway
-serve`` with a generated policy module and key; LiteLLM's proxy (from a separate venv, default
-/tmp/litellm-venv; ``--litellm PATH`` to its ``litellm`` executable) when installed. Latency is
-measured sequentially with one keep-alive client; throughput with wrk (1 thread, 32
-connections) when on PATH.
+serve`` with a generated policy module and key; the replicas as a small Python script building
+``Gateway(store=SQLiteStore, vault=SQLiteVault)`` under uvicorn; LiteLLM's proxy (its own venv,
+default ~/.cache/reasonwire/litellm-venv from ``make lane-litellm``; ``--litellm PATH`` to its
+``litellm`` executable). Servers under test run one at a time. A part whose prerequisite is
+missing (wrk, LiteLLM) is skipped with the reason printed.
 
     .venv/bin/python bench/bench_gateway.py [--requests 2000] [--seconds 10]
 """
@@ -32,6 +36,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 MODEL = "bench-model"
+DEFAULT_LITELLM = Path.home() / ".cache" / "reasonwire" / "litellm-venv" / "bin" / "litellm"
 
 UPSTREAM = r"""
 import asyncio, json, sys
@@ -84,6 +89,26 @@ REGISTRY.add_route(RouteRegistration(route_id="bench", provider="bench", model="
     levels={lv: {"reasoning_effort": lv} for lv in ("low", "medium", "high")},
     credential_env="BENCH_UPSTREAM_KEY"))
 POLICY = OrgPolicy(frozenset({"low", "medium", "high"}), "high")
+"""
+
+LITELLM_HOOK = """
+litellm_settings:
+  callbacks: reasonwire.govern.litellm_hook.proxy_handler
+  drop_params: false
+"""
+
+# A gateway replica with a shared SQLite evidence store and SQLite vault (``gateway serve``
+# takes no vault): argv keys-dir evidence-path vault-path port.
+REPLICA = """
+import sys, uvicorn
+from reasonwire.govern.binding import KeyRing
+from reasonwire.govern.evidence import SQLiteStore
+from reasonwire.govern.gateway import Gateway
+from reasonwire.govern.stores import SQLiteVault
+from bench_policy import POLICY, REGISTRY
+keys, ev, vault, port = sys.argv[1:5]
+gw = Gateway(REGISTRY, POLICY, KeyRing.load_dir(keys), SQLiteStore(ev), vault=SQLiteVault(vault))
+uvicorn.run(gw.app, host="127.0.0.1", port=int(port), log_level="warning", access_log=False)
 """
 
 LITELLM_CONFIG = """
@@ -145,39 +170,130 @@ def pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p / 100 * len(s)))] * 1000
 
 
-def wrk(url: str, headers: dict[str, str], seconds: int, tmp: Path) -> float | None:
-    exe = shutil.which("wrk")
-    if exe is None:
-        return None
+def _lua(headers: dict[str, str], tmp: Path, name: str) -> Path:
     body = json.dumps({"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
-    lua = tmp / "post.lua"
+    lua = tmp / f"post-{name}.lua"
     hdr = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in headers.items())
     lua.write_text(
         f'wrk.method = "POST"\nwrk.body = {json.dumps(body)}\n'
         f'wrk.headers["Content-Type"] = "application/json"\n{hdr}'
     )
-    res = subprocess.run(
-        [exe, "-t1", "-c32", f"-d{seconds}s", "-s", str(lua), url],
-        capture_output=True,
-        text=True,
-        check=True,
+    return lua
+
+
+def wrk_many(
+    targets: list[tuple[str, dict[str, str]]], seconds: int, conns: int, tmp: Path
+) -> float | None:
+    """Summed req/s of one wrk process per target, run at the same time, ``conns``
+    connections split evenly between them; None when wrk is missing or saw errors."""
+    exe = shutil.which("wrk")
+    if exe is None:
+        return None
+    each = max(1, conns // len(targets))
+    procs = [
+        subprocess.Popen(
+            [exe, "-t1", f"-c{each}", f"-d{seconds}s", "-s", str(_lua(h, tmp, str(i))), url],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i, (url, h) in enumerate(targets)
+    ]
+    total = 0.0
+    ok = True
+    for (url, _), pr in zip(targets, procs, strict=True):
+        out, _ = pr.communicate()
+        m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        if pr.returncode != 0 or "Non-2xx" in out or "Socket errors" in out or not m:
+            print(f"  wrk against {url} saw errors:\n{out}")
+            ok = False
+        else:
+            total += float(m.group(1))
+    return total if ok else None
+
+
+def wrk(url: str, headers: dict[str, str], seconds: int, tmp: Path) -> float | None:
+    return wrk_many([(url, headers)], seconds, 32, tmp)
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGINT)
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(timeout=10)
+
+
+def litellm_proxy(
+    exe: Path, tmp: Path, name: str, config: str, env: dict[str, str], headers: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A LiteLLM proxy (1 worker) answering 200 to ``headers``; raises when it does not."""
+    port = free_port()
+    (tmp / f"{name}.yaml").write_text(config)
+    log = (tmp / f"{name}.log").open("wb")
+    cmd = [str(exe), "--config", str(tmp / f"{name}.yaml"), "--host", "127.0.0.1"]
+    cmd += ["--port", str(port), "--num_workers", "1"]
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
-    if "Non-2xx" in res.stdout:
-        raise RuntimeError(f"wrk saw errors against {url}:\n{res.stdout}")
-    m = re.search(r"Requests/sec:\s+([\d.]+)", res.stdout)
-    return float(m.group(1)) if m else None
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_ready(url, proc, timeout=180)
+        status = None
+        for _ in range(60):  # warm-up; LiteLLM answers only once its router is ready
+            try:
+                status = httpx.post(
+                    url + "/v1/chat/completions",
+                    headers=headers,
+                    timeout=30,
+                    json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
+                ).status_code
+                if status == 200:
+                    return proc, url
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        raise RuntimeError(f"{name} answered {status}: {(tmp / f'{name}.log').read_text()[-2000:]}")
+    except BaseException:
+        stop([proc])
+        raise
+
+
+def _forwarded_rows(db: Path) -> int:
+    if not db.exists():
+        return 0
+    import sqlite3
+
+    con = sqlite3.connect(db)
+    try:
+        (n,) = con.execute("SELECT count(*) FROM evidence WHERE outcome = 'forwarded'").fetchone()
+    except sqlite3.Error:
+        n = 0
+    finally:
+        con.close()
+    return int(n)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=2000)
     ap.add_argument("--seconds", type=int, default=10)
-    ap.add_argument("--litellm", default="/tmp/litellm-venv/bin/litellm")
+    ap.add_argument("--litellm", default=str(DEFAULT_LITELLM))
     args = ap.parse_args()
     procs: list[subprocess.Popen[bytes]] = []
     tmp = Path(tempfile.mkdtemp(prefix="rw-bench-gw-"))
+    rows: list[tuple[str, str, str]] = []  # (measure, value, bar / note)
+    tput: dict[str, float | None] = {}
     try:
-        up_port, gw_port, ll_port = free_port(), free_port(), free_port()
+        up_port, gw_port = free_port(), free_port()
         (tmp / "up.py").write_text(UPSTREAM)
         procs.append(subprocess.Popen([PY, str(tmp / "up.py"), str(up_port)]))
         upstream = f"http://127.0.0.1:{up_port}"
@@ -190,30 +306,20 @@ def main() -> None:
         ring.save_dir(tmp / "keys")
         (tmp / "keys" / "bench.key.pem").unlink()  # the gateway holds the public key only
         (tmp / "bench_policy.py").write_text(POLICY)
+        (tmp / "replica.py").write_text(REPLICA)
         env = {
             **os.environ,
-            "PYTHONPATH": str(tmp),
+            "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT / "src")]),
             "BENCH_UPSTREAM": upstream + "/v1",
             "BENCH_UPSTREAM_KEY": "sk-bench-upstream-not-real",
         }
-        gw_cmd = [
-            PY,
-            "-c",
-            "from reasonwire.cli import main; main()",
-            "gateway",
-            "serve",
-            "--policy",
-            "bench_policy",
-            "--keys",
-            str(tmp / "keys"),
-            "--evidence",
-            str(tmp / "ev.sqlite"),
-            "--port",
-            str(gw_port),
-        ]
-        procs.append(subprocess.Popen(gw_cmd, env=env))
+        gw_cmd = [PY, "-c", "from reasonwire.cli import main; main()", "gateway", "serve"]
+        gw_cmd += ["--policy", "bench_policy", "--keys", str(tmp / "keys")]
+        gw_cmd += ["--evidence", str(tmp / "ev.sqlite"), "--port", str(gw_port)]
+        gw_proc = subprocess.Popen(gw_cmd, env=env)
+        procs.append(gw_proc)
         gateway = f"http://127.0.0.1:{gw_port}"
-        wait_ready(gateway, procs[-1])
+        wait_ready(gateway, gw_proc)
         token = issue(
             ring,
             conversation_id="bench-conv",
@@ -231,87 +337,167 @@ def main() -> None:
         via = latencies(gateway + "/v1/chat/completions", gh, args.requests, False)
         d_s = latencies(upstream + "/v1/chat/completions", {}, args.requests // 2, True)
         v_s = latencies(gateway + "/v1/chat/completions", gh, args.requests // 2, True)
+        add50, add99 = pct(via, 50) - pct(direct, 50), pct(via, 99) - pct(direct, 99)
+        ttfb = pct(v_s, 50) - pct(d_s, 50)
         print(f"non-streaming, {args.requests} sequential requests (ms):")
         print(f"  direct   p50 {pct(direct, 50):.3f}  p99 {pct(direct, 99):.3f}")
         print(f"  gateway  p50 {pct(via, 50):.3f}  p99 {pct(via, 99):.3f}")
-        print(
-            f"  added    p50 {pct(via, 50) - pct(direct, 50):.3f}  (bar < 1 ms)  "
-            f"p99 {pct(via, 99) - pct(direct, 99):.3f}  (bar < 5 ms)"
-        )
+        print(f"  added    p50 {add50:.3f}  (bar < 1 ms)  p99 {add99:.3f}  (bar < 5 ms)")
         print(f"stream time to first byte, {len(d_s)} requests (ms):")
         print(
             f"  direct p50 {pct(d_s, 50):.3f}  gateway p50 {pct(v_s, 50):.3f}  "
-            f"delta {pct(v_s, 50) - pct(d_s, 50):.3f}  (bar <= 1 ms)"
+            f"delta {ttfb:.3f}  (bar <= 1 ms)"
         )
 
-        ours = wrk(gateway + "/v1/chat/completions", gh, args.seconds, tmp)
-        bare = wrk(upstream + "/v1/chat/completions", {}, args.seconds, tmp)
-        if ours is None:
-            print("wrk not on PATH: throughput not measured (apt-get install wrk)")
-            return
-        print(f"throughput, wrk 1 thread 32 connections {args.seconds}s (req/s):")
-        print(f"  bare upstream        {bare:,.0f}")
-        print(f"  reasonwire gateway   {ours:,.0f}")
-        ll = Path(args.litellm)
-        if not ll.exists():
-            print(
-                f"  LiteLLM proxy: not installed at {ll}; ratio vs bare upstream "
-                f"{ours / (bare or 1):.2f}"
-            )
-            return
-        (tmp / "litellm.yaml").write_text(LITELLM_CONFIG.format(upstream=upstream + "/v1"))
-        ll_env = {
-            **os.environ,
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "LITELLM_MASTER_KEY": "sk-bench-master-not-real",
-            "LITELLM_LOG": "ERROR",
-        }
-        procs.append(
-            subprocess.Popen(
-                [
-                    str(ll),
-                    "--config",
-                    str(tmp / "litellm.yaml"),
-                    "--port",
-                    str(ll_port),
-                    "--num_workers",
-                    "1",
-                ],
-                env=ll_env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
+        def ok(good: bool) -> str:
+            return "ok" if good else "MISSED"
+
+        rows.append(
+            ("gateway x1 added latency p50", f"{add50:.3f} ms", f"bar < 1 ms: {ok(add50 < 1)}")
         )
-        litellm = f"http://127.0.0.1:{ll_port}"
-        wait_ready(litellm, procs[-1], timeout=180)
-        lh = {"Authorization": "Bearer sk-bench-master-not-real"}
-        for _ in range(50):  # warm-up; LiteLLM answers only once its router is ready
-            try:
-                if (
-                    httpx.post(
-                        litellm + "/v1/chat/completions",
-                        headers=lh,
-                        timeout=30,
-                        json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
-                    ).status_code
-                    == 200
-                ):
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        theirs = wrk(litellm + "/v1/chat/completions", lh, args.seconds, tmp)
-        print(f"  LiteLLM proxy        {theirs:,.0f}")
-        print(f"  ratio gateway / LiteLLM: {ours / (theirs or 1):.1f}x  (target >= 10x)")
+        rows.append(
+            ("gateway x1 added latency p99", f"{add99:.3f} ms", f"bar < 5 ms: {ok(add99 < 5)}")
+        )
+        rows.append(
+            ("gateway x1 stream TTFB delta p50", f"{ttfb:.3f} ms", f"bar <= 1 ms: {ok(ttfb <= 1)}")
+        )
+
+        if shutil.which("wrk") is None:
+            print("wrk not on PATH: throughput not measured (apt-get install -y wrk)")
+            rows.append(("throughput", "skipped", "wrk not on PATH"))
+            return
+        print(f"throughput, wrk 32 connections {args.seconds}s (req/s):")
+        tput["bare"] = wrk(upstream + "/v1/chat/completions", {}, args.seconds, tmp)
+        print(f"  bare upstream                    {tput['bare'] or 0:,.0f}")
+        tput["x1"] = wrk(gateway + "/v1/chat/completions", gh, args.seconds, tmp)
+        print(f"  reasonwire gateway x1            {tput['x1'] or 0:,.0f}")
+        stop([gw_proc])  # one gateway at a time on this host
+        procs.remove(gw_proc)
+
+        # two replicas sharing one SQLite evidence store and one SQLite vault file
+        shared = [str(tmp / "shared-ev.sqlite"), str(tmp / "shared-vault.sqlite")]
+        reps, urls = [], []
+        for _ in range(2):
+            port = free_port()
+            reps.append(
+                subprocess.Popen(
+                    [PY, str(tmp / "replica.py"), str(tmp / "keys"), *shared, str(port)], env=env
+                )
+            )
+            procs.append(reps[-1])
+            urls.append(f"http://127.0.0.1:{port}")
+        try:
+            for u, pr in zip(urls, reps, strict=True):
+                wait_ready(u, pr)
+                r = httpx.post(
+                    u + "/v1/chat/completions",
+                    headers=gh,
+                    timeout=30,
+                    json={"model": MODEL, "messages": [{"role": "user", "content": "hi"}]},
+                )
+                if r.status_code != 200:
+                    raise RuntimeError(f"replica {u} answered {r.status_code}: {r.text[:300]}")
+            tput["x2"] = wrk_many(
+                [(u + "/v1/chat/completions", gh) for u in urls], args.seconds, 32, tmp
+            )
+            print(
+                f"  reasonwire gateway x2 (shared SQLite, 2 wrk x 16 conns)  {tput['x2'] or 0:,.0f}"
+            )
+        except Exception as exc:  # a part that fails is reported, not fatal
+            print(f"  gateway x2: skipped ({exc})")
+        finally:
+            stop(reps)
+            for pr in reps:
+                procs.remove(pr)
+
+        ll = Path(args.litellm).expanduser()
+        if not ll.exists():
+            print(f"  LiteLLM proxy: skipped, not installed at {ll} (make lane-litellm)")
+        else:
+            base_env = {
+                k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))
+            }
+            base_env |= {
+                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                "LITELLM_TELEMETRY": "False",
+                "LITELLM_MASTER_KEY": "sk-bench-master-not-real",
+                "LITELLM_LOG": "ERROR",
+            }
+            lh = {"Authorization": "Bearer sk-bench-master-not-real"}
+            cfg = LITELLM_CONFIG.format(upstream=upstream + "/v1")
+            hooked_env = base_env | {
+                "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT / "src")]),
+                "BENCH_UPSTREAM": upstream + "/v1",
+                "REASONWIRE_POLICY": "bench_policy",
+                "REASONWIRE_KEYS": str(tmp / "keys"),
+                "REASONWIRE_EVIDENCE": str(tmp / "ll-ev.sqlite"),
+            }
+            for key, name, conf, e, h in (
+                ("ll", "litellm", cfg, base_env, lh),
+                ("ll_hook", "litellm-hooked", cfg + LITELLM_HOOK, hooked_env, {**lh, **gh}),
+            ):
+                try:
+                    proc, url = litellm_proxy(ll, tmp, name, conf, e, h)
+                except Exception as exc:
+                    print(f"  {name}: skipped ({str(exc)[:500]})")
+                    continue
+                try:
+                    tput[key] = wrk(url + "/v1/chat/completions", h, args.seconds, tmp)
+                finally:
+                    stop([proc])
+                label = "LiteLLM proxy" if key == "ll" else "LiteLLM proxy + reasonwire hook"
+                print(f"  {label:33s}{tput[key] or 0:,.0f}")
+                if key == "ll_hook":  # the hook ran: it wrote forwarded evidence rows
+                    n = _forwarded_rows(tmp / "ll-ev.sqlite")
+                    print(f"    hook evidence rows (forwarded): {n:,}")
+                    if not n:
+                        print("    the hook wrote no evidence: figure not counted")
+                        tput[key] = None
     finally:
-        for p in reversed(procs):
-            p.send_signal(signal.SIGINT)
-        for p in procs:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+        stop(procs)
+        _summary(rows, tput, args.seconds)
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _summary(rows: list[tuple[str, str, str]], t: dict[str, float | None], seconds: int) -> None:
+    def rate(k: str) -> str:
+        return f"{t[k]:,.0f} req/s" if t.get(k) else "skipped"
+
+    def ratio(a: str, b: str) -> str:
+        return f"{t[a] / t[b]:.2f}x" if t.get(a) and t.get(b) else "n/a"
+
+    def bar(a: str, b: str, x: float) -> str:
+        if not (t.get(a) and t.get(b)):
+            return "n/a"
+        return "ok" if t[a] / t[b] >= x else "MISSED"  # type: ignore[operator]
+
+    if t:
+        rows = [
+            *rows,
+            ("bare upstream throughput", rate("bare"), f"wrk {seconds}s, 32 conns"),
+            ("gateway x1 throughput", rate("x1"), ""),
+            ("gateway x2 throughput (shared SQLite)", rate("x2"), "2 wrk x 16 conns, summed"),
+            ("LiteLLM proxy throughput", rate("ll"), ""),
+            ("LiteLLM + reasonwire hook throughput", rate("ll_hook"), ""),
+            ("ratio gateway x1 / bare upstream", ratio("x1", "bare"), ""),
+            ("ratio gateway x2 / bare upstream", ratio("x2", "bare"), ""),
+            ("ratio gateway x2 / gateway x1", ratio("x2", "x1"), ""),
+            ("ratio gateway x1 / LiteLLM", ratio("x1", "ll"), f"bar >= 20x: {bar('x1', 'll', 20)}"),
+            (
+                "ratio gateway x1 / LiteLLM + hook",
+                ratio("x1", "ll_hook"),
+                f"bar >= 20x: {bar('x1', 'll_hook', 20)}",
+            ),
+            ("ratio LiteLLM + hook / LiteLLM", ratio("ll_hook", "ll"), ""),
+        ]
+    if not rows:
+        return
+    w = max(len(r[0]) for r in rows)
+    v = max(len(r[1]) for r in rows)
+    print("\nsummary")
+    print(f"  {'measure':{w}}  {'value':>{v}}  bar / note")
+    for name, val, note in rows:
+        print(f"  {name:{w}}  {val:>{v}}  {note}")
 
 
 if __name__ == "__main__":
