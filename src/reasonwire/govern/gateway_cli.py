@@ -24,10 +24,11 @@ import typer
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
 from reasonwire.govern.binding import KeyRing
-from reasonwire.govern.evidence import SQLiteStore
+from reasonwire.govern.evidence import EvidenceStore
 from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry
+from reasonwire.govern.stores import open_evidence_store, open_vault
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -58,20 +59,30 @@ def load_policy(module: str) -> tuple[Registry, OrgPolicy]:
     return registry, policy
 
 
-def _open_store(path: Path) -> SQLiteStore:
+def _open_store(target: str) -> EvidenceStore:
+    """SQLite at a path, or PostgreSQL for a ``postgresql://`` URL (shared by replicas)."""
     try:
-        return SQLiteStore(path)
+        return open_evidence_store(target)
+    except ConfigError:
+        raise
     except (sqlite3.Error, OSError) as exc:
-        raise ConfigError(f"cannot open evidence database {path}: {_one_line(exc)}") from None
+        raise ConfigError(f"cannot open evidence database: {_one_line(exc)}") from None
 
 
 @app.command("serve")
 def serve(
     policy: Annotated[str, typer.Option(help="Module defining REGISTRY and POLICY.")],
     keys: Annotated[Path, typer.Option(help="Directory of Ed25519 *.pub.pem keys.")],
-    evidence: Annotated[Path, typer.Option(help="SQLite evidence database.")] = Path(
-        "reasonwire-evidence.sqlite"
-    ),
+    evidence: Annotated[
+        str, typer.Option(help="Evidence database: a SQLite path or a postgresql:// URL.")
+    ] = "reasonwire-evidence.sqlite",
+    vault: Annotated[
+        str | None,
+        typer.Option(
+            help="Vault of hidden reasoning: a SQLite path or postgresql:// URL shared by "
+            "replicas (default: in memory, this process only)."
+        ),
+    ] = None,
     host: Annotated[str, typer.Option(help="Loopback address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8787,
 ) -> None:
@@ -82,7 +93,8 @@ def serve(
         _loopback(host)
         registry, org = load_policy(policy)
         ring = KeyRing.load_dir(keys)
-        gw = Gateway(registry, org, ring, _open_store(evidence))
+        shared = open_vault(vault) if vault else None
+        gw = Gateway(registry, org, ring, _open_store(evidence), vault=shared)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None
