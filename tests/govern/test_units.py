@@ -12,7 +12,7 @@ import pytest
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.binding import KeyRing, issue, verify
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
-from reasonwire.govern.gateway import usage_fields
+from reasonwire.govern.evidence import fill_usage as usage_fields
 from reasonwire.govern.levels import parse_requested, rank
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import RouteRegistration, RuntimeAdapter

@@ -108,7 +108,7 @@ def check_intent(store: EvidenceStore, conversation_id: str, requested: str) -> 
 
 def fill_usage(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, float] | None) -> None:
     """Fill usage and cost evidence: reported figures only, statuses say what is known (the
-    gateway's rule, for integrations that do not run the gateway)."""
+    gateway and the LiteLLM hook share this rule)."""
     figures = {
         "input_uncached": usage.input_uncached if usage else None,
         "cache_read": usage.cache_read if usage else None,

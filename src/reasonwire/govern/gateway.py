@@ -42,7 +42,13 @@ from reasonwire.errors import (
     TruncatedStream,
 )
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, SQLiteStore, check_intent
+from reasonwire.govern.evidence import (
+    EvidenceRow,
+    EvidenceStore,
+    SQLiteStore,
+    check_intent,
+    fill_usage,
+)
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
@@ -50,7 +56,7 @@ from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import JSON, RequestOptions, Turn, Usage
+from reasonwire.wire.model import JSON, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.shape import ShapeError
@@ -83,29 +89,6 @@ class _Authorised:
     upstream: Dialect
     """The dialect spoken upstream: the client's, or the route's when it translates."""
     translation: ChatToResponses | None = None
-
-
-def usage_fields(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, float] | None) -> None:
-    """Fill usage and cost evidence: reported figures only, statuses say what is known."""
-    figures = {
-        "input_uncached": usage.input_uncached if usage else None,
-        "cache_read": usage.cache_read if usage else None,
-        "cache_write": usage.cache_write if usage else None,
-        "output": usage.output if usage else None,
-    }
-    if usage is None or all(v is None for v in figures.values()):
-        return
-    row.usage_status = "reported"
-    row.input_uncached = usage.input_uncached
-    row.cache_read = usage.cache_read
-    row.cache_write = usage.cache_write
-    row.output_tokens = usage.output
-    row.reasoning_tokens = usage.reasoning
-    if usage.cost_usd is not None:
-        row.cost_status, row.cost_usd = "confirmed", usage.cost_usd
-    elif prices:
-        row.cost_status = "estimated"
-        row.cost_usd = sum((figures.get(k) or 0) * p / 1e6 for k, p in prices.items())
 
 
 def _error_response(
@@ -638,7 +621,7 @@ class Gateway:
 
     def _keep(self, turn: Turn, auth: _Authorised, row: EvidenceRow) -> None:
         self.vault.put(auth.binding.conversation_id, auth.upstream.vault_entries(turn))
-        usage_fields(row, turn.usage, auth.route.price_per_mtok)
+        fill_usage(row, turn.usage, auth.route.price_per_mtok)
 
     # -- evidence -----------------------------------------------------------------------
 
