@@ -11,6 +11,7 @@ call leaves an evidence row.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -927,11 +928,22 @@ def test_only_allow_listed_provider_type_and_code_are_shown(
 
 
 def test_stream_the_evidence_decoder_cannot_follow_ends_with_an_error_event(
-    hw: HostileWorld,
+    hw: HostileWorld, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A text delta for an output index no item was announced for (the Responses decoder
-    fails on it): the client's stream still ends with the dialect's error event, the row
-    says upstream-error."""
+    """When the evidence decoder fails on a stream (any exception: here a decoder bug made
+    on purpose), the client's stream still ends with the dialect's error event and the row
+    says upstream-error. The stream itself carries a text delta for an output index no item
+    was announced for, which the decoder once failed on and now follows."""
+    from reasonwire.wire.responses import _stream
+
+    real = _stream.ResponsesStreamDecoder.feed
+
+    def failing(self: Any, data: bytes) -> Any:
+        if re.search(rb'"output_index":\s*7\b', data):
+            raise RuntimeError("decoder bug")
+        return real(self, data)
+
+    monkeypatch.setattr(_stream.ResponsesStreamDecoder, "feed", failing)
     conv, c, v = new_conv(), Canaries(), Visible()
     events = responses_stream_events(c, v)[:2]
     events.append(

@@ -526,3 +526,13 @@ def test_events_after_terminal_do_not_change_the_turn() -> None:
     extra = {"type": "response.output_text.delta", "output_index": 1, "delta": "late"}
     done = decode(sse(*_stream_payloads(), extra))[-1]
     assert isinstance(done, Done) and done.turn.text == "Calling."
+
+
+def test_text_delta_for_an_unannounced_item_is_still_text() -> None:
+    """A text delta whose output index no item was announced for (seen from a hostile
+    upstream) is decoded as text, not a crash."""
+    dec = DIALECT.stream_decoder()
+    ev = {"type": "response.output_text.delta", "output_index": 7, "content_index": 0,
+          "item_id": "x", "delta": "visible"}  # fmt: skip
+    out = dec.feed(b"event: response.output_text.delta\ndata: " + json.dumps(ev).encode() + b"\n\n")
+    assert [type(e).__name__ for e in out] == ["TextDelta"] and out[0].text == "visible"

@@ -171,9 +171,9 @@ class ResponsesStreamDecoder:
                 delta = payload.get("delta")
                 idx = payload.get("output_index")
                 if type(delta) is str and type(idx) is int:
+                    which, index_key, event = kind
                     slot = slots.get(idx)
                     if slot is not None:
-                        which, index_key, event = kind
                         k = payload.get(index_key)
                         if type(k) is not int:
                             k = 0
