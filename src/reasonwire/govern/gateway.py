@@ -41,15 +41,15 @@ from reasonwire.errors import (
     TransportError,
     TruncatedStream,
 )
+from reasonwire.govern.authority import settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
 from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
     SQLiteStore,
-    check_intent,
     fill_usage,
 )
-from reasonwire.govern.policy import OrgPolicy, resolve
+from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
@@ -294,31 +294,9 @@ class Gateway:
                 "provider-mismatch",
                 f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
-        res = resolve(
-            self.registry,
-            self.policy,
-            runtime_id=b.runtime_id,
-            runtime_version=b.runtime_version,
-            route_id=b.route_id,
-            requested=b.requested,
-        )
-        row.runtime_qualification = res.runtime_qualification
-        if res.ceiling != b.ceiling:
-            raise PolicyRefusal(
-                "ceiling-mismatch", f"binding ceiling {b.ceiling}, policy now {res.ceiling}"
-            )
-        fixed = self.store.fix_effort(b.conversation_id, res.resolved)
-        if fixed != res.resolved:
-            raise PolicyRefusal(
-                "effort-changed",
-                f"conversation was created at {fixed}, this binding resolves to {res.resolved}",
-            )
-        check_intent(self.store, b.conversation_id, b.requested)
-        row.resolved = res.resolved
+        resolved = settle_effort(self.registry, self.policy, self.store, b, row)
         upstream = get_dialect(route.dialect)
-        return _Authorised(
-            b, route, res.resolved, upstream, translation(dialect.name, upstream.name)
-        )
+        return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
     def _profile(self, route: RouteRegistration, dialect: Dialect) -> Profile:
         prof = self._profiles.get(route.route_id)

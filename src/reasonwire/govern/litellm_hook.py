@@ -38,10 +38,11 @@ from datetime import datetime
 from typing import Any
 
 from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
+from reasonwire.govern.authority import settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, check_intent, fill_usage
-from reasonwire.govern.policy import OrgPolicy, resolve
+from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, fill_usage
+from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.registry import get_dialect
@@ -178,31 +179,11 @@ class Governor:
             raise PolicyRefusal(
                 "provider-mismatch", f"route {route.route_id} is bound to model {route.model!r}"
             )
-        res = resolve(
-            self.registry,
-            self.policy,
-            runtime_id=b.runtime_id,
-            runtime_version=b.runtime_version,
-            route_id=b.route_id,
-            requested=b.requested,
-        )
-        row.runtime_qualification = res.runtime_qualification
-        if res.ceiling != b.ceiling:
-            raise PolicyRefusal(
-                "ceiling-mismatch", f"binding ceiling {b.ceiling}, policy now {res.ceiling}"
-            )
-        fixed = self.store.fix_effort(b.conversation_id, res.resolved)
-        if fixed != res.resolved:
-            raise PolicyRefusal(
-                "effort-changed",
-                f"conversation was created at {fixed}, this binding resolves to {res.resolved}",
-            )
-        check_intent(self.store, b.conversation_id, b.requested)
-        row.resolved = res.resolved
+        resolved = settle_effort(self.registry, self.policy, self.store, b, row)
         _mask_binding(data)
         profile = self.dialect.profile(route.profile, **dict(route.profile_fields))
         out, removed = self.dialect.strip_controls(data, profile)
-        fragment = route.levels[res.resolved]
+        fragment = route.levels[resolved]
         if self.dialect.is_non_escalating(removed) and not self.dialect.strip_controls(fragment)[1]:
             out.update(removed)  # only an exact lowering value, on a route that sets none
         else:
