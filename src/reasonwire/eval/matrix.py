@@ -291,11 +291,12 @@ def render_md(matrix: dict[str, Any]) -> str:
         if dialect in matrix["no_text_variants"]:
             lines.append(f"Text variants: none ({matrix['no_text_variants'][dialect]}).")
         lines.append("")
-        head = ["route", "model", "lane", *variants, *extras, "turn-1 carriers", "notes"]
+        head = ["route", "model", "lane", "verdict", *variants, *extras, "turn-1 carriers",
+                "notes"]  # fmt: skip
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for r in rows:
-            cells = [r["route"], r["model"], r["lane"]]
+            cells = [r["route"], r["model"], r["lane"], r.get("verdict") or "-"]
             for v in variants:
                 e = r["text"].get(v)
                 cells.append(_fmt(e, "delta") if e else "")
