@@ -53,6 +53,9 @@ from reasonwire.wire.registry import get_dialect
 
 T_ESTIMATE = "chars/4"
 T_COUNTED = "count-endpoint"
+_CONNECT_ERRORS = ("ConnectError", "ConnectTimeout", "UnsupportedProtocol")
+"""Transport failures that say the route's base URL does not answer at all (not one call's
+timeout or drop): the whole route stops."""
 _RESEND = frozenset({"transport", "auth"})
 """Error kinds a resumed run sends again: the answer said nothing about the cell."""
 
@@ -104,6 +107,8 @@ class Executor:
         self.stats = CallStats()
         self.per_model: dict[str, int] = {}
         self.stopped = False
+        # route name -> why it is stopped (its base URL did not answer): no more calls to it
+        self.dead_routes: dict[str, str] = {}
         self.on_progress: Callable[[int], None] = lambda n: None
         self.client: httpx.AsyncClient | None = None
 
@@ -158,7 +163,7 @@ class Executor:
             if rec.ok and raw_body is not None and raw_body is not ABSENT:
                 kept = dialect.parse_response(raw_body)
             return CallOutcome(rec, kept, reused=True)
-        if self.stopped:
+        if self.stopped or cell.route.name in self.dead_routes:
             return CallOutcome(None)
         price = target.price or (FREE if cell.route.local else Price(*UNKNOWN_PRICE))
         payload = json.dumps(body, ensure_ascii=False).encode()
@@ -173,6 +178,9 @@ class Executor:
         status: int | None = None  # the HTTP status, once a response arrived
         failure: ReasonwireError | None = None
         async with sem:
+            if cell.route.name in self.dead_routes:  # stopped while this call waited
+                self.budget.settle(rid, 0.0, True, key, cell.model)
+                return CallOutcome(None)
             try:
                 resp = await self.post(cell.route, cell.path(), body)
                 status = resp.status_code
@@ -188,6 +196,7 @@ class Executor:
         else:
             assert failure is not None
             result = _failed(failure, status, elapsed)
+            self._stop_route_if_unreachable(cell, result)
         T, T_source = self.T.get((cell.route.name, cell.model), (self.t_estimate, T_ESTIMATE))
         rec = CallRecord(
             key=key,
@@ -210,6 +219,19 @@ class Executor:
         self.per_model[name] = self.per_model.get(name, 0) + 1
         self.on_progress(1)
         return CallOutcome(rec, turn)
+
+    def _stop_route_if_unreachable(self, cell: Cell, result: CallResult) -> None:
+        """A connection failure to the route's base URL (not one call's timeout or drop)
+        stops the whole route: every later cell of it is skipped, and the note says why."""
+        if (
+            isinstance(result, Failed)
+            and result.error_kind == "transport"
+            and str(result.error or "").startswith(_CONNECT_ERRORS)
+        ):
+            self.dead_routes.setdefault(
+                cell.route.name,
+                f"stopped: no connection to {cell.route.base_url} ({result.error})",
+            )
 
     def _budget_stop(self, cell: Cell, worst: float) -> None:
         if not self.stopped:

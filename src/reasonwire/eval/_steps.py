@@ -84,9 +84,14 @@ class Method:
         )
         dialect = target.route.dialect
         jobs: list[Awaitable[Any]] = []
+        if self.route_stopped(target):
+            return
         await self.measure_T(target, state)
         if variants_for(dialect):
-            await self.text_baseline(target, state, "in_loop", discover=True)
+            base = await self.text_baseline(target, state, "in_loop", discover=True)
+            if not base.ok:
+                self.baseline_failed(target, base)
+                return
             jobs.append(self.text_position(target, state, "in_loop"))
             jobs.append(self.cross_turn(target, state))
         else:
@@ -94,6 +99,29 @@ class Method:
         jobs.append(self.opaque(target, state))
         await asyncio.gather(*jobs)
         await self.lanes(target, state)
+
+    def route_stopped(self, target: Target) -> bool:
+        """True (and noted) when the route was stopped: its base URL did not answer."""
+        why = self.x.dead_routes.get(target.route.name)
+        if why is not None:
+            self.note(target, "route", why)
+        return why is not None
+
+    def baseline_failed(self, target: Target, res: CallOutcome) -> None:
+        """The in-loop baseline could not be obtained: nothing of this model (on this lane)
+        can be compared, so no further cell is sent. A connection failure to the route's
+        base URL stops the whole route."""
+        if res.skipped:  # a budget stop (recorded) or a stopped route (noted)
+            self.route_stopped(target)
+            return
+        self.route_stopped(target)
+        status = res.status if res.status is not None else "no status"
+        self.note(
+            target,
+            "baseline",
+            f"baseline-failed: {status} {credentials.redact(res.error or '')[:300]}; "
+            "no further call for this model",
+        )
 
     async def measure_T(self, target: Target, state: _ModelState) -> None:
         """T of this (route, model): count(with carrier) - count(without) on the dialect's
