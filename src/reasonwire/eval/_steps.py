@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -281,11 +282,13 @@ class Method:
     async def turn1(
         self, target: Target, state: _ModelState, lane: str | None
     ) -> tuple[Turn, str, str] | str:
-        """Turn 1 up the effort ladder until it answers with a tool call and a carrier, on
-        ``lane`` when given. Returns (turn, effort, lane), or why there is nothing to replay
+        """Turn 1 up the effort ladder (:meth:`ladder`) until it answers with a tool call and a
+        carrier, on ``lane`` when given. A level without any tool call ends the walk: the
+        ladder only helps a model that calls the tool but shows no reasoning.
+        Returns (turn, effort, lane), or why there is nothing to replay
         ("" after a budget stop: the stop is recorded already)."""
         why = "turn 1 gave nothing to replay"
-        for effort in EFFORT_LADDER:
+        for effort in self.ladder(target):
             make = functools.partial(self.turn1_cell, target, state, effort)
             res = await self.on_lane(make, target, lane)
             if res.skipped:
@@ -300,12 +303,21 @@ class Method:
             turn = res.turn
             if turn.tool_calls and turn.carriers:
                 return turn, effort, str(res.lane)
-            why = (
-                f"no reasoning carrier at effort {effort}"
-                if turn.tool_calls
-                else f"no tool call at effort {effort}"
-            )
+            if not turn.tool_calls:
+                # more effort does not make a model call a tool it did not call: stop here
+                return f"no tool call at effort {effort}"
+            why = f"no reasoning carrier at effort {effort}"
         return why
+
+    def ladder(self, target: Target) -> tuple[str, ...]:
+        """The efforts turn 1 may walk: the ladder when the route takes an effort control
+        (its request differs between levels), else the first level only."""
+        mt = self.cfg.max_tokens
+        bodies = {
+            json.dumps(route_params(target.route, target.model, e, mt), sort_keys=True)
+            for e in EFFORT_LADDER
+        }
+        return EFFORT_LADDER if len(bodies) > 1 else EFFORT_LADDER[:1]
 
     async def opaque(self, target: Target, state: _ModelState) -> None:
         """The opaque step on the lane turn 1 lands on (the direct lane for ``want_direct``
