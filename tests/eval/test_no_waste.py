@@ -92,3 +92,26 @@ def test_a_401_after_the_key_reread_costs_one_call(
     assert len(sent) == 2  # the call and its one retry after the key re-read
     (row,) = build_matrix(tmp_path)["rows"]
     assert row["verdict"] == "baseline-failed"
+
+
+def test_calls_in_flight_never_exceed_the_route_slots(sim: SimServer, tmp_path: Path) -> None:
+    """A route's ``slots`` caps calls in flight below ``--workers`` (a loopback llama.cpp
+    server advertises its own: ``/props`` ``total_slots``)."""
+    inflight = peak = 0
+
+    class Counting(httpx.AsyncHTTPTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            nonlocal inflight, peak
+            inflight += 1
+            peak = max(peak, inflight)
+            try:
+                resp = await super().handle_async_request(request)
+                await resp.aread()
+                return resp
+            finally:
+                inflight -= 1
+
+    route = replace(sim_routes(sim.base_url, sim.root_url)["chat"], slots=2)
+    targets = [Target(route, f"sim-qwen3@slow:{20 + i}") for i in range(3)]
+    run_eval(EvalConfig(targets=targets, out=tmp_path, workers=8, transport=Counting()))
+    assert peak == 2
