@@ -169,9 +169,12 @@ class Executor:
             return None
         parts = urlsplit(route.base_url)
         try:
-            resp = await self.client.get(f"{parts.scheme}://{parts.netloc}/props", timeout=5.0)
+            headers = route.auth_headers(key_of(route, self.cfg.dotenv))
+            resp = await self.client.get(
+                f"{parts.scheme}://{parts.netloc}/props", headers=headers, timeout=5.0
+            )
             total = resp.json().get("total_slots") if resp.status_code == 200 else None
-        except (httpx.HTTPError, ValueError, AttributeError):
+        except (httpx.HTTPError, ValueError, AttributeError, CredentialError):
             return None
         return total if isinstance(total, int) and total > 0 else None
 
