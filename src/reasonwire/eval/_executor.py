@@ -29,7 +29,15 @@ from reasonwire.errors import (
     ReasonwireError,
     TransportError,
 )
-from reasonwire.eval.budget import FREE, UNKNOWN_PRICE, Budget, Price, call_cost, worst_case
+from reasonwire.eval.budget import (
+    BILLED,
+    FREE_PRICE,
+    UNKNOWN,
+    Budget,
+    call_cost,
+    price_for,
+    worst_case,
+)
 from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
 from reasonwire.eval.config import DEFAULT_DOTENV, EvalConfig, Target
 from reasonwire.eval.records import (
@@ -109,6 +117,7 @@ class Executor:
         self._sem_lock = asyncio.Lock()
         self.stats = CallStats()
         self.per_model: dict[str, int] = {}
+        self.unknown_price: set[str] = set()  # route/model whose cost is a worst-case guess
         self.stopped = False
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
@@ -208,7 +217,7 @@ class Executor:
             return CallOutcome(rec, kept, reused=True)
         if self.stopped or cell.route.name in self.dead_routes:
             return CallOutcome(None)
-        price = target.price or (FREE if cell.route.local else Price(*UNKNOWN_PRICE))
+        price, source = price_for(target.price, cell.route)
         payload = json.dumps(body, ensure_ascii=False).encode()
         worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), price)
         rid = self.budget.reserve(worst, key, cell.route.name, cell.model)
@@ -235,7 +244,11 @@ class Executor:
         cost, estimate = 0.0, True
         if turn is not None and status is not None:
             result = _answered(cell, turn, status, elapsed)
-            cost, estimate = call_cost(turn.usage, price)
+            if source == FREE_PRICE:  # nothing is paid, whatever a usage block says
+                cost, estimate = 0.0, False
+            else:
+                cost, estimate = call_cost(turn.usage, price)
+                source = source if estimate else BILLED
         else:
             assert failure is not None
             result = _failed(failure, status, elapsed)
@@ -252,6 +265,7 @@ class Executor:
             cost_usd=cost,
             cost_estimate=estimate,
             t=time.time(),
+            price=source,
         )
         self.records.append(rec)
         self.budget.settle(rid, cost, estimate, key, cell.model)
@@ -260,6 +274,8 @@ class Executor:
             self.stats.errors += 1
         name = f"{cell.route.name}/{cell.model}"
         self.per_model[name] = self.per_model.get(name, 0) + 1
+        if source == UNKNOWN:
+            self.unknown_price.add(name)
         self.on_progress(1)
         return CallOutcome(rec, turn)
 

@@ -33,6 +33,7 @@ from reasonwire.method.matrix import (
     Turn1,
 )
 from reasonwire.method.verdicts import Outcome, Thresholds, Verdict, combine, model_verdict
+from reasonwire.wire.model import ABSENT
 
 Rec = dict[str, Any]
 """A call record as read (JSON, slimmed of what the matrix never reads)."""
@@ -238,6 +239,7 @@ def rows_of(
     fixes = tuple(sorted({n for r in recs for n in (r.get("fix_notes") or [])}))
     calls = len(recs)
     cost = round(sum(float(r.get("cost_usd") or 0.0) for r in recs), 8)
+    price = price_of(recs)
     rows = []
     for lane in lanes:
         # turn 1 of this lane: its carriers are what this lane's opaque cells replay
@@ -281,9 +283,19 @@ def rows_of(
                 ),
                 calls=calls,
                 cost_usd=cost,
+                price=price,
             )
         )
     return rows
+
+
+_PRICE_ORDER = ("unknown", "listed", "billed", "free")
+
+
+def price_of(recs: Iterable[Rec]) -> str:
+    """The weakest price source among the calls (``unknown`` first); ABSENT for none."""
+    seen = {str(r.get("price")) for r in recs if r.get("price")}
+    return next((p for p in _PRICE_ORDER if p in seen), ABSENT)
 
 
 def row_verdict(

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
-from reasonwire.eval.matrix import build_matrix, write_matrix_files
+from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_files
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
 
@@ -315,7 +315,7 @@ def _meta(matrix: dict[str, Any]) -> str:
         ("opaque threshold", f"delta > {th['opaque_min']} tokens"),
         ("lane attempts", th.get("lane_attempts")),
         ("effort / max tokens", f"{run.get('effort')} / {run.get('max_tokens')}"),
-        ("budget", f"${run.get('budget_usd')}, spent ${matrix.get('spent_usd', 0):.4f}"),
+        ("budget", f"${run.get('budget_usd')}, {spent_text(matrix)}"),
         ("calls", matrix.get("calls")),
         ("runs", f"{run.get('runs')} ({', '.join(str(i) for i in run.get('run_ids') or [])})"),
         ("fixture", run.get("fixture_id")),

@@ -165,7 +165,9 @@ class MatrixRow(JSONRecord):
     ``T_note`` why it was not counted; ``text`` maps each text variant of the dialect
     (``none`` first), ``opaque`` each opaque pair; ``wording`` the probe wording each
     position used (``probe`` | ``neutral``); ``params_fix`` the parameter fixes the baseline
-    needed; ``calls`` and ``cost_usd`` count every call of the (route, model).
+    needed; ``calls`` and ``cost_usd`` count every call of the (route, model), ``price`` says
+    where the cost came from (``unknown``: an estimate at an assumed price, to be shown as
+    one).
     """
 
     route: str
@@ -185,6 +187,7 @@ class MatrixRow(JSONRecord):
     errors: tuple[RowError, ...]
     calls: int
     cost_usd: float
+    price: str = ABSENT  # billed | listed | free | unknown (an estimate); older files lack it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -222,6 +225,7 @@ class Matrix(JSONRecord):
     calls: int
     budget_stops: tuple[Mapping[str, JSON], ...]
     rows: tuple[MatrixRow, ...]
+    spent_estimate: bool = ABSENT  # some spend is at an assumed (unknown) price; older lack it
 
 
 def read_matrix(path: str | Path) -> Matrix:
