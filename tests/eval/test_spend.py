@@ -35,7 +35,7 @@ def _answer() -> httpx.MockTransport:
                         "index": 0,
                         "message": {"role": "assistant", "content": "NONE"},
                         "finish_reason": "stop",
-                    }  # fmt: skip
+                    }
                 ],
                 "usage": {"prompt_tokens": 1000, "completion_tokens": 20, "total_tokens": 1020},
             },
@@ -79,8 +79,13 @@ def test_toml_routes_declare_a_price_or_free() -> None:
     free = route_from_table("f", {**base, "free": True})
     assert price_for(None, free)[1] == "free"
     assert price_for(None, route_from_table("u", base))[1] == "unknown"
-    for bad in ({"free": "yes"}, {"price": {"prompt": 1}}, {"price": {"prompt": "x",
-                "completion": 1}}, {"free": True, "price": {"prompt": 1, "completion": 1}}):  # fmt: skip
+    bads: list[dict[str, Any]] = [
+        {"free": "yes"},
+        {"price": {"prompt": 1}},
+        {"price": {"prompt": "x", "completion": 1}},
+        {"free": True, "price": {"prompt": 1, "completion": 1}},
+    ]
+    for bad in bads:
         with pytest.raises(ConfigError):
             route_from_table("b", {**base, **bad})
 
