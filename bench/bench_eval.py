@@ -5,6 +5,11 @@ Peer in the same run: the same cells sent model by model (one model's calls at a
 32 in flight within a model), to show what overlapping models buys. Prints paid calls per chat
 model for the full method.
 
+Then, on the real llama-server (one slot: ``--parallel 1``, ``total_slots`` 1) with the Qwen3,
+Kimi-K3 and Llama-3.1 templates: calls per model against the reference count (12), and the
+wall time at the default workers against one worker (bar: default <= 1.5x one worker; before
+the per-route slot cap the default took 5.8-7.0 s against 0.7-1.0 s). ``--no-local`` skips it.
+
     .venv/bin/python bench/bench_eval.py [--models 100] [--latency-ms 1000] [--workers 32]
 """
 
@@ -50,12 +55,47 @@ async def model_by_model(targets: list[Target], out: Path, workers: int) -> tupl
     return time.monotonic() - t, sent
 
 
+REFERENCE_CALLS = 12
+LOCAL_TEMPLATES = ("Qwen-Qwen3-0.6B", "Kimi-K3", "meta-llama-Llama-3.1-8B-Instruct")
+
+
+def one_slot(repeat: int = 3) -> None:
+    """Calls per model and one-slot timings on the real llama-server (see the docstring)."""
+    from reasonwire.eval.embedded import local_target
+    from reasonwire.localserver.server import LocalServer
+
+    default_workers = EvalConfig(targets=[], out=Path()).workers
+    print(f"real llama-server, one slot; reference {REFERENCE_CALLS} calls per model")
+    for template in LOCAL_TEMPLATES:
+        with LocalServer(template, quiet=True) as server, tempfile.TemporaryDirectory() as tmp:
+            times: dict[int, list[float]] = {default_workers: [], 1: []}
+            calls: set[int] = set()
+            for i in range(repeat):
+                for workers in times:
+                    target = local_target(server.base_url)
+                    out = Path(tmp) / f"{workers}-{i}"
+                    t = time.monotonic()
+                    res = asyncio.run(
+                        arun_eval(EvalConfig(targets=[target], out=out, workers=workers))
+                    )
+                    times[workers].append(time.monotonic() - t)
+                    calls.update(res.calls_per_model.values())
+            d, o = min(times[default_workers]), min(times[1])
+            bar = "PASS" if d <= 1.5 * o + 0.05 and max(calls) <= REFERENCE_CALLS else "FAIL"
+            print(
+                f"  {template:34s} calls/model {sorted(calls)} (ref {REFERENCE_CALLS}); "
+                f"workers {default_workers}: {d:.2f} s, workers 1: {o:.2f} s "
+                f"(ratio {d / o:.2f}, bar <=1.5x): {bar}"
+            )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", type=int, default=100)
     ap.add_argument("--latency-ms", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=32)
     ap.add_argument("--peer-models", type=int, default=8, help="models for the serial peer")
+    ap.add_argument("--no-local", action="store_true", help="skip the real llama-server part")
     args = ap.parse_args()
     with SimServer(seed=0) as sim, tempfile.TemporaryDirectory() as tmp:
         targets = chat_targets(sim, args.models, args.latency_ms)
@@ -88,6 +128,8 @@ def main() -> None:
     for b in sorted(base):
         counts = sorted({per_model[m] for m in per_model if m.split("@")[0] == b})
         print(f"  {b:18s} {counts}")
+    if not args.no_local:
+        one_slot()
 
 
 if __name__ == "__main__":

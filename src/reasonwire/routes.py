@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from reasonwire import credentials
 from reasonwire.errors import ConfigError
@@ -66,6 +67,20 @@ class Route:
     catalog_path: str | None = "/models"
     lanes: LaneRule = LaneRule()
     local: bool = False
+    slots: int | None = None
+    """Requests the server runs at once (its slots); None: ask a loopback server (llama.cpp's
+    ``/props`` ``total_slots``), else the run's ``--workers``. More requests in flight than
+    slots only queue, and on llama-server they can stall (see ``reasonwire.eval._executor``)."""
+    price: tuple[float, float] | None = None
+    """USD per (prompt, completion) token, when the route declares it (TOML ``price``)."""
+    free: bool = False
+    """The route costs nothing (TOML ``free = true``); loopback and ``local`` routes always."""
+
+    @property
+    def loopback(self) -> bool:
+        """The base URL is this machine (or the route is ``local``): nothing is paid."""
+        host = urlsplit(self.base_url).hostname or ""
+        return self.local or host in _LOOPBACK_HOSTS or host.startswith("127.")
 
     def auth_headers(self, key: str | None) -> dict[str, str]:
         """Headers carrying ``key`` (never logged; see credentials.redact)."""
@@ -159,6 +174,8 @@ BUILTIN_ROUTES: dict[str, Route] = {
     )
 }
 
+_LOOPBACK_HOSTS = frozenset({"localhost", "::1", "0.0.0.0"})
+
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -197,6 +214,9 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
         "catalog_path",
         "lanes",
         "lane_default",
+        "slots",
+        "price",
+        "free",
     }
     unknown = set(table) - allowed
     if unknown:
@@ -207,10 +227,22 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
     base = table.get("base_url")
     if not isinstance(base, str) or not base.startswith(("http://", "https://")):
         raise ConfigError(f"route {name}: base_url must be an http(s) URL")
+    slots = table.get("slots")
+    if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
+        raise ConfigError(f"route {name}: slots must be a positive integer")
+    free = table.get("free", False)
+    if not isinstance(free, bool):
+        raise ConfigError(f"route {name}: free must be true or false")
+    price = _price(name, table.get("price"))
+    if free and price is not None:
+        raise ConfigError(f"route {name}: free = true and a price: choose one")
     return Route(
         name=name,
         dialect=dialect,
         base_url=base.rstrip("/"),
+        slots=slots,
+        price=price,
+        free=free,
         key=KeySource(
             env=table.get("key_env"),
             auth_file=table.get("auth_file"),
@@ -223,6 +255,23 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
         catalog_path=table.get("catalog_path", "/models"),
         lanes=LaneRule(dict(table.get("lanes", {})), table.get("lane_default", "direct")),
     )
+
+
+def _price(name: str, value: Any) -> tuple[float, float] | None:
+    """TOML ``price = {prompt = 3.0, completion = 15.0}``: USD per 1M tokens, stored per token."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"prompt", "completion"}:
+        raise ConfigError(
+            f"route {name}: price must be {{prompt = USD, completion = USD}} per 1M tokens"
+        )
+    try:
+        prompt, completion = float(value["prompt"]), float(value["completion"])
+    except (TypeError, ValueError):
+        raise ConfigError(f"route {name}: price values must be numbers (USD per 1M)") from None
+    if prompt < 0 or completion < 0:
+        raise ConfigError(f"route {name}: price values must not be negative")
+    return prompt / 1e6, completion / 1e6
 
 
 def get_route(name: str, routes: Mapping[str, Route] | None = None) -> Route:

@@ -15,7 +15,7 @@ MODELS = ("sim-qwen3", "sim-openrouter", "sim-gpt", "sim-claude", "sim-gemini", 
 
 def targets(sim: SimServer, slow_ms: int) -> list:  # type: ignore[type-arg]
     out = []
-    for t in sim_targets(sim.base_url, sim.root_url):
+    for t in sim_targets(sim.base_url, sim.root_url, priced=True):
         if t.model in MODELS:
             headers = {"x-sim-fault": f"slow:{slow_ms}"} if slow_ms else {}
             out.append(replace(t, route=replace(t.route, headers=headers)))

@@ -8,6 +8,7 @@ consumed in the loop.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,3 +35,45 @@ def test_qwen3_template_verdicts(qwen3_server: LocalServer, tmp_path: Path) -> N
     delta = text["reasoning_content"]["in_loop"]["delta"]
     assert 0.5 * row["T"] <= delta <= 1.5 * row["T"]
     assert text["reasoning"]["in_loop"]["delta"] == 0
+
+
+REFERENCE_CALLS = 12
+"""Paid calls per model of the reference method on this server with these templates."""
+
+TEMPLATE_VERDICTS = {
+    "Qwen-Qwen3-0.6B": "in-loop-only",  # renders reasoning after the last user query only
+    "Kimi-K3": "consumes-all-turns",  # renders every assistant turn's reasoning
+    "meta-llama-Llama-3.1-8B-Instruct": "accepted-ignored",  # has no reasoning field at all
+}
+
+
+def _timed(server: LocalServer, out: Path, workers: int | None) -> tuple[float, dict[str, int]]:
+    import time
+
+    cfg = EvalConfig(targets=[local_target(server.base_url)], out=out)
+    if workers is not None:
+        cfg.workers = workers
+    t = time.monotonic()
+    res = run_eval(cfg)
+    return time.monotonic() - t, res.calls_per_model
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATE_VERDICTS))
+def test_real_templates_verdicts_calls_and_one_slot_timing(
+    local_servers: Callable[[str], LocalServer],  # noqa: F811
+    tmp_path: Path,
+    template: str,
+) -> None:
+    """The method's verdict per model, calls per model within the reference, and the default
+    settings (8 workers) never slower than one worker on a one-slot server (``--parallel 1``,
+    ``total_slots`` 1): min of two runs each, within 1.5x."""
+    server = local_servers(template)
+    default = [_timed(server, tmp_path / f"d{i}", None) for i in range(2)]
+    one = [_timed(server, tmp_path / f"o{i}", 1) for i in range(2)]
+    (row,) = build_matrix(tmp_path / "d0")["rows"]
+    assert row["verdict"] == TEMPLATE_VERDICTS[template]
+    for _, calls in default + one:
+        (n,) = calls.values()
+        assert n <= REFERENCE_CALLS
+    t_default, t_one = min(t for t, _ in default), min(t for t, _ in one)
+    assert t_default <= 1.5 * t_one + 0.05, (t_default, t_one)

@@ -117,3 +117,35 @@ def test_rejections_keep_status_and_exact_error(sim_run: tuple[Path, dict[str, A
     cell = row["text"]["reasoning_content"]["in_loop"]
     assert cell["outcome"] == "rejected" and cell["status"] == 400
     assert "not allowed in input messages" in cell["error"]
+
+
+def test_row_verdict_follows_the_method(sim_run: tuple[Path, dict[str, Any]]) -> None:
+    """Every row carries the method's one verdict, derived from its carrier entries; it is the
+    first column after the lane in matrix.md and in the HTML report."""
+    from reasonwire.eval.matrix import render_md
+    from reasonwire.eval.report_html import render_html
+    from reasonwire.method.verdicts import HARNESS_VERDICTS, Outcome, model_verdict
+
+    _, matrix = sim_run
+    words = {str(v) for v in HARNESS_VERDICTS}
+    seen = set()
+    for row in matrix["rows"]:
+        assert row["verdict"] in words, row["model"]
+        seen.add(row["verdict"])
+        if row["verdict"] == "direct-lane-not-reached":
+            continue
+        entries = [
+            (Outcome(e["in_loop"]["outcome"]), Outcome(e["cross_turn"]["outcome"]))
+            for v, e in row["text"].items()
+            if v != "none"
+        ] + [
+            (Outcome(e["in_loop"]["outcome"]), Outcome(e["cross_turn"]["outcome"]))
+            for e in row["opaque"].values()
+        ]
+        if entries:
+            assert row["verdict"] == model_verdict(entries), row["model"]
+    assert {"consumes-all-turns", "in-loop-only", "accepted-ignored"} <= seen
+    md = render_md(matrix)
+    assert "| route | model | lane | verdict |" in md
+    html = render_html(matrix)
+    assert 'data-row-verdict="' in html

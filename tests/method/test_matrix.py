@@ -70,3 +70,16 @@ def test_a_row_that_does_not_fit_is_refused_by_path(
     bad.write_text(json.dumps(data))
     with pytest.raises(ConfigError, match=message):
         read_matrix(bad)
+
+
+def test_a_matrix_without_row_verdicts_reads_and_a_new_one_has_them() -> None:
+    data = json.loads(V1.read_text())
+    assert all("verdict" not in r for r in data["rows"])
+    matrix = read_matrix(V1)
+    assert all(not r.verdict for r in matrix.rows)
+    from dataclasses import replace
+
+    row = replace(matrix.rows[0], verdict=Verdict.IN_LOOP_ONLY)
+    out = to_json(row)
+    assert list(out)[:5] == ["route", "model", "dialect", "lane", "verdict"]
+    assert out["verdict"] == "in-loop-only"

@@ -17,6 +17,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -28,7 +29,15 @@ from reasonwire.errors import (
     ReasonwireError,
     TransportError,
 )
-from reasonwire.eval.budget import FREE, UNKNOWN_PRICE, Budget, Price, call_cost, worst_case
+from reasonwire.eval.budget import (
+    BILLED,
+    FREE_PRICE,
+    UNKNOWN,
+    Budget,
+    call_cost,
+    price_for,
+    worst_case,
+)
 from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
 from reasonwire.eval.config import DEFAULT_DOTENV, EvalConfig, Target
 from reasonwire.eval.records import (
@@ -53,6 +62,9 @@ from reasonwire.wire.registry import get_dialect
 
 T_ESTIMATE = "chars/4"
 T_COUNTED = "count-endpoint"
+_CONNECT_ERRORS = ("ConnectError", "ConnectTimeout", "UnsupportedProtocol")
+"""Transport failures that say the route's base URL does not answer at all (not one call's
+timeout or drop): the whole route stops."""
 _RESEND = frozenset({"transport", "auth"})
 """Error kinds a resumed run sends again: the answer said nothing about the cell."""
 
@@ -101,9 +113,14 @@ class Executor:
                 self.T[(rec.route, rec.model)] = (rec.T, T_COUNTED)
         self.inflight: dict[str, asyncio.Task[CallOutcome]] = {}
         self.sems: dict[str, asyncio.Semaphore] = {}
+        self.slots: dict[str, int] = {}  # route -> calls in flight it gets
+        self._sem_lock = asyncio.Lock()
         self.stats = CallStats()
         self.per_model: dict[str, int] = {}
+        self.unknown_price: set[str] = set()  # route/model whose cost is a worst-case guess
         self.stopped = False
+        # route name -> why it is stopped (its base URL did not answer): no more calls to it
+        self.dead_routes: dict[str, str] = {}
         self.on_progress: Callable[[int], None] = lambda n: None
         self.client: httpx.AsyncClient | None = None
 
@@ -129,6 +146,46 @@ class Executor:
         return await apost_json(
             self.client, url, body, route.auth_headers(fresh), retries=self.cfg.retries
         )
+
+    # -- calls in flight per route --------------------------------------------------------
+
+    async def semaphore(self, route: Route) -> asyncio.Semaphore:
+        """The route's bound on calls in flight: ``--workers``, capped by the server's slots
+        (:meth:`server_slots`). Why the cap: a request beyond the slots only queues, and on
+        llama-server each waiting request holds a keep-alive connection; its HTTP thread pool
+        is small (slots + 2 on a 2-core machine), so with more open connections than
+        threads a new request waits for an idle one's keep-alive timeout (5 s) before it is
+        read. Measured on a one-slot server: 5.3 s at 8 workers, 0.3 s at 1."""
+        sem = self.sems.get(route.name)
+        if sem is not None:
+            return sem
+        async with self._sem_lock:
+            sem = self.sems.get(route.name)
+            if sem is None:
+                slots = await self.server_slots(route)
+                n = max(1, min(self.cfg.workers, slots or self.cfg.workers))
+                self.slots[route.name] = n
+                sem = self.sems[route.name] = asyncio.Semaphore(n)
+        return sem
+
+    async def server_slots(self, route: Route) -> int | None:
+        """The route's declared ``slots``, else what a loopback llama.cpp server advertises
+        (``GET /props``: ``total_slots``); None when neither says (a remote route is never
+        asked: no request a provider would not expect)."""
+        if route.slots is not None:
+            return route.slots
+        if not route.loopback or self.client is None or not route.base_url:
+            return None
+        parts = urlsplit(route.base_url)
+        try:
+            headers = route.auth_headers(key_of(route, self.cfg.dotenv))
+            resp = await self.client.get(
+                f"{parts.scheme}://{parts.netloc}/props", headers=headers, timeout=5.0
+            )
+            total = resp.json().get("total_slots") if resp.status_code == 200 else None
+        except (httpx.HTTPError, ValueError, AttributeError, CredentialError):
+            return None
+        return total if isinstance(total, int) and total > 0 else None
 
     # -- one call -------------------------------------------------------------------------
 
@@ -158,21 +215,24 @@ class Executor:
             if rec.ok and raw_body is not None and raw_body is not ABSENT:
                 kept = dialect.parse_response(raw_body)
             return CallOutcome(rec, kept, reused=True)
-        if self.stopped:
+        if self.stopped or cell.route.name in self.dead_routes:
             return CallOutcome(None)
-        price = target.price or (FREE if cell.route.local else Price(*UNKNOWN_PRICE))
+        price, source = price_for(target.price, cell.route)
         payload = json.dumps(body, ensure_ascii=False).encode()
         worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), price)
         rid = self.budget.reserve(worst, key, cell.route.name, cell.model)
         if rid is None:
             self._budget_stop(cell, worst)
             return CallOutcome(None)
-        sem = self.sems.setdefault(cell.route.name, asyncio.Semaphore(self.cfg.workers))
+        sem = await self.semaphore(cell.route)
         started = time.monotonic()
         turn: Turn | None = None
         status: int | None = None  # the HTTP status, once a response arrived
         failure: ReasonwireError | None = None
         async with sem:
+            if cell.route.name in self.dead_routes:  # stopped while this call waited
+                self.budget.settle(rid, 0.0, True, key, cell.model)
+                return CallOutcome(None)
             try:
                 resp = await self.post(cell.route, cell.path(), body)
                 status = resp.status_code
@@ -184,10 +244,15 @@ class Executor:
         cost, estimate = 0.0, True
         if turn is not None and status is not None:
             result = _answered(cell, turn, status, elapsed)
-            cost, estimate = call_cost(turn.usage, price)
+            if source == FREE_PRICE:  # nothing is paid, whatever a usage block says
+                cost, estimate = 0.0, False
+            else:
+                cost, estimate = call_cost(turn.usage, price)
+                source = source if estimate else BILLED
         else:
             assert failure is not None
             result = _failed(failure, status, elapsed)
+            self._stop_route_if_unreachable(cell, result)
         T, T_source = self.T.get((cell.route.name, cell.model), (self.t_estimate, T_ESTIMATE))
         rec = CallRecord(
             key=key,
@@ -200,6 +265,7 @@ class Executor:
             cost_usd=cost,
             cost_estimate=estimate,
             t=time.time(),
+            price=source,
         )
         self.records.append(rec)
         self.budget.settle(rid, cost, estimate, key, cell.model)
@@ -208,8 +274,23 @@ class Executor:
             self.stats.errors += 1
         name = f"{cell.route.name}/{cell.model}"
         self.per_model[name] = self.per_model.get(name, 0) + 1
+        if source == UNKNOWN:
+            self.unknown_price.add(name)
         self.on_progress(1)
         return CallOutcome(rec, turn)
+
+    def _stop_route_if_unreachable(self, cell: Cell, result: CallResult) -> None:
+        """A connection failure to the route's base URL (not one call's timeout or drop)
+        stops the whole route: every later cell of it is skipped, and the note says why."""
+        if (
+            isinstance(result, Failed)
+            and result.error_kind == "transport"
+            and str(result.error or "").startswith(_CONNECT_ERRORS)
+        ):
+            self.dead_routes.setdefault(
+                cell.route.name,
+                f"stopped: no connection to {cell.route.base_url} ({result.error})",
+            )
 
     def _budget_stop(self, cell: Cell, worst: float) -> None:
         if not self.stopped:

@@ -32,7 +32,8 @@ from reasonwire.method.matrix import (
     TextUnbased,
     Turn1,
 )
-from reasonwire.method.verdicts import Outcome, Thresholds, Verdict, combine
+from reasonwire.method.verdicts import Outcome, Thresholds, Verdict, combine, model_verdict
+from reasonwire.wire.model import ABSENT
 
 Rec = dict[str, Any]
 """A call record as read (JSON, slimmed of what the matrix never reads)."""
@@ -238,6 +239,7 @@ def rows_of(
     fixes = tuple(sorted({n for r in recs for n in (r.get("fix_notes") or [])}))
     calls = len(recs)
     cost = round(sum(float(r.get("cost_usd") or 0.0) for r in recs), 8)
+    price = price_of(recs)
     rows = []
     for lane in lanes:
         # turn 1 of this lane: its carriers are what this lane's opaque cells replay
@@ -254,12 +256,16 @@ def rows_of(
         if not_direct or unreached:
             text = _unreached(text)
             opaque = _unreached(opaque)
+            verdict = Verdict.DIRECT_LANE_NOT_REACHED
+        else:
+            verdict = row_verdict(text, opaque, any(not r.get("ok") for r in recs))
         rows.append(
             MatrixRow(
                 route=k[0],
                 model=k[1],
                 dialect=dialect,
                 lane=lane,
+                verdict=verdict,
                 T=T,
                 T_source=T_source,
                 T_note=T_note,
@@ -277,9 +283,33 @@ def rows_of(
                 ),
                 calls=calls,
                 cost_usd=cost,
+                price=price,
             )
         )
     return rows
+
+
+_PRICE_ORDER = ("unknown", "listed", "billed", "free")
+
+
+def price_of(recs: Iterable[Rec]) -> str:
+    """The weakest price source among the calls (``unknown`` first); ABSENT for none."""
+    seen = {str(r.get("price")) for r in recs if r.get("price")}
+    return next((p for p in _PRICE_ORDER if p in seen), ABSENT)
+
+
+def row_verdict(
+    text: Mapping[str, TextEntry], opaque: Mapping[str, OpaqueEntry], errored: bool
+) -> Verdict:
+    """The method's verdict of one row (:func:`model_verdict` over every carrier entry: the
+    text variants but ``none``, the opaque pairs); a row with no carrier entry is
+    ``baseline-failed`` when a call of it failed (e.g. turn 1 on a dialect without text
+    variants), else ``incomplete``."""
+    entries = [(e.in_loop.outcome, e.cross_turn.outcome) for v, e in text.items() if v != BASELINE]
+    entries += [(e.in_loop.outcome, e.cross_turn.outcome) for e in opaque.values()]
+    if not entries:
+        return Verdict.BASELINE_FAILED if errored else Verdict.INCOMPLETE
+    return model_verdict(entries)
 
 
 def _unreached(entries: Mapping[str, Any]) -> dict[str, Any]:

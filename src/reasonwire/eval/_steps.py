@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -84,9 +85,14 @@ class Method:
         )
         dialect = target.route.dialect
         jobs: list[Awaitable[Any]] = []
+        if self.route_stopped(target):
+            return
         await self.measure_T(target, state)
         if variants_for(dialect):
-            await self.text_baseline(target, state, "in_loop", discover=True)
+            base = await self.text_baseline(target, state, "in_loop", discover=True)
+            if not base.ok:
+                self.baseline_failed(target, base)
+                return
             jobs.append(self.text_position(target, state, "in_loop"))
             jobs.append(self.cross_turn(target, state))
         else:
@@ -94,6 +100,29 @@ class Method:
         jobs.append(self.opaque(target, state))
         await asyncio.gather(*jobs)
         await self.lanes(target, state)
+
+    def route_stopped(self, target: Target) -> bool:
+        """True (and noted) when the route was stopped: its base URL did not answer."""
+        why = self.x.dead_routes.get(target.route.name)
+        if why is not None:
+            self.note(target, "route", why)
+        return why is not None
+
+    def baseline_failed(self, target: Target, res: CallOutcome) -> None:
+        """The in-loop baseline could not be obtained: nothing of this model (on this lane)
+        can be compared, so no further cell is sent. A connection failure to the route's
+        base URL stops the whole route."""
+        if res.skipped:  # a budget stop (recorded) or a stopped route (noted)
+            self.route_stopped(target)
+            return
+        self.route_stopped(target)
+        status = res.status if res.status is not None else "no status"
+        self.note(
+            target,
+            "baseline",
+            f"baseline-failed: {status} {credentials.redact(res.error or '')[:300]}; "
+            "no further call for this model",
+        )
 
     async def measure_T(self, target: Target, state: _ModelState) -> None:
         """T of this (route, model): count(with carrier) - count(without) on the dialect's
@@ -253,11 +282,13 @@ class Method:
     async def turn1(
         self, target: Target, state: _ModelState, lane: str | None
     ) -> tuple[Turn, str, str] | str:
-        """Turn 1 up the effort ladder until it answers with a tool call and a carrier, on
-        ``lane`` when given. Returns (turn, effort, lane), or why there is nothing to replay
+        """Turn 1 up the effort ladder (:meth:`ladder`) until it answers with a tool call and a
+        carrier, on ``lane`` when given. A level without any tool call ends the walk: the
+        ladder only helps a model that calls the tool but shows no reasoning.
+        Returns (turn, effort, lane), or why there is nothing to replay
         ("" after a budget stop: the stop is recorded already)."""
         why = "turn 1 gave nothing to replay"
-        for effort in EFFORT_LADDER:
+        for effort in self.ladder(target):
             make = functools.partial(self.turn1_cell, target, state, effort)
             res = await self.on_lane(make, target, lane)
             if res.skipped:
@@ -272,12 +303,21 @@ class Method:
             turn = res.turn
             if turn.tool_calls and turn.carriers:
                 return turn, effort, str(res.lane)
-            why = (
-                f"no reasoning carrier at effort {effort}"
-                if turn.tool_calls
-                else f"no tool call at effort {effort}"
-            )
+            if not turn.tool_calls:
+                # more effort does not make a model call a tool it did not call: stop here
+                return f"no tool call at effort {effort}"
+            why = f"no reasoning carrier at effort {effort}"
         return why
+
+    def ladder(self, target: Target) -> tuple[str, ...]:
+        """The efforts turn 1 may walk: the ladder when the route takes an effort control
+        (its request differs between levels), else the first level only."""
+        mt = self.cfg.max_tokens
+        bodies = {
+            json.dumps(route_params(target.route, target.model, e, mt), sort_keys=True)
+            for e in EFFORT_LADDER
+        }
+        return EFFORT_LADDER if len(bodies) > 1 else EFFORT_LADDER[:1]
 
     async def opaque(self, target: Target, state: _ModelState) -> None:
         """The opaque step on the lane turn 1 lands on (the direct lane for ``want_direct``

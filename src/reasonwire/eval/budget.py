@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 
 from reasonwire.eval.records import COST, Records, Reserve, Settle, decode_record
+from reasonwire.routes import Route
 from reasonwire.wire.model import Usage
 
 UNKNOWN_PRICE: tuple[float, float] = (15e-6, 75e-6)
@@ -34,6 +35,22 @@ class Price:
 
 
 FREE = Price(0.0, 0.0)
+
+BILLED, LISTED, FREE_PRICE, UNKNOWN = "billed", "listed", "free", "unknown"
+"""Where a call's cost came from (``CallRecord.price``)."""
+
+
+def price_for(explicit: Price | None, route: Route) -> tuple[Price, str]:
+    """The price a call is reserved and settled at, and its source: the caller's (a catalog
+    or a priced simulation) first, then free for a free, loopback or ``local`` route, then
+    the route's declared price, else :data:`UNKNOWN_PRICE` (an estimate, labelled so)."""
+    if explicit is not None:
+        return explicit, LISTED
+    if route.free or route.loopback:
+        return FREE, FREE_PRICE
+    if route.price is not None:
+        return Price(*route.price), LISTED
+    return Price(*UNKNOWN_PRICE), UNKNOWN
 
 
 class Budget:

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reasonwire.errors import ReasonwireError
+from reasonwire.errors import ConfigError, ReasonwireError
 from reasonwire.eval.catalog import classify, fetch_catalog, select
 from reasonwire.eval.matrix import render_md
 from reasonwire.eval.report_html import write_all
@@ -51,6 +51,27 @@ def _key(route: Route, dotenv: Path) -> str | None:
     return key_of(route, str(dotenv))
 
 
+def _catalog(route: Route, dotenv: Path, models: str | None) -> list[dict[str, object]]:
+    """The route's catalog entries for ``--models``: fetched whenever the route has one (explicit
+    ids still take their catalog prices; a failed fetch leaves them unpriced, said on
+    stderr); a price filter without a catalog is an error."""
+    explicit = models is not None and not models.startswith(("max:", "portal-max:"))
+    if not route.catalog_path or (route.loopback and explicit):
+        if not explicit:
+            raise ConfigError(
+                f"--models {models or '(all)'}: route {route.name} has no catalog; "
+                "name the model ids"
+            )
+        return []
+    if not explicit:
+        return fetch_catalog(route, _key(route, dotenv))
+    try:
+        return fetch_catalog(route, _key(route, dotenv))
+    except ReasonwireError as exc:
+        Console(stderr=True).print(f"catalog of {route.name} not read ({exc}): ids unpriced")
+        return []
+
+
 @app.command("run")
 def run_command(
     route: list[str] = typer.Option([], "--route", help="Route name (repeat); none = embedded."),
@@ -84,10 +105,7 @@ def run_command(
             if route:
                 targets = []
                 for r in _routes(route, routes_file, kind, base_url, key_env):
-                    if models and not models.startswith(("max:", "portal-max:")):
-                        chosen = select([], models)
-                    else:
-                        chosen = select(fetch_catalog(r, _key(r, dotenv)), models)
+                    chosen = select(_catalog(r, dotenv, models), models)
                     targets += [Target(r, c.id, c.price) for c in chosen]
             else:
                 from reasonwire.eval.embedded import start_embedded
@@ -114,6 +132,11 @@ def run_command(
     typer.echo(
         f"{result.sent} calls sent, {result.reused} reused from records, {result.errors} "
         f"errors, ${result.spent_usd:.4f} spent"
+        + (
+            f" (estimate: price unknown for {', '.join(result.unknown_price)})"
+            if result.unknown_price
+            else ""
+        )
         + (" (budget stop)" if result.budget_stopped else "")
         + f"; {out}/matrix.md, {out}/matrix.json, {out}/report.html"
     )

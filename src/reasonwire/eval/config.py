@@ -65,3 +65,5 @@ class RunResult:
     budget_stopped: bool
     elapsed_s: float
     calls_per_model: dict[str, int] = field(default_factory=dict)
+    unknown_price: tuple[str, ...] = ()
+    """route/model ids whose spend is an estimate at an assumed (unknown) price."""

@@ -37,14 +37,17 @@ def sim_routes(base_url: str, root_url: str) -> dict[DialectName, Route]:
     }
 
 
-def sim_targets(base_url: str, root_url: str) -> list[Target]:
+def sim_targets(base_url: str, root_url: str, priced: bool = False) -> list[Target]:
+    """One target per simulator behaviour. The simulator is loopback, so it is free; with
+    ``priced`` each target carries the sim's price list instead (budget tests: a paid
+    provider played by the simulator)."""
     from reasonwire.eval.budget import Price
     from reasonwire.sim.behaviours import BEHAVIOURS
     from reasonwire.sim.pricing import PRICES
 
     routes = sim_routes(base_url, root_url)
     return [
-        Target(routes[b.dialect], m, Price(*PRICES.get(m, (0.0, 0.0))))
+        Target(routes[b.dialect], m, Price(*PRICES.get(m, (0.0, 0.0))) if priced else None)
         for m, b in BEHAVIOURS.items()
     ]
 

@@ -264,6 +264,7 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     )
     matrix = to_json(head)
     matrix["rows"] = [row for k in order for row in by_key[k]]  # encoded by the shards
+    matrix["spent_estimate"] = any(r.get("price") == "unknown" for r in matrix["rows"])
     return matrix
 
 
@@ -278,7 +279,7 @@ def render_md(matrix: dict[str, Any]) -> str:
         f"consumed when delta >= {th['consume_ratio']} * T (text) or > {th['opaque_min']} "
         f"tokens (opaque, verbatim vs stripped). Canary word: `{run['canary']}`. Seed "
         f"{run['seed']}, {run['runs']} run(s), {matrix['calls']} calls, "
-        f"${matrix['spent_usd']:.4f} spent."
+        f"{spent_text(matrix)}."
     )
     lines.append("")
     by_dialect: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -291,11 +292,12 @@ def render_md(matrix: dict[str, Any]) -> str:
         if dialect in matrix["no_text_variants"]:
             lines.append(f"Text variants: none ({matrix['no_text_variants'][dialect]}).")
         lines.append("")
-        head = ["route", "model", "lane", *variants, *extras, "turn-1 carriers", "notes"]
+        head = ["route", "model", "lane", "verdict", *variants, *extras, "turn-1 carriers",
+                "notes"]  # fmt: skip
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
         for r in rows:
-            cells = [r["route"], r["model"], r["lane"]]
+            cells = [r["route"], r["model"], r["lane"], r.get("verdict") or "-"]
             for v in variants:
                 e = r["text"].get(v)
                 cells.append(_fmt(e, "delta") if e else "")
@@ -307,6 +309,8 @@ def render_md(matrix: dict[str, Any]) -> str:
             extra = list(r["notes"]) + list(r["params_fix"])
             if r.get("T_source") == "count-endpoint":
                 extra.insert(0, f"T = {r['T']} (count endpoint)")
+            if r.get("price") == "unknown":
+                extra.append(f"cost ${r['cost_usd']:.4f} is an estimate (price unknown)")
             if r["errors"]:
                 extra.append(f"{len(r['errors'])} error(s)")
             cells.append("; ".join(extra).replace("|", "/")[:200])
@@ -315,6 +319,16 @@ def render_md(matrix: dict[str, Any]) -> str:
     if matrix["budget_stops"]:
         lines.append(f"Budget stop: {len(matrix['budget_stops'])} record(s); cells left empty.")
     return "\n".join(lines) + "\n"
+
+
+def spent_text(matrix: dict[str, Any]) -> str:
+    """``$X spent``, labelled an estimate when some price was unknown (assumed)."""
+    text = f"${matrix['spent_usd']:.4f} spent"
+    if matrix.get("spent_estimate"):
+        unknown = sorted({f"{r['route']}/{r['model']}" for r in matrix["rows"]
+                          if r.get("price") == "unknown"})  # fmt: skip
+        text += f" (estimate: price unknown for {', '.join(unknown)})"
+    return text
 
 
 def _fmt(entry: dict[str, Any], key: str) -> str:

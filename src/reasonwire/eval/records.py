@@ -127,7 +127,8 @@ CallResult: TypeAlias = Answered | Unparsed | Failed
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CallRecord(JSONRecord):
     """One call: the cell, T (the trace's tokens and how they were measured), the result,
-    what it cost (``cost_estimate``: from the price list, not the provider's figure)."""
+    what it cost (``cost_estimate``: from the price list, not the provider's figure; ``price``:
+    which price)."""
 
     type: Literal["call"] = "call"
     key: str
@@ -140,6 +141,10 @@ class CallRecord(JSONRecord):
     cost_usd: float
     cost_estimate: bool
     t: float
+    price: str = ABSENT
+    """Where ``cost_usd`` came from: ``billed`` (the provider's figure), ``listed`` (a known
+    price: catalog, route, caller), ``free`` (loopback, ``local`` or ``free = true``) or
+    ``unknown`` (a worst-case assumption: an estimate, shown as one). Older records lack it."""
     unknown: Mapping[str, JSON] = rest()
 
     @property

@@ -28,7 +28,7 @@ from typing import Any, Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
-from reasonwire.eval.matrix import build_matrix, write_matrix_files
+from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_files
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
 
@@ -237,11 +237,22 @@ def _errors(row: dict[str, Any]) -> str:
     return f"<td>{'<br>'.join(parts)}</td>"
 
 
+def _row_verdict(row: dict[str, Any]) -> str:
+    """The method's verdict of the row (matrices written before it have none: ``-``)."""
+    verdict = row.get("verdict")
+    if not verdict:
+        return '<td class="row-verdict">-</td>'
+    v = _ec(str(verdict))
+    badge = f'<span class="badge v-{v}">{v}</span>'
+    return f'<td class="row-verdict" data-row-verdict="{v}">{badge}</td>'
+
+
 def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> str:
     th = matrix["thresholds"]
     variants = [v for v in matrix["variants"].get(dialect, []) if v != "none"]
     extras = sorted({e for r in rows for e in r["opaque"]})
-    head = ["route", "model", "lane", *variants, *extras, "turn-1 carriers", "canary", "errors"]
+    head = ["route", "model", "lane", "verdict", *variants, *extras, "turn-1 carriers",
+            "canary", "errors"]  # fmt: skip
     out = [f'<h2 id="d-{_e(dialect)}">{_e(dialect)}</h2>']
     if dialect in matrix["no_text_variants"]:
         out.append(
@@ -258,6 +269,7 @@ def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> 
         cells = [
             f'<tr data-route="{route}" data-model="{model}" data-lane="{lane}">'
             f'<td class="id">{route}</td><td class="id">{model}</td><td>{lane}</td>'
+            + _row_verdict(r)
         ]
         cells.extend(_cell(r["text"].get(v), text_thr, T) for v in variants)
         cells.extend(_cell(r["opaque"].get(x), opaque_thr, T) for x in extras)
@@ -303,7 +315,7 @@ def _meta(matrix: dict[str, Any]) -> str:
         ("opaque threshold", f"delta > {th['opaque_min']} tokens"),
         ("lane attempts", th.get("lane_attempts")),
         ("effort / max tokens", f"{run.get('effort')} / {run.get('max_tokens')}"),
-        ("budget", f"${run.get('budget_usd')}, spent ${matrix.get('spent_usd', 0):.4f}"),
+        ("budget", f"${run.get('budget_usd')}, {spent_text(matrix)}"),
         ("calls", matrix.get("calls")),
         ("runs", f"{run.get('runs')} ({', '.join(str(i) for i in run.get('run_ids') or [])})"),
         ("fixture", run.get("fixture_id")),

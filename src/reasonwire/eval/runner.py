@@ -104,6 +104,7 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
         budget_stopped=executor.stopped,
         elapsed_s=elapsed,
         calls_per_model=dict(executor.per_model),
+        unknown_price=tuple(sorted(executor.unknown_price)),
     )
 
 

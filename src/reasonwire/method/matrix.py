@@ -25,7 +25,7 @@ from typing import Final, Literal
 from reasonwire.errors import ConfigError
 from reasonwire.method.codec import JSONRecord, from_json
 from reasonwire.method.verdicts import Outcome, Thresholds, Verdict
-from reasonwire.wire.model import JSON
+from reasonwire.wire.model import ABSENT, JSON
 
 SCHEMA: Final = "reasonwire.eval.matrix/1"
 
@@ -154,17 +154,27 @@ class Turn1(JSONRecord):
 class MatrixRow(JSONRecord):
     """The verdicts of one (route, model, lane).
 
+    ``verdict`` is the method's one verdict of the row
+    (:func:`reasonwire.method.verdicts.model_verdict`: ``consumes-all-turns``,
+    ``in-loop-only``, ``accepted-ignored``, ``rejected``, ``baseline-failed``,
+    ``direct-lane-not-reached``, ``incomplete``); the per-carrier verdicts stay in ``text``
+    and ``opaque``. Files written before it existed have no such key: it reads as
+    ``ABSENT`` (falsy) and is not written back.
+
     ``T`` is the trace's tokens for this row, ``T_source`` ``chars/4`` or ``count-endpoint``,
     ``T_note`` why it was not counted; ``text`` maps each text variant of the dialect
     (``none`` first), ``opaque`` each opaque pair; ``wording`` the probe wording each
     position used (``probe`` | ``neutral``); ``params_fix`` the parameter fixes the baseline
-    needed; ``calls`` and ``cost_usd`` count every call of the (route, model).
+    needed; ``calls`` and ``cost_usd`` count every call of the (route, model), ``price`` says
+    where the cost came from (``unknown``: an estimate at an assumed price, to be shown as
+    one).
     """
 
     route: str
     model: str
     dialect: str
     lane: str
+    verdict: Verdict = ABSENT  # the method's one verdict; matrices before it lack the key
     T: int
     T_source: str = "chars/4"  # matrices written before T was counted have neither
     T_note: str | None = None
@@ -177,6 +187,7 @@ class MatrixRow(JSONRecord):
     errors: tuple[RowError, ...]
     calls: int
     cost_usd: float
+    price: str = ABSENT  # billed | listed | free | unknown (an estimate); older files lack it
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -214,6 +225,7 @@ class Matrix(JSONRecord):
     calls: int
     budget_stops: tuple[Mapping[str, JSON], ...]
     rows: tuple[MatrixRow, ...]
+    spent_estimate: bool = ABSENT  # some spend is at an assumed (unknown) price; older lack it
 
 
 def read_matrix(path: str | Path) -> Matrix:

@@ -9,6 +9,7 @@ its meaning as its ``__doc__``; the values are the words written in ``matrix.jso
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Self
@@ -134,6 +135,37 @@ class Thresholds(JSONRecord):
         return Outcome.CONSUMED if delta > self.opaque_min else Outcome.DROPPED
 
 
+def model_verdict(entries: Sequence[tuple[Outcome, Outcome]]) -> Verdict:
+    """The method's one verdict of a (route, model, lane) from its carriers' position outcomes
+    (every text variant but ``none``, every opaque pair), in this order:
+
+    - ``baseline-failed``: no carrier could be compared because the in-loop baseline failed
+      (or the row has no carrier entry at all after a failure: see :func:`row_verdict`);
+    - ``consumes-all-turns``: some carrier was read across turns;
+    - ``in-loop-only``: some carrier was read in the loop, none across turns;
+    - ``rejected``: EVERY carrier was refused (4xx) in some position;
+    - ``incomplete``: a carrier position was not measured;
+    - ``accepted-ignored``: the rest: every answered carrier grew the input by less than the
+      threshold in both positions (a carrier refused among ignored ones stays visible in its
+      cell; nothing was read).
+    """
+    if not entries:
+        return Verdict.INCOMPLETE
+    if any(p[0] == Outcome.BASELINE_FAILED for p in entries) and not any(
+        o in _READ for p in entries for o in p
+    ):
+        return Verdict.BASELINE_FAILED
+    if any(p[1] in _READ for p in entries):
+        return Verdict.CONSUMES_ALL_TURNS
+    if any(p[0] in _READ for p in entries):
+        return Verdict.IN_LOOP_ONLY
+    if all(Outcome.REJECTED in p for p in entries):
+        return Verdict.REJECTED
+    if any(o in (Outcome.MISSING, Outcome.BASELINE_FAILED) for p in entries for o in p):
+        return Verdict.INCOMPLETE
+    return Verdict.ACCEPTED_IGNORED
+
+
 def combine(in_loop: Outcome, cross_turn: Outcome) -> Verdict:
     """One verdict from the two position outcomes: a refusal or a failed baseline in either
     position wins, then an unmeasured one; otherwise where the carrier was read."""
@@ -161,5 +193,6 @@ __all__ = [
     "Thresholds",
     "Verdict",
     "combine",
+    "model_verdict",
     "outcome_at",
 ]
