@@ -147,6 +147,8 @@ def test_row_verdict_follows_the_method(sim_run: tuple[Path, dict[str, Any]]) ->
     assert {"consumes-all-turns", "in-loop-only", "accepted-ignored"} <= seen
     md = render_md(matrix)
     assert "| route | model | lane | verdict |" in md
+    for row in matrix["rows"]:
+        assert f"| {row['model']} | {row['lane']} | {row['verdict']} |" in md, row["model"]
     html = render_html(matrix)
     assert 'data-row-verdict="' in html
 
