@@ -147,5 +147,27 @@ def test_row_verdict_follows_the_method(sim_run: tuple[Path, dict[str, Any]]) ->
     assert {"consumes-all-turns", "in-loop-only", "accepted-ignored"} <= seen
     md = render_md(matrix)
     assert "| route | model | lane | verdict |" in md
+    for row in matrix["rows"]:
+        assert f"| {row['model']} | {row['lane']} | {row['verdict']} |" in md, row["model"]
     html = render_html(matrix)
     assert 'data-row-verdict="' in html
+
+
+def test_matrix_md_and_report_say_why(sim_run: tuple[Path, dict[str, Any]]) -> None:
+    """A refused cell shows its status and the provider's first words; the report shows a
+    note as a note, apart from the red errors."""
+    import re
+
+    from reasonwire.eval.matrix import render_md
+    from reasonwire.eval.report_html import render_html
+
+    _, matrix = sim_run
+    md = render_md(matrix)
+    r1 = next(line for line in md.splitlines() if "| sim-r1 |" in line)
+    assert "rejected (-/-): 400 The `reasoning_content` field is not allowed" in r1
+    assert "error(s), first: " in r1 and ": 400 " in r1
+    html = render_html(matrix)
+    note = "unsigned thinking cannot be sent"
+    assert re.search(r'<small class="note"[^>]*>note: [^<]*' + note, html)
+    assert not re.search(r'<span class="err"[^>]*>[^<]*' + note, html)
+    assert re.search(r'<span class="err" [^>]*>\d+ error\(s\): 400 ', html)

@@ -83,6 +83,8 @@ def select(entries: list[dict[str, Any]], spec: str | None) -> list[CatalogEntry
     if spec is None:
         return [c for c in classified if c.keep]
     head, _, limit = spec.partition(":")
+    if head in ("max", "portal-max") and not limit:
+        raise ConfigError(f"--models {spec!r}: give the price limit, e.g. {head}:4")
     if head in ("max", "portal-max") and limit:
         try:
             cap = float(limit) / 1e6
@@ -90,5 +92,7 @@ def select(entries: list[dict[str, Any]], spec: str | None) -> list[CatalogEntry
             raise ConfigError(f"--models {spec!r}: the limit must be a number") from None
         return [c for c in classified if c.keep and c.price and c.price.completion <= cap]
     wanted = [m.strip() for m in spec.split(",") if m.strip()]
+    if not wanted:
+        raise ConfigError(f"--models {spec!r}: no model id (give ids, a comma list, or max:N)")
     by_id = {c.id: c for c in classified}
     return [by_id.get(m, CatalogEntry(m, True, "", None)) for m in wanted]

@@ -41,7 +41,18 @@ def _routes(
                 spec["key_env"] = key_env
             out.append(route_from_table("custom", spec))
         else:
-            out.append(get_route(name, table))
+            given = [f for f, v in (("--kind", kind), ("--key-env", key_env)) if v]
+            if given:
+                raise ConfigError(
+                    f"{' and '.join(given)} only apply to --route custom (route {name} is "
+                    "defined: edit it in --routes-file)"
+                )
+            r = get_route(name, table)
+            if base_url:  # an explicit --base-url overrides the named route's
+                if not base_url.startswith(("http://", "https://")):
+                    raise ConfigError(f"--base-url {base_url!r}: expected an http(s) URL")
+                r = r.with_base_url(base_url)
+            out.append(r)
     return out
 
 
@@ -89,15 +100,31 @@ def run_command(
     seed: int | None = typer.Option(None, help="Fixture seed (trace and canary)."),
     routes_file: Path | None = typer.Option(None, help="TOML file with [routes.NAME]."),
     kind: str | None = typer.Option(None, help="--route custom: chat|responses|anthropic|gemini"),
-    base_url: str | None = typer.Option(None, help="--route custom: base URL."),
+    base_url: str | None = typer.Option(
+        None, help="--route custom: base URL; on a named route: overrides its base URL."
+    ),
     key_env: str | None = typer.Option(None, help="--route custom: key variable name."),
     progress: bool = typer.Option(
         True, "--progress/--no-progress", help="Show the progress bar (on a terminal)."
     ),
     dotenv: Path = typer.Option(DEFAULT_DOTENV, help=DOTENV_HELP),
 ) -> None:
-    """Measure which models read replayed reasoning; write records and the matrix."""
+    """Measure which models read replayed reasoning; write records and the matrix.
+
+    Exit codes: 0 done; 1 the report could not be written (records kept) or every model's
+    baseline failed; 2 a usage or configuration error (nothing sent)."""
     try:
+        if models is not None and not models.startswith(("max:", "portal-max:")):
+            select([], models)  # an empty id list is refused before anything starts
+        if not route:
+            given = [
+                f
+                for f, v in (("--models", models), ("--base-url", base_url), ("--kind", kind),
+                             ("--key-env", key_env))
+                if v is not None
+            ]  # fmt: skip
+            if given:
+                raise ConfigError(f"{', '.join(given)} need --route (the embedded run has none)")
         with ExitStack() as stack:
             extra: dict[str, object] = {}
             if seed is not None:
@@ -125,7 +152,14 @@ def run_command(
                 **extra,  # type: ignore[arg-type]
             )
             result = run_eval(cfg)
-        matrix = write_all(out)
+        try:
+            matrix = write_all(out)
+        except OSError as exc:
+            Console(stderr=True).print(
+                f"[red]error:[/red] cannot write the report under {out}: "
+                f"{exc.strerror or exc} (records kept: `reasonwire eval report --out DIR`)"
+            )
+            raise typer.Exit(1) from None
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo(render_md(matrix))
@@ -140,6 +174,12 @@ def run_command(
         + (" (budget stop)" if result.budget_stopped else "")
         + f"; {out}/matrix.md, {out}/matrix.json, {out}/report.html"
     )
+    verdicts = [r.get("verdict") for r in matrix["rows"]]
+    if verdicts and all(v == "baseline-failed" for v in verdicts):
+        Console(stderr=True).print(
+            "[red]error:[/red] every model's baseline failed: nothing was measured"
+        )
+        raise typer.Exit(1)
 
 
 @app.command("models")

@@ -312,8 +312,12 @@ def render_md(matrix: dict[str, Any]) -> str:
             if r.get("price") == "unknown":
                 extra.append(f"cost ${r['cost_usd']:.4f} is an estimate (price unknown)")
             if r["errors"]:
-                extra.append(f"{len(r['errors'])} error(s)")
-            cells.append("; ".join(extra).replace("|", "/")[:200])
+                e = r["errors"][0]
+                extra.append(
+                    f"{len(r['errors'])} error(s), first: {e['step']} {e['variant']} "
+                    f"{e['position']}: {e['status'] or 'no status'} {first_words(e['error'])}"
+                )
+            cells.append("; ".join(extra).replace("|", "/")[:300])
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
         lines.append("")
     if matrix["budget_stops"]:
@@ -331,10 +335,33 @@ def spent_text(matrix: dict[str, Any]) -> str:
     return text
 
 
+_FAILED = ("rejected", "baseline-failed")
+
+
+def first_words(text: object, words: int = 8) -> str:
+    """The first ``words`` words of a provider's message, for a table cell."""
+    parts = str(text or "").replace("|", "/").split()
+    return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
+
+
 def _fmt(entry: dict[str, Any], key: str) -> str:
+    """``verdict (in-loop/cross-turn deltas)``; a refused or failed position adds its status
+    and the first words of the provider's error."""
     d = [entry[p].get(key) for p in POSITIONS]
     ds = "/".join("-" if x is None else str(x) for x in d)
-    return f"{entry['verdict']} ({ds})"
+    why = ""
+    for p in POSITIONS:
+        pos = entry[p]
+        if pos.get("outcome") not in _FAILED:
+            continue
+        status, error = pos.get("status"), pos.get("error")
+        for err in (pos.get("errors") or {}).values():  # opaque: per mode
+            if status is None and error is None:
+                status, error = err.get("status"), err.get("error")
+        if status is not None or error:
+            why = f": {status if status is not None else 'no status'} {first_words(error)}"
+            break
+    return f"{entry['verdict']} ({ds}){why}"
 
 
 def write_reports(out_dir: str | Path) -> dict[str, Any]:

@@ -71,7 +71,7 @@ border-color:#d69e2e}.o-zero{background:#edf2f7;border-color:#a0aec0}
 .o-rejected{background:#fed7d7;border-color:#e53e3e}.o-error{background:#feebc8;
 border-color:#dd6b20}.o-missing{background:#fff;border-color:#e2e8f0;color:#a0aec0}
 .o-base{background:#fff;border-color:#cbd5e0}
-.hit{font-weight:700}.err{color:#c53030;cursor:help;white-space:nowrap}
+.hit{font-weight:700}.err{color:#c53030;cursor:help}.note{color:#4a5568;cursor:help}
 .legend span.chip{min-width:0;margin-right:4px}.legend td{border:none;padding:1px 8px 1px 0}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:4px 0}
 dl.meta dt{color:#4a5568}dl.meta dd{margin:0;font-family:ui-monospace,Menlo,monospace}
@@ -220,7 +220,12 @@ def _canary(row: dict[str, Any]) -> str:
 
 
 def _errors(row: dict[str, Any]) -> str:
+    """The failed calls (red: the count and the first one's status and words) and, apart,
+    the notes (plain: what the method did or could not do, e.g. a dialect without text
+    variants, a parameter fix, an estimated cost): a note is not an error."""
     notes = [*row.get("notes", []), *row.get("params_fix", [])]
+    if row.get("price") == "unknown":
+        notes.append(f"cost ${float(row.get('cost_usd') or 0):.4f} is an estimate (price unknown)")
     errs = row.get("errors") or []
     parts = []
     if errs:
@@ -229,12 +234,23 @@ def _errors(row: dict[str, Any]) -> str:
             f"{_ec(str(e.get('position')))}: status {_n(e.get('status'))}: {_free(e.get('error'))}"
             for e in errs
         )
-        parts.append(f'<span class="err" title="{tip}">{len(errs)} error(s)</span>')
+        first = errs[0]
+        why = _free(_first_words(first.get("error")))
+        parts.append(
+            f'<span class="err" title="{tip}">{len(errs)} error(s): '
+            f"{_n(first.get('status'))} {why}</span>"
+        )
     if notes:
         text = "; ".join(str(n) for n in notes)
         short = text if len(text) <= 90 else text[:88] + "..."
-        parts.append(f'<small title="{_free(text)}">{_free(short)}</small>')
+        parts.append(f'<small class="note" title="{_free(text)}">note: {_free(short)}</small>')
     return f"<td>{'<br>'.join(parts)}</td>"
+
+
+def _first_words(text: object, words: int = 8) -> str:
+    """The first ``words`` words of an error message (the rest is in the tooltip)."""
+    parts = str(text or "").split()
+    return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
 
 
 def _row_verdict(row: dict[str, Any]) -> str:
@@ -252,7 +268,7 @@ def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> 
     variants = [v for v in matrix["variants"].get(dialect, []) if v != "none"]
     extras = sorted({e for r in rows for e in r["opaque"]})
     head = ["route", "model", "lane", "verdict", *variants, *extras, "turn-1 carriers",
-            "canary", "errors"]  # fmt: skip
+            "canary", "errors / notes"]  # fmt: skip
     out = [f'<h2 id="d-{_e(dialect)}">{_e(dialect)}</h2>']
     if dialect in matrix["no_text_variants"]:
         out.append(

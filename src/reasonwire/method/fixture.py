@@ -36,7 +36,10 @@ Position = Literal["in_loop", "cross_turn"]
 POSITIONS: Final[tuple[Position, Position]] = ("in_loop", "cross_turn")
 
 DEFAULT_SEED: Final = 20261109
-TRACE_WORDS: Final = 300  # about 400 tokens with common vocabularies
+TRACE_WORDS: Final = 190
+"""Filler words of the trace: about 400 tokens (chars/4 ~370-390, 396-419 on the Qwen2 and
+Llama-3 vocabularies over five seeds; 300 words gave 577 and 616). Changing it changes every
+fixture id: output directories of an earlier size do not resume."""
 
 CANARY_SENTENCE: Final = "The verification word for this task is {word}."
 """The one sentence of the trace that names the canary word."""
