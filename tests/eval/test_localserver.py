@@ -78,4 +78,6 @@ def test_real_templates_verdicts_calls_and_one_slot_timing(
         (n,) = calls.values()
         assert n <= REFERENCE_CALLS
     t_default, t_one = min(t for t, _ in default), min(t for t, _ in one)
-    assert t_default <= 1.5 * t_one + 0.05, (t_default, t_one)
+    # Sub-second runs: the absolute slack keeps scheduling noise out; the stall this guards
+    # against (idle keep-alive connections holding llama-server's HTTP threads) cost 5 s.
+    assert t_default <= 1.5 * t_one + 0.5, (t_default, t_one)
