@@ -22,13 +22,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+from reasonwire._httpcompat import ASYNC_TRANSPORTS, SYNC_TRANSPORTS, package_of
 from reasonwire.fold._settings import load_fold_settings
-from reasonwire.probe.transport import (
-    _ASYNC_T,
-    _SYNC_T,
-    _package_of,
-    provider_for,
-)
+from reasonwire.probe.transport import provider_for
 from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request
 from reasonwire.wire.registry import dialect_for_path
 
@@ -91,13 +87,13 @@ class _Fold:
         data = _dumps(new_body)
         headers = request.headers.copy()
         headers["content-length"] = str(len(data))
-        return _package_of(request).Request(
+        return package_of(request).Request(
             request.method, request.url, headers=headers, content=data,
             extensions=request.extensions,
         )  # fmt: skip
 
 
-class FoldTransport(*_SYNC_T):  # type: ignore[misc]
+class FoldTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     """A sync httpx transport that folds request bodies (see the module docstring).
 
     ``settings``: a :class:`FoldSettings`, a path to a TOML settings file, or None (off).
@@ -130,7 +126,7 @@ class FoldTransport(*_SYNC_T):  # type: ignore[misc]
         if self._inner is None:
             with self._lock:
                 if self._inner is None:
-                    self._inner = _package_of(request).HTTPTransport()
+                    self._inner = package_of(request).HTTPTransport()
         return self._inner
 
     def handle_request(self, request: Any) -> Any:
@@ -142,7 +138,7 @@ class FoldTransport(*_SYNC_T):  # type: ignore[misc]
             self._inner.close()
 
 
-class AsyncFoldTransport(*_ASYNC_T):  # type: ignore[misc]
+class AsyncFoldTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
     """The async twin of :class:`FoldTransport` (default inner: ``AsyncHTTPTransport()``)."""
 
     def __init__(
@@ -168,7 +164,7 @@ class AsyncFoldTransport(*_ASYNC_T):  # type: ignore[misc]
         if self._inner is None:
             with self._lock:
                 if self._inner is None:
-                    self._inner = _package_of(request).AsyncHTTPTransport()
+                    self._inner = package_of(request).AsyncHTTPTransport()
         return self._inner
 
     async def handle_async_request(self, request: Any) -> Any:

@@ -41,11 +41,6 @@ from reasonwire.wire.registry import dialect_for_path, get_dialect
 
 _STREAM_TYPES = ("text/event-stream",)
 
-# The transports and streams serve httpx and its httpx2 fork alike (see _httpcompat).
-_SYNC_T, _ASYNC_T = SYNC_TRANSPORTS, ASYNC_TRANSPORTS
-_SYNC_S, _ASYNC_S = SYNC_STREAMS, ASYNC_STREAMS
-_package_of = package_of
-
 
 def provider_for(url: Any) -> str:
     """The built-in route whose base URL the request goes to, else the host (and port)."""
@@ -177,7 +172,7 @@ def _already_read(response: Any, obs: CallObserver) -> bool:
     return True
 
 
-class _SyncStream(*_SYNC_S):  # type: ignore[misc]
+class _SyncStream(*SYNC_STREAMS):  # type: ignore[misc]
     def __init__(self, inner: Any, obs: CallObserver) -> None:
         self._inner = inner
         self._obs = obs
@@ -192,7 +187,7 @@ class _SyncStream(*_SYNC_S):  # type: ignore[misc]
             self._obs.finish()
 
 
-class _AsyncStream(*_ASYNC_S):  # type: ignore[misc]
+class _AsyncStream(*ASYNC_STREAMS):  # type: ignore[misc]
     def __init__(self, inner: Any, obs: CallObserver) -> None:
         self._inner = inner
         self._obs = obs
@@ -207,7 +202,7 @@ class _AsyncStream(*_ASYNC_S):  # type: ignore[misc]
             self._obs.finish()
 
 
-class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
+class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     """A sync httpx transport that records one ledger row per model call.
 
     ``inner`` defaults to the package's own ``HTTPTransport()`` (created on first use, for
@@ -233,7 +228,7 @@ class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
         if self._inner is None:
             with self._lock:
                 if self._inner is None:
-                    self._inner = _package_of(request).HTTPTransport()
+                    self._inner = package_of(request).HTTPTransport()
         return self._inner
 
     def handle_request(self, request: Any) -> Any:
@@ -255,7 +250,7 @@ class ProbeTransport(*_SYNC_T):  # type: ignore[misc]
             self._inner.close()
 
 
-class AsyncProbeTransport(*_ASYNC_T):  # type: ignore[misc]
+class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
     """The async twin of :class:`ProbeTransport` (default inner: ``AsyncHTTPTransport()``)."""
 
     def __init__(
@@ -274,7 +269,7 @@ class AsyncProbeTransport(*_ASYNC_T):  # type: ignore[misc]
         if self._inner is None:
             with self._lock:
                 if self._inner is None:
-                    self._inner = _package_of(request).AsyncHTTPTransport()
+                    self._inner = package_of(request).AsyncHTTPTransport()
         return self._inner
 
     async def handle_async_request(self, request: Any) -> Any:
