@@ -9,15 +9,14 @@ background thread, like :class:`reasonwire.sim.SimServer`.
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Any
 
 from reasonwire.credentials import SECRET_FIELDS
+from reasonwire.sim.server import SimServer
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -111,69 +110,16 @@ class Recording:
             ex.elapsed_ms = round((time.monotonic() - start) * 1000, 2)
 
 
-class AuditServer:
-    """The simulator behind :class:`Recording`, on a loopback port, in a background thread.
-
-    ``base_url`` ends in ``/v1`` (OpenAI- and Anthropic-style clients append their paths to
-    it or to ``root_url``); ``root_url`` is the bare origin (Gemini clients add ``/v1beta``).
-    """
+class AuditServer(SimServer):
+    """The simulator behind :class:`Recording`, on a loopback port, in a background thread
+    (the simulator's own server; ``base_url`` / ``root_url`` as there)."""
 
     def __init__(self, seed: int = 0, host: str = "127.0.0.1") -> None:
-        import uvicorn
-
         from reasonwire.sim.app import build_app
 
-        self.host = host
         self.recording = Recording(build_app(seed))
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind((host, 0))
-        self.port: int = self._sock.getsockname()[1]
-        config = uvicorn.Config(
-            self.recording, log_level="warning", access_log=False, lifespan="off", http="h11"
-        )
-        self._server = uvicorn.Server(config)
-        self._thread: threading.Thread | None = None
-
-    @property
-    def root_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.root_url}/v1"
+        super().__init__(seed, host, app=self.recording)
 
     @property
     def exchanges(self) -> list[Exchange]:
         return self.recording.snapshot()
-
-    def start(self) -> AuditServer:
-        from reasonwire.errors import TransportError
-
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise TransportError(f"audit simulator did not start on {self.root_url}")
-            time.sleep(0.005)
-        return self
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        self._sock.close()
-
-    def __enter__(self) -> AuditServer:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

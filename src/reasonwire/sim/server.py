@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from types import TracebackType
+from typing import Any, Self
 
 import uvicorn
 
@@ -20,7 +21,11 @@ class SimServer:
     paths); ``root_url`` is the bare origin (Gemini clients add ``/v1beta``).
     """
 
-    def __init__(self, seed: int = 0, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, seed: int = 0, host: str = "127.0.0.1", port: int = 0, app: Any = None
+    ) -> None:
+        """``app``: an ASGI app to serve instead of the simulator (one wrapping it, such as
+        the audit's recorder)."""
         self.seed = seed
         self.host = host
         # IPPROTO_TCP explicitly: asyncio only disables Nagle's algorithm on sockets whose
@@ -30,7 +35,11 @@ class SimServer:
         self._sock.bind((host, port))
         self.port: int = self._sock.getsockname()[1]
         config = uvicorn.Config(
-            build_app(seed), log_level="warning", access_log=False, lifespan="off", http="h11"
+            build_app(seed) if app is None else app,
+            log_level="warning",
+            access_log=False,
+            lifespan="off",
+            http="h11",
         )
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
@@ -43,7 +52,7 @@ class SimServer:
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
 
-    def start(self) -> SimServer:
+    def start(self) -> Self:
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
@@ -61,7 +70,7 @@ class SimServer:
             self._thread.join(timeout=5)
         self._sock.close()
 
-    def __enter__(self) -> SimServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
