@@ -3,6 +3,7 @@ the same order, and the row's counts do not depend on the chunking."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import httpx
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reasonwire.probe import AsyncProbeTransport, ProbeTransport, observe_bytes
+from reasonwire.probe.observer import CallObserver
 from tests.probe.indep import count
 from tests.probe.streams import anthropic_stream, chat_stream, chunked, mock, rows_now
 
@@ -86,3 +88,43 @@ def test_observe_bytes_any_chunking(parts: list[tuple[str, str]], a: list[int]) 
     u = row["usage"]  # prompt_tokens 100 of which 40 cached: uncached input is 60
     assert (u["inputTokens"], u["cacheReadTokens"], u["cacheWriteTokens"]) == (60, 40, 0)
     assert "totalTokens" not in u  # the stream reported no total_tokens
+
+
+# -- batched decoding: counts are exact across batch boundaries; the lag is bounded ----------
+
+BATCH = 32 * 1024  # the documented bound (probe/observer.py): decoded within 32 KB of passing
+
+
+def _observer() -> CallObserver:
+    return CallObserver(session_id="s", dialect="chat", provider=None, model=None,
+                        purpose=None, stream=True, http_status=200)  # fmt: skip
+
+
+def test_decoding_lags_at_most_the_batch() -> None:
+    obs = _observer()
+    obs.feed(b"x" * (BATCH - 1))
+    assert obs.decoded_bytes == 0  # one byte short of the bound: it waits
+    obs.feed(b":")  # a comment byte completes the batch
+    assert obs.decoded_bytes == BATCH
+    obs.feed(b"\n\n")
+    assert obs.decoded_bytes == BATCH  # the next batch waits again
+
+
+@settings(max_examples=25, deadline=None)
+@given(sizes=st.lists(st.integers(min_value=100, max_value=3 * BATCH), min_size=1, max_size=8))
+def test_large_stream_counts_exact_across_batches(sizes: list[int]) -> None:
+    parts = [(f, f"step é 😀 {i} " * 9) for i in range(600)
+             for f in ("reasoning_content", "content", "arguments")]  # fmt: skip
+    body = chat_stream(parts)
+    assert len(body) > 8 * BATCH
+    points = list(itertools.accumulate(itertools.islice(itertools.cycle(sizes), len(body) // 100)))
+    obs = _observer()
+    for chunk in chunked(body, points):
+        obs.feed(chunk)
+        assert obs.wire_bytes - obs.decoded_bytes < BATCH
+    obs.mark_complete()
+    obs.finish()
+    assert obs.row is not None
+    row = obs.row
+    assert (row["reasoningBytes"], row["textBytes"], row["toolBytes"]) == count("chat", body)
+    assert row["status"] == "ok" and row["usage"]["inputTokens"] == 60

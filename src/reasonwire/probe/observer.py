@@ -50,6 +50,13 @@ from reasonwire.wire.registry import get_dialect
 # A non-streaming body larger than this is passed through but not parsed.
 MAX_PARSE_BYTES = 64 * 1024 * 1024
 
+# Stream chunks are decoded once at least this many bytes wait. Why: a provider flushes one
+# SSE event per chunk, and the decoder's fixed cost per call then outweighs its cost per
+# byte (one-event chunks cost about 2.7x what 64 KB chunks cost per MB). The lag is bounded:
+# at most this much is left to decode when the call ends (about 0.2 ms), so there is no
+# end-of-call spike, and a chunk is counted within 32 KB of passing.
+DECODE_BATCH = 32 * 1024
+
 
 def ts_utc(epoch: float) -> str:
     """``2026-09-10T12:00:00.000Z``: UTC, milliseconds, ``Z``."""
@@ -128,6 +135,11 @@ class CallObserver:
         self._dialect: Dialect | None = None
         self._decoder: StreamDecoder | None = None
         self._chunks: list[bytes] | None = None
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self.decoded_bytes = 0
+        """Stream bytes handed to the decoder so far (at most :data:`DECODE_BATCH` behind
+        :attr:`wire_bytes` while the call runs)."""
         self._inflate: Any = None
         self._counting = True
         try:
@@ -153,21 +165,44 @@ class CallObserver:
     # -- the call's path ---------------------------------------------------------------------
 
     def feed(self, chunk: bytes) -> None:
-        """Count ``chunk`` now (decode it incrementally). Never raises."""
-        self.wire_bytes += len(chunk)
+        """Count ``chunk`` (decoded incrementally, in batches of :data:`DECODE_BATCH`
+        bytes). Never raises."""
+        n = len(chunk)
+        self.wire_bytes += n
         if not self._counting:
+            return
+        if self._decoder is not None:
+            self._pending.append(chunk)
+            self._pending_bytes += n
+            if self._pending_bytes >= DECODE_BATCH:
+                self._drain()
             return
         try:
             data = self._inflate.decompress(chunk) if self._inflate is not None else chunk
-            if self._decoder is not None:
-                self._decoder.feed(data)
-            elif self._chunks is not None:
+            if self._chunks is not None:
                 if self.wire_bytes > MAX_PARSE_BYTES:
                     self._chunks = None
                     self._counting = False
                     self.probe_error = "body too large to parse: bytes not counted"
                 else:
                     self._chunks.append(data)
+        except Exception as exc:
+            self._counting = False
+            self.probe_error = f"{type(exc).__name__}: {exc}"
+
+    def _drain(self) -> None:
+        """Decode what waits. Never raises: a decoder error stops counting, with a note."""
+        pending = self._pending
+        if not pending or self._decoder is None:
+            return
+        data = pending[0] if len(pending) == 1 else b"".join(pending)
+        self.decoded_bytes += self._pending_bytes
+        self._pending = []
+        self._pending_bytes = 0
+        try:
+            if self._inflate is not None:
+                data = self._inflate.decompress(data)
+            self._decoder.feed(data)
         except Exception as exc:
             self._counting = False
             self.probe_error = f"{type(exc).__name__}: {exc}"
@@ -205,6 +240,8 @@ class CallObserver:
 
     def _turn(self) -> tuple[Turn | None, str | None]:
         """The turn seen (complete or partial) and the decoder's complaint, if any."""
+        if self._counting:
+            self._drain()
         if not self._counting:
             if self._decoder is not None:
                 try:
