@@ -31,6 +31,7 @@ from reasonwire.eval.config import Target
 from reasonwire.eval.fold_trace import FOLD_PROBES, FoldTrace
 from reasonwire.eval.records import Answered
 from reasonwire.eval.variants import BASELINE, variants_for
+from reasonwire.method.verdicts import Outcome, Thresholds
 
 from reasonwire.eval._steps import Method, _ModelState  # isort: skip
 
@@ -58,7 +59,7 @@ class FoldStep:
         """Field -> the lanes on which the method found it consumed in the loop (this run's
         answers, sent or reused, with the model's final wording and parameter fixes)."""
         T = self.m.x.T.get((target.route.name, target.model), (self.m.x.t_estimate, ""))[0]
-        threshold = self.m.cfg.consume_ratio * T
+        th = Thresholds(self.m.cfg.consume_ratio)  # the method's own rule, as the matrix applies it
         wording = state.wording.get("in_loop", "probe")
         base: dict[str, int] = {}
         answers: list[tuple[str, str, int]] = []
@@ -81,7 +82,7 @@ class FoldStep:
                 answers.append((c.variant, rec.result.lane, rec.result.billed_input))
         out: dict[str, set[str]] = {}
         for variant, lane, billed in answers:
-            if lane in base and billed - base[lane] >= threshold:
+            if lane in base and th.text_outcome(billed - base[lane], T) == Outcome.CONSUMED:
                 out.setdefault(variant, set()).add(lane)
         return out
 
@@ -125,10 +126,10 @@ class FoldStep:
         pin = lane if target.route.lanes.prefixes else None
         state = replace(state, wording=dict(state.wording))
         base = await self.on_lane(target, pin, BASELINE, "baseline", state)
-        if base.status == 403 or base.filtered:
-            if state.wording.get("in_loop", "probe") != "neutral":
-                state.wording["in_loop"] = "neutral"
-                base = await self.on_lane(target, pin, BASELINE, "baseline", state)
+        refused = base.status == 403 or base.filtered
+        if refused and state.wording.get("in_loop", "probe") != "neutral":
+            state.wording["in_loop"] = "neutral"
+            base = await self.on_lane(target, pin, BASELINE, "baseline", state)
         if not self.usable(target, base, pin, BASELINE, "baseline"):
             return
         outs = await asyncio.gather(

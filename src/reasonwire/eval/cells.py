@@ -73,13 +73,13 @@ class Cell:
             model=self.model,
         )  # fmt: skip
 
-    def fold_facts(self) -> FoldFacts:
-        """What the fold did to this cell's request (ABSENT for a cell that is not folded)."""
+    def fold_facts(self) -> FoldFacts | None:
+        """What the fold did to this cell's request (None for a cell that is not folded)."""
         if self.fold is None:
-            return ABSENT
+            return None
         report = self.folding()[1]
         if not report.texts:
-            return ABSENT
+            return None
         first = report.texts[0]
         sent = len(marker(first.folded)) + first.kept if first.action == "fold" else 0
         return FoldFacts(

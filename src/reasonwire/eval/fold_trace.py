@@ -144,8 +144,8 @@ class _Filler:
 def make_fold_trace(seed: int, settings: FoldSettings) -> FoldTrace:
     """The long trace for ``seed`` under ``settings`` (see the module docstring).
 
-    Raises ConfigError when the settings are off, or ``head_chars`` or ``tail_chars`` is too small to hold a canary
-    sentence whole (the evidence would be meaningless)."""
+    Raises ConfigError when the settings are off, or when ``head_chars`` or ``tail_chars``
+    is too small to hold a canary sentence whole (the evidence would be meaningless)."""
     s = settings
     if not s.enabled:
         raise ConfigError(

@@ -166,9 +166,7 @@ def _scan_sharded(calls: Path, ctx: _Context, shards: int) -> list[_Part]:
 
 def _scan_packed(calls: Path, ctx: _Context, shard: int, shards: int) -> tuple[_Part, bytes]:
     part = _scan(calls, ctx, shard, shards)
-    blob = orjson.dumps(
-        [[k[0], k[1], rows, part.fold.get(k, [])] for k, rows in part.rows.items()]
-    )
+    blob = orjson.dumps([[k[0], k[1], rows, part.fold.get(k, [])] for k, rows in part.rows.items()])
     return replace(part, rows={}, fold={}), blob
 
 

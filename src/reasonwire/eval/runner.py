@@ -45,6 +45,7 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
         await method.model(target)
         if fold is not None:
             await fold.model(target)
+
     records.append(
         RunStart(
             run_id=run_id,
