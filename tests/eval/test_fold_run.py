@@ -8,6 +8,7 @@ the canaries' recall from where the trace places them (head and tail kept, middl
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,9 @@ MODELS = ("sim-chat-all", "sim-qwen3", "sim-chat-ignore", "sim-r1", "sim-vllm", 
           "sim-grok-refuse", "sim-portal")  # fmt: skip
 SINGLE_LANE = ("sim-chat-all", "sim-qwen3", "sim-chat-ignore", "sim-r1", "sim-gemini")
 ON = FoldSettings(enabled=True)
+METHOD_KEYS = (71, "a228082fa6e37bddb921cab87884ea377cc3cd3f61c5bbd6f2058fa5af600208")
+"""Resume keys of the method over SINGLE_LANE (sorted, sha256 of their lines), measured with
+the main checkout at 4882a37, before ``--fold`` existed: resume keys hash the request bodies."""
 
 
 def _cfg(sim: SimServer, out: Path, models: tuple[str, ...], **kw: Any) -> EvalConfig:
@@ -147,6 +151,9 @@ def test_fold_adds_only_its_calls_resumes_and_keeps_the_method_bytes(
 ) -> None:
     plain = run_eval(_cfg(sim, tmp_path / "plain", SINGLE_LANE))
     plain_keys = sorted(r["key"] for r in _calls(tmp_path / "plain"))
+    # the method's requests are the bytes they were before the fold step existed
+    digest = hashlib.sha256("\n".join(plain_keys).encode()).hexdigest()
+    assert (len(plain_keys), digest) == METHOD_KEYS
     # the same directory, now with the fold: the method's calls are all reused
     res = run_eval(_cfg(sim, tmp_path / "plain", SINGLE_LANE, fold=ON))
     fields = {m: len(_read_in_loop(m, "direct")) for m in SINGLE_LANE}
