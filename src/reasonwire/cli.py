@@ -116,7 +116,8 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 EXAMPLES: dict[str, str] = {
     "inspect": "reasonwire inspect saved-stream.txt --replay",
-    "eval run": "reasonwire eval run --route openrouter --models portal-max:4 --out runs/or",
+    "eval run": "reasonwire eval run --route openrouter --models portal-max:4 --out runs/or "
+    "--budget 5 --fold",
     "eval models": "reasonwire eval models --route nous",
     "eval report": "reasonwire eval report --out runs/or",
     "templates scan": "reasonwire templates scan --out out/templates --cross-check",

@@ -81,3 +81,32 @@ def test_real_templates_verdicts_calls_and_one_slot_timing(
     # Sub-second runs: the absolute slack keeps scheduling noise out; the stall this guards
     # against (idle keep-alive connections holding llama-server's HTTP threads) cost 5 s.
     assert t_default <= 1.5 * t_one + 0.5, (t_default, t_one)
+
+
+def test_fold_on_the_real_qwen3_template(qwen3_server: LocalServer, tmp_path: Path) -> None:  # noqa: F811
+    """``--fold`` on the real server: Qwen3's template renders the folded ``reasoning_content``
+    in the loop (still consumed against the folded text's own T), and the prompt shrinks by
+    about the folded share of the trace's characters (10,000 of 16,000, the placement's
+    design), counted by the real tokenizer; the fields the server ignores get no fold call."""
+    from reasonwire.wire.fold import FoldSettings
+
+    cfg = EvalConfig(
+        targets=[local_target(qwen3_server.base_url)],
+        out=tmp_path,
+        workers=1,
+        fold=FoldSettings(enabled=True),
+    )
+    run_eval(cfg)
+    matrix = build_matrix(tmp_path)
+    rows = {r["field"]: r for r in matrix["fold"]["rows"]}
+    assert set(rows) == {"reasoning_content", "all"}
+    for row in rows.values():
+        assert row["unfolded_outcome"] == "consumed" and row["folded_outcome"] == "consumed"
+        assert 0.5 * row["T_unfolded"] <= row["unfolded_delta"] <= 1.5 * row["T_unfolded"]
+        assert 0.5 * row["T_folded"] <= row["folded_delta"] <= 1.5 * row["T_folded"]
+        assert row["folded_share"] == 0.625
+        assert abs(row["saved_share"] - 0.625) <= 0.05
+    (mrow,) = matrix["rows"]
+    notes = " ".join(mrow["notes"])
+    assert "fold: reasoning: not consumed" in notes
+    assert "fold: reasoning_details: not consumed" in notes

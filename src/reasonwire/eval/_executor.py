@@ -266,6 +266,7 @@ class Executor:
             cost_estimate=estimate,
             t=time.time(),
             price=source,
+            fold=cell.fold_facts() or ABSENT,
         )
         self.records.append(rec)
         self.budget.settle(rid, cost, estimate, key, cell.model)

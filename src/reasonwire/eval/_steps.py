@@ -30,7 +30,7 @@ from reasonwire.errors import ReasonwireError
 from reasonwire.eval._executor import T_COUNTED, T_ESTIMATE, Executor
 from reasonwire.eval.cells import CallOutcome, Cell
 from reasonwire.eval.config import EvalConfig, Target
-from reasonwire.eval.fixture import POSITIONS, TOOL, Fixture
+from reasonwire.eval.fixture import POSITIONS, PROBES, TOOL, Fixture
 from reasonwire.eval.params import ParamFix, fix_for_error, route_params
 from reasonwire.eval.records import Note, Records, TCount, TRecord
 from reasonwire.eval.variants import (
@@ -64,6 +64,8 @@ class Method:
         self.fixture = fixture
         # (route, model) -> lanes the opaque step was run for (None: the first, unpinned)
         self.opaque_tried: dict[tuple[str, str], set[str | None]] = {}
+        # (route, model) -> its state once the in-loop baseline answered (the fold step reads it)
+        self.states: dict[tuple[str, str], _ModelState] = {}
 
     def note(self, target: Target, step: str, reason: str) -> None:
         self.records.append(
@@ -93,6 +95,7 @@ class Method:
             if not base.ok:
                 self.baseline_failed(target, base)
                 return
+            self.states[(target.route.name, target.model)] = state
             jobs.append(self.text_position(target, state, "in_loop"))
             jobs.append(self.cross_turn(target, state))
         else:
@@ -178,10 +181,20 @@ class Method:
         )
 
     def text_cell(
-        self, target: Target, state: _ModelState, position: str, variant: str, attempt: int = 0
+        self,
+        target: Target,
+        state: _ModelState,
+        position: str,
+        variant: str,
+        attempt: int = 0,
+        *,
+        trace: str | None = None,
+        probes: dict[str, str] = PROBES,
     ) -> Cell:
+        """One text cell; ``trace`` and ``probes`` replace the fixture's (the fold step's
+        long trace and its every-word probe), the rest (fills, wording, fixes) is the same."""
         dialect = target.route.dialect
-        carriers = carriers_for(dialect, variant, self.fixture.trace)
+        carriers = carriers_for(dialect, variant, self.fixture.trace if trace is None else trace)
         kinds = {c.kind for c in carriers}
         fill = tuple(
             Carrier(dialect, k, f"fix.{k}", "", False) for k in state.fix.fill if k not in kinds
@@ -195,7 +208,7 @@ class Method:
             variant=variant,
             wording=wording,
             effort=self.cfg.effort,
-            transcript=tuple(self.fixture.transcript(position, wording, fill + carriers)),
+            transcript=tuple(self.fixture.transcript(position, wording, fill + carriers, probes)),
             tools=(TOOL,),
             params=state.fix.apply(state.params),
             fix=state.fix,

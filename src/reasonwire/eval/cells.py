@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from reasonwire.eval.params import ParamFix
-from reasonwire.eval.records import CallRecord, CellLabels
+from reasonwire.eval.records import CallRecord, CellLabels, FoldFacts
 from reasonwire.method.matrix import CarrierSummary
 from reasonwire.routes import Route
+from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request, marker
 from reasonwire.wire.model import ABSENT, JSON, Message, RequestOptions, ToolSpec, Turn
 from reasonwire.wire.registry import get_dialect
 
@@ -39,6 +41,9 @@ class Cell:
     keep_carriers: bool = True
     attempt: int = 0
     t1_lane: str | None = None  # turn 2: the lane of the turn 1 whose carriers it replays
+    fold_mode: str = ""  # fold step: "baseline" | "unfolded" | "folded"
+    fold_id: str = ""  # fold step: the fold setup (``FoldTrace.fold_id``)
+    fold: FoldSettings | None = None  # folded cells: the body goes through ``fold_request``
 
     def options(self) -> RequestOptions:
         return RequestOptions(
@@ -49,9 +54,38 @@ class Cell:
         )
 
     def body(self) -> dict[str, JSON]:
-        """The exact request body: permissive carrier profile, route params as extra_body."""
+        """The exact request body: permissive carrier profile, route params as extra_body;
+        a ``folded`` cell's body is then folded as an agent's would be (:meth:`folding`)."""
         dialect = get_dialect(self.route.dialect)
-        return dialect.build_request(list(self.transcript), self.options(), None)
+        body = dialect.build_request(list(self.transcript), self.options(), None)
+        return body if self.fold is None else self.folding(body)[0]
+
+    def folding(self, body: dict[str, JSON] | None = None) -> tuple[dict[str, JSON], FoldReport]:
+        """``fold_request`` over the built body, matched by route name, host and model, the
+        names a fold settings file lists (``reasonwire fold plan`` writes ``route/model``)."""
+        assert self.fold is not None
+        if body is None:
+            dialect = get_dialect(self.route.dialect)
+            body = dialect.build_request(list(self.transcript), self.options(), None)
+        host = urlsplit(self.route.base_url).netloc or None
+        return fold_request(
+            self.route.dialect, body, self.fold, route=self.route.name, host=host,
+            model=self.model,
+        )  # fmt: skip
+
+    def fold_facts(self) -> FoldFacts | None:
+        """What the fold did to this cell's request (None for a cell that is not folded)."""
+        if self.fold is None:
+            return None
+        report = self.folding()[1]
+        if not report.texts:
+            return None
+        first = report.texts[0]
+        sent = len(marker(first.folded)) + first.kept if first.action == "fold" else 0
+        return FoldFacts(
+            action=first.action, texts=len(report.texts), chars=first.chars, kept=first.kept,
+            sent=sent,
+        )  # fmt: skip
 
     def path(self) -> str:
         return get_dialect(self.route.dialect).request_path(self.options())
@@ -71,6 +105,8 @@ class Cell:
             t1_lane=ABSENT if self.t1_lane is None else self.t1_lane,
             params_sig=self.fix.signature(),
             fix_notes=self.fix.notes,
+            fold_mode=self.fold_mode or ABSENT,
+            fold_id=self.fold_id or ABSENT,
         )
 
 

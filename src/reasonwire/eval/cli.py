@@ -16,6 +16,7 @@ from reasonwire.eval.matrix import render_md
 from reasonwire.eval.report_html import write_all
 from reasonwire.eval.runner import EvalConfig, Target, run_eval
 from reasonwire.routes import Route, get_route, load_routes, route_from_table
+from reasonwire.wire.fold import FoldSettings
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 DEFAULT_OUT = Path("reasonwire-eval")
@@ -54,6 +55,16 @@ def _routes(
                 r = r.with_base_url(base_url)
             out.append(r)
     return out
+
+
+def _fold_settings(path: Path | None) -> FoldSettings:
+    """``--fold``'s settings: the file's (``--fold-settings``, implies ``--fold``), else the
+    fold's defaults switched on for every route."""
+    if path is None:
+        return FoldSettings(enabled=True)
+    from reasonwire.fold import load_fold_settings
+
+    return load_fold_settings(path)
 
 
 def _key(route: Route, dotenv: Path) -> str | None:
@@ -108,6 +119,12 @@ def run_command(
         True, "--progress/--no-progress", help="Show the progress bar (on a terminal)."
     ),
     dotenv: Path = typer.Option(DEFAULT_DOTENV, help=DOTENV_HELP),
+    fold: bool = typer.Option(
+        False, "--fold", help="Also measure the fold: folded carrier consumed, canaries kept."
+    ),
+    fold_settings: Path | None = typer.Option(
+        None, "--fold-settings", help="Fold settings TOML for --fold (default: built-in)."
+    ),
 ) -> None:
     """Measure which models read replayed reasoning; write records and the matrix.
 
@@ -129,6 +146,8 @@ def run_command(
             extra: dict[str, object] = {}
             if seed is not None:
                 extra["seed"] = seed
+            if fold or fold_settings is not None:
+                extra["fold"] = _fold_settings(fold_settings)
             if route:
                 targets = []
                 for r in _routes(route, routes_file, kind, base_url, key_env):

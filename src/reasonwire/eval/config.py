@@ -14,6 +14,7 @@ from reasonwire.eval.params import DEFAULT_MAX_TOKENS
 from reasonwire.http import RetryPolicy
 from reasonwire.method.fixture import DEFAULT_SEED
 from reasonwire.routes import Route
+from reasonwire.wire.fold import FoldSettings
 
 DEFAULT_DOTENV = "~/.hermes/.env"
 AUTH_WAIT_S = 15.0
@@ -52,6 +53,9 @@ class EvalConfig:
     dotenv: str = DEFAULT_DOTENV
     auth_wait_s: float = AUTH_WAIT_S
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # the 401 wait (tests inject)
+    fold: FoldSettings | None = None
+    """``eval run --fold``: also measure the fold's evidence with these settings (enabled);
+    None (the default): the method alone, its requests unchanged."""
 
 
 @dataclass

@@ -72,23 +72,30 @@ class Fixture(SeededTrace):
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     def transcript(
-        self, position: str, wording: str, carriers: tuple[Carrier, ...] = ()
+        self,
+        position: str,
+        wording: str,
+        carriers: tuple[Carrier, ...] = (),
+        probes: dict[str, str] = PROBES,
     ) -> list[Message]:
-        """The neutral transcript for one cell; ``carriers`` ride on the tool-call turn."""
+        """The neutral transcript for one cell; ``carriers`` ride on the tool-call turn;
+        ``probes``: the probe text per wording (the fold step asks for every word)."""
         call = Assistant(
             text=TOOL_TEXT,
             tool_calls=(ToolCall(TOOL_CALL_ID, TOOL_NAME, TOOL_ARGS),),
             carriers=carriers,
         )
-        return self.around(call, position, wording)
+        return self.around(call, position, wording, probes)
 
-    def around(self, call: Assistant, position: str, wording: str) -> list[Message]:
+    def around(
+        self, call: Assistant, position: str, wording: str, probes: dict[str, str] = PROBES
+    ) -> list[Message]:
         """System, task, ``call`` (any assistant tool-call turn), tool result and probe."""
         result = json.dumps(TOOL_RESULT, separators=(",", ":"))
         call_id = call.tool_calls[0].id if call.tool_calls else TOOL_CALL_ID
         name = call.tool_calls[0].name if call.tool_calls else TOOL_NAME
         head: list[Message] = [System(SYSTEM_PROMPT), User(USER_TASK), call]
-        probe = PROBES[wording]
+        probe = probes[wording]
         if position == "in_loop":
             return [*head, ToolResult(call_id, name, f"{result}\n\n{probe}")]
         if position == "cross_turn":

@@ -27,7 +27,9 @@ from typing import Any
 import orjson
 
 from reasonwire.errors import ConfigError
+from reasonwire.eval._fold_rows import fold_rows_of
 from reasonwire.eval._rows import Rec, rows_of
+from reasonwire.eval.fold_report import fold_md
 from reasonwire.eval.records import (
     CALLS,
     RUNS,
@@ -41,7 +43,7 @@ from reasonwire.eval.records import (
 from reasonwire.eval.variants import BASELINE, NO_TEXT_VARIANTS_REASON, TEXT_VARIANTS
 from reasonwire.method.codec import to_json
 from reasonwire.method.fixture import POSITIONS
-from reasonwire.method.matrix import SCHEMA, Matrix, MatrixRun
+from reasonwire.method.matrix import SCHEMA, FoldSection, FoldSetup, Matrix, MatrixRun
 from reasonwire.method.verdicts import Thresholds
 
 _UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
@@ -61,6 +63,7 @@ class _Context:
     th: Thresholds
     lane_defaults: dict[str, str]
     want_direct: frozenset[str]
+    fold: FoldSetup | None = None  # the last ``--fold`` run's setup: its records make the section
 
 
 @dataclass
@@ -72,6 +75,7 @@ class _Part:
     discovered: list[tuple[tuple[str, str], str]]
     spent: float
     ncalls: int
+    fold: dict[tuple[str, str], list[dict[str, Any]]]
 
 
 _SHARD_MIN_BYTES = 64 << 20
@@ -124,7 +128,11 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     dialects = dict(ctx.dialects)
     dialects.update(discovered)
     rows = {k: _key_rows(k, dialects[k], recs, ctx) for k, recs in groups.items()}
-    return _Part(rows, discovered, spent, ncalls)
+    fold: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    if ctx.fold is not None:
+        for k, recs in groups.items():
+            fold[k] = [to_json(r) for r in fold_rows_of(k, dialects[k], recs, ctx.fold, ctx.th)]
+    return _Part(rows, discovered, spent, ncalls, fold)
 
 
 def _key_rows(
@@ -158,13 +166,18 @@ def _scan_sharded(calls: Path, ctx: _Context, shards: int) -> list[_Part]:
 
 def _scan_packed(calls: Path, ctx: _Context, shard: int, shards: int) -> tuple[_Part, bytes]:
     part = _scan(calls, ctx, shard, shards)
-    blob = orjson.dumps([[k[0], k[1], rows] for k, rows in part.rows.items()])
-    return replace(part, rows={}), blob
+    blob = orjson.dumps([[k[0], k[1], rows, part.fold.get(k, [])] for k, rows in part.rows.items()])
+    return replace(part, rows={}, fold={}), blob
 
 
 def _unpack(packed: tuple[_Part, bytes]) -> _Part:
     part, blob = packed
-    return replace(part, rows={(r, m): rows for r, m, rows in orjson.loads(blob)})
+    data = orjson.loads(blob)
+    return replace(
+        part,
+        rows={(r, m): rows for r, m, rows, _ in data},
+        fold={(r, m): fold for r, m, _, fold in data if fold},
+    )
 
 
 def build_matrix(out_dir: str | Path) -> dict[str, Any]:
@@ -220,8 +233,9 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
             k = (r.route, r.model)
             if msg not in notes[k]:
                 notes[k].append(msg)
+    fold_setup = next((r.fold for r in reversed(mine) if r.fold), None)
     ctx = _Context(fid, dict(dialects), dict(notes), t_of, T, canary, th, lane_defaults,
-                   frozenset(want_direct))  # fmt: skip
+                   frozenset(want_direct), fold_setup)  # fmt: skip
     calls = out / CALLS
     parts = _scan_sharded(calls, ctx, _shards(calls))
     spent = sum(part.spent for part in parts)
@@ -265,6 +279,13 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     matrix = to_json(head)
     matrix["rows"] = [row for k in order for row in by_key[k]]  # encoded by the shards
     matrix["spent_estimate"] = any(r.get("price") == "unknown" for r in matrix["rows"])
+    if fold_setup is not None:
+        fold_rows = {}
+        for part in parts:
+            fold_rows.update(part.fold)
+        section = to_json(FoldSection(fold_setup, ()))
+        section["rows"] = [row for k in order for row in fold_rows.get(k, [])]
+        matrix["fold"] = section
     return matrix
 
 
@@ -320,6 +341,7 @@ def render_md(matrix: dict[str, Any]) -> str:
             cells.append("; ".join(extra).replace("|", "/")[:300])
             lines.append("| " + " | ".join(str(c) for c in cells) + " |")
         lines.append("")
+    lines.extend(fold_md(matrix))
     if matrix["budget_stops"]:
         lines.append(f"Budget stop: {len(matrix['budget_stops'])} record(s); cells left empty.")
     return "\n".join(lines) + "\n"

@@ -31,7 +31,7 @@ import orjson
 from reasonwire.credentials import redact_obj
 from reasonwire.errors import ConfigError
 from reasonwire.method.codec import FLAT, JSONRecord, from_json, key, rest
-from reasonwire.method.matrix import CarrierSummary
+from reasonwire.method.matrix import CarrierSummary, FoldSetup
 from reasonwire.method.verdicts import Thresholds
 from reasonwire.wire.model import ABSENT, JSON
 
@@ -46,7 +46,9 @@ RUNS = "runs.jsonl"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CellLabels(JSONRecord):
     """What identifies a cell (see :mod:`reasonwire.eval.cells`); ``t1_lane`` (turn 2 only):
-    the lane of the turn 1 whose carriers it replays; ``params_sig`` the parameter fixes."""
+    the lane of the turn 1 whose carriers it replays; ``params_sig`` the parameter fixes;
+    ``fold_mode`` / ``fold_id`` (fold step only, ``eval run --fold``): ``baseline``,
+    ``unfolded`` or ``folded``, and the fold setup the cell belongs to."""
 
     route: str
     model: str
@@ -61,6 +63,21 @@ class CellLabels(JSONRecord):
     t1_lane: str = ABSENT
     params_sig: str
     fix_notes: tuple[str, ...]
+    fold_mode: str = ABSENT
+    fold_id: str = ABSENT
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoldFacts(JSONRecord):
+    """What the fold did to a ``folded`` cell's request (from its FoldReport): the action,
+    how many text carriers it changed, and the first one's characters before (``chars``),
+    kept of them (``kept``) and as sent (``sent``: kept plus the marker)."""
+
+    action: str
+    texts: int
+    chars: int
+    kept: int
+    sent: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -145,6 +162,8 @@ class CallRecord(JSONRecord):
     """Where ``cost_usd`` came from: ``billed`` (the provider's figure), ``listed`` (a known
     price: catalog, route, caller), ``free`` (loopback, ``local`` or ``free = true``) or
     ``unknown`` (a worst-case assumption: an estimate, shown as one). Older records lack it."""
+    fold: FoldFacts = ABSENT
+    """(fold step, ``folded`` cells) what the fold did to the request; other records lack it."""
     unknown: Mapping[str, JSON] = rest()
 
     @property
@@ -241,6 +260,8 @@ class RunStart(JSONRecord):
     versions: Mapping[str, str]
     label: str
     t: float
+    fold: FoldSetup = ABSENT
+    """(``eval run --fold``) the fold evidence's settings and trace; other runs lack it."""
     unknown: Mapping[str, JSON] = rest()
 
 

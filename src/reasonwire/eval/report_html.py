@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
+from reasonwire.eval.fold_report import fold_html
 from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_files
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
@@ -360,6 +361,7 @@ def render_html(matrix: dict[str, Any], templates_section: str | None = None) ->
         _legend(matrix),
     ]
     parts.extend(_table(d, rows, matrix) for d, rows in by_dialect.items())
+    parts.append(fold_html(matrix))
     parts.append(_meta(matrix))
     if templates_section:
         parts.append(templates_section)

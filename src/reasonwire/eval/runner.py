@@ -20,21 +20,32 @@ import httpx
 
 from reasonwire import credentials
 from reasonwire.eval._executor import Executor
+from reasonwire.eval._fold_step import FoldStep
 from reasonwire.eval._steps import Method, estimate_cells
 from reasonwire.eval.config import EvalConfig, RunResult, Target
 from reasonwire.eval.fixture import make_fixture
+from reasonwire.eval.fold_trace import make_fold_trace
 from reasonwire.eval.records import CALLS, Records, RunEnd, RunStart, TargetRef, read_jsonl
 from reasonwire.http import make_async_client
 from reasonwire.method.verdicts import Thresholds
+from reasonwire.wire.model import ABSENT
 
 
 async def arun_eval(cfg: EvalConfig) -> RunResult:
     """Run the method over ``cfg.targets``; records under ``cfg.out`` (see module doc)."""
+    fold_trace = None if cfg.fold is None else make_fold_trace(cfg.seed, cfg.fold)
     records = Records(cfg.out)  # fails before any call when --out is unwritable
     fx = make_fixture(cfg.seed)
     run_id = uuid.uuid4().hex[:12]
     executor = Executor(cfg, records, run_id, fx.fixture_id, fx.trace_tokens_estimate)
     method = Method(cfg, executor, fx)
+    fold = None if fold_trace is None else FoldStep(method, fold_trace)
+
+    async def measure(target: Target) -> None:
+        await method.model(target)
+        if fold is not None:
+            await fold.model(target)
+
     records.append(
         RunStart(
             run_id=run_id,
@@ -54,6 +65,7 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
             versions=_versions(),
             label=cfg.label,
             t=time.time(),
+            fold=ABSENT if fold_trace is None else fold_trace.setup(),
         )
     )
     started = time.monotonic()
@@ -71,7 +83,7 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
             if progress is not None:
                 progress.start()
             results = await asyncio.gather(
-                *(method.model(t) for t in cfg.targets), return_exceptions=True
+                *(measure(t) for t in cfg.targets), return_exceptions=True
             )
             for t, r in zip(cfg.targets, results, strict=True):
                 if isinstance(r, BaseException):

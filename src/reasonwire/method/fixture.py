@@ -66,7 +66,7 @@ _FILLER: Final = (
     "katabatic", "lull", "mistral", "north", "ocean", "pressure", "squall", "thermal", "updraft",
     "veer", "westerly", "coastal", "harbour", "tagus", "ridge",
 )  # fmt: skip
-_CANARIES: Final = (
+CANARY_WORDS: Final = (
     "marzipan", "tamarind", "quillwort", "bergamot", "cardamom", "lodestar", "porphyry",
     "saltmarsh", "windlass", "hawthorn", "pimpernel", "sandpiper", "bracken", "gossamer",
 )  # fmt: skip
@@ -83,14 +83,8 @@ class SeededTrace:
     @classmethod
     def from_seed(cls, seed: int = DEFAULT_SEED, words: int = TRACE_WORDS) -> Self:
         rng = random.Random(seed)
-        canary = rng.choice(_CANARIES)
-        sentences: list[str] = []
-        count = 0
-        while count < words:
-            n = rng.randint(8, 14)
-            picked = [rng.choice(_FILLER) for _ in range(n)]
-            sentences.append(" ".join(picked).capitalize() + ".")
-            count += n
+        canary = rng.choice(CANARY_WORDS)
+        sentences = filler_sentences(rng, words)
         sentences.insert(len(sentences) // 2, CANARY_SENTENCE.format(word=canary))
         trace = "The user wants the weather in Lisbon; I should call get_weather. " + " ".join(
             sentences
@@ -107,6 +101,19 @@ class SeededTrace:
         return max(1, round(len(self.trace) / 4))
 
 
+def filler_sentences(rng: random.Random, words: int) -> list[str]:
+    """Seeded filler sentences of 8-14 words each, at least ``words`` words in all: the
+    trace's body, and the fold evidence's longer trace (:mod:`reasonwire.eval.fold_trace`)."""
+    sentences: list[str] = []
+    count = 0
+    while count < words:
+        n = rng.randint(8, 14)
+        picked = [rng.choice(_FILLER) for _ in range(n)]
+        sentences.append(" ".join(picked).capitalize() + ".")
+        count += n
+    return sentences
+
+
 def canary_hit(reply: str, word: str) -> bool:
     """True when the reply names the canary word (case-insensitive)."""
     return bool(word) and word.lower() in reply.lower()
@@ -121,6 +128,7 @@ def canary_in(text: str) -> str | None:
 __all__ = [
     "CANARY_IN_TEXT",
     "CANARY_SENTENCE",
+    "CANARY_WORDS",
     "DEFAULT_SEED",
     "POSITIONS",
     "TOOL",
@@ -130,4 +138,5 @@ __all__ = [
     "SeededTrace",
     "canary_hit",
     "canary_in",
+    "filler_sentences",
 ]

@@ -191,6 +191,99 @@ class MatrixRow(JSONRecord):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class FoldCanary(JSONRecord):
+    """One canary sentence of the fold evidence's trace: the region it was placed in
+    (``head`` | ``middle`` | ``tail``), its word, ``text[start:end]`` the sentence, and where
+    the fold's cuts leave it (``head`` | ``tail`` kept, ``folded``, ``straddles`` a cut)."""
+
+    region: str
+    word: str
+    start: int
+    end: int
+    kept: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoldSetup(JSONRecord):
+    """The fold evidence's settings and trace (``eval run --fold``): the fold settings, the
+    trace's length unfolded, kept by the fold (head + tail) and as the fold sends it (with
+    its marker), T of the unfolded and the sent text by chars/4, the canaries.
+    ``fold_id`` ties the step's call records to this setup."""
+
+    fold_id: str
+    floor_chars: int
+    head_chars: int
+    tail_chars: int
+    providers: tuple[str, ...] | None
+    drop: tuple[str, ...]
+    trace_chars: int
+    kept_chars: int
+    folded_chars: int
+    T_unfolded: int
+    T_folded: int
+    canaries: tuple[FoldCanary, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FoldRecall(JSONRecord):
+    """One canary in one fold row: recalled by the reply to the ``unfolded`` and the
+    ``folded`` replay (None: that replay has no answer), and ``expected`` of the folded reply
+    (True kept, False folded, None when the sentence straddles a cut or was dropped)."""
+
+    region: str
+    word: str
+    expected: bool | None
+    unfolded: bool | None
+    folded: bool | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FoldRow(JSONRecord):
+    """The fold evidence of one (route, model, lane, field), in the loop.
+
+    ``unfolded_delta`` / ``folded_delta``: billed input of the replay minus the byte-identical
+    baseline's (same probe, no carrier); their outcomes against ``consume_ratio`` times
+    ``T_unfolded`` / ``T_folded`` (the folded text's own T); ``saved_tokens``: unfolded minus
+    folded billed input, ``saved_share`` that over ``unfolded_delta``, ``folded_share`` the
+    characters the fold removed over the trace's (what ``saved_share`` should be near);
+    ``action``: what the settings did to the carrier (``fold`` | ``drop``); ``recall``: per
+    canary; ``recall_as_expected``: every kept canary recalled and no folded one (None until the
+    folded replay answered and the unfolded one was consumed: a lane that ignores the field
+    recalls nothing either way)."""
+
+    route: str
+    model: str
+    dialect: str
+    lane: str
+    field: str
+    action: str | None
+    wording: str | None
+    baseline_input: int | None
+    unfolded_input: int | None
+    folded_input: int | None
+    unfolded_delta: int | None
+    folded_delta: int | None
+    unfolded_outcome: Outcome
+    folded_outcome: Outcome
+    T_unfolded: int
+    T_folded: int
+    saved_tokens: int | None
+    saved_share: float | None
+    folded_share: float
+    recall: tuple[FoldRecall, ...]
+    recall_as_expected: bool | None
+    errors: tuple[RowError, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FoldSection(JSONRecord):
+    """``matrix.json``'s ``fold`` key: the setup of the last ``--fold`` run and its rows."""
+
+    setup: FoldSetup
+    rows: tuple[FoldRow, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class MatrixRun(JSONRecord):
     """The run the matrix speaks for (the last ``run_start`` of the fixture), with ``runs``
     and ``run_ids`` counting every run that shared the output directory."""
@@ -226,6 +319,7 @@ class Matrix(JSONRecord):
     budget_stops: tuple[Mapping[str, JSON], ...]
     rows: tuple[MatrixRow, ...]
     spent_estimate: bool = ABSENT  # some spend is at an assumed (unknown) price; older lack it
+    fold: FoldSection = ABSENT  # the fold evidence (``eval run --fold``); other runs lack it
 
 
 def read_matrix(path: str | Path) -> Matrix:
@@ -247,6 +341,11 @@ __all__ = [
     "SCHEMA",
     "CallError",
     "CarrierSummary",
+    "FoldCanary",
+    "FoldRecall",
+    "FoldRow",
+    "FoldSection",
+    "FoldSetup",
     "Matrix",
     "MatrixRow",
     "MatrixRun",

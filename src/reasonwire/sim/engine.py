@@ -5,6 +5,8 @@ holds after the behaviour decided which replayed carriers to keep. :func:`plan` 
 
 - the last input asks for the verification word (a probe) -> that word if the canary sentence
   ``The verification word for this task is <word>.`` is in what the model saw, else ``NONE``;
+  one that asks for the verification *words* -> every such word seen, in prompt order (the
+  fold evidence places one canary in each region of a long trace);
 - tools are offered and the last input is a fresh user task -> reasoning (holding the canary
   sentence for this task) and one tool call;
 - the last input is a tool result saying ``next tool: <name>`` for an offered tool -> short
@@ -29,6 +31,7 @@ from reasonwire.sim.tokens import MESSAGE_OVERHEAD, count
 CANARY = "The verification word for this task is {word}."
 CANARY_RE = re.compile(r"The verification word for this task is ([A-Za-z]+)\.")
 PROBE_RE = re.compile(r"verification word", re.IGNORECASE)
+ALL_WORDS_RE = re.compile(r"verification words", re.IGNORECASE)
 EARLIER_RE = re.compile(r"earlier reasoning", re.IGNORECASE)
 NEXT_TOOL_RE = re.compile(r"next tool: ([A-Za-z_][A-Za-z0-9_-]*)")
 WORDS = (
@@ -114,6 +117,14 @@ class Seen:
                 found = m.group(1)
         return found
 
+    def canary_words(self) -> list[str]:
+        """Every canary word seen, in prompt order, each once."""
+        found: dict[str, None] = {}
+        for t in self.texts:
+            for m in CANARY_RE.finditer(t):
+                found[m.group(1)] = None
+        return list(found)
+
 
 @dataclass
 class Plan:
@@ -171,12 +182,12 @@ def plan(
 ) -> Plan:
     """The deterministic answer for a request (see the module docstring)."""
     if PROBE_RE.search(last) and not CANARY_RE.search(last):
-        word = seen.canary_word()
+        words = seen.canary_words() if ALL_WORDS_RE.search(last) else [seen.canary_word() or ""]
         return Plan(
             reasoning="The user asks for the verification word; I check what I was given."
             if reasons
             else "",
-            text=word or "NONE",
+            text=" ".join(w for w in words if w) or "NONE",
             tool=None,
             probe=True,
             earlier=bool(EARLIER_RE.search(last)),
