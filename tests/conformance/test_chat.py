@@ -497,3 +497,21 @@ def test_replay_of_parse_keeps_every_carrier_identical(data: st.DataObject) -> N
             assert field not in msg
     [stripped] = D.strip(turn, profile=profile)
     assert not set(ALL_CARRIER_FIELDS) & set(stripped)
+
+
+@pytest.mark.parametrize("name", STREAMS)
+def test_absorb_leaves_the_recorded_streams_state(name: str) -> None:
+    """The probe's bulk path (``absorb``) on each recorded stream, whole and one event per
+    chunk, ends in the general path's state."""
+    [it] = load_cassette(name)
+    assert it.response_text is not None
+    data = it.response_text.encode("utf-8")
+    events = [e + b"\n\n" for e in data.split(b"\n\n") if e]
+    general = D.stream_decoder()
+    for e in events:
+        general.feed(e)
+    for chunks in ([data], events):
+        bulk = D.stream_decoder()
+        for c in chunks:
+            bulk.absorb(c)  # type: ignore[attr-defined]
+        assert bulk.assembled() == general.assembled()  # type: ignore[attr-defined]

@@ -185,6 +185,7 @@ def test_probe_internal_failure_is_swallowed(tmp_path: Path,
         raise RuntimeError("decoder bug")
 
     monkeypatch.setattr(cs.ChatStreamDecoder, "feed", boom)
+    monkeypatch.setattr(cs.ChatStreamDecoder, "absorb", boom)  # the probe's bulk feed
     probed = _run(ProbeTransport("bug", ledger_dir=tmp_path, inner=mock(CHUNKS)))
     assert probed == _run(mock(CHUNKS))
     (row,) = rows_now(tmp_path).rows

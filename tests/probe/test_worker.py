@@ -60,7 +60,7 @@ def test_counting_happens_as_chunks_pass(tmp_path: Path, monkeypatch: pytest.Mon
     more than one batch."""
     fed: list[int] = []
     caller_saw: list[int] = []
-    real = chat_stream_mod.ChatStreamDecoder.feed
+    real = chat_stream_mod.ChatStreamDecoder.absorb  # the probe's feed (no events read)
 
     def spy(self: Any, data: bytes) -> Any:
         fed.append(len(data))
@@ -69,7 +69,7 @@ def test_counting_happens_as_chunks_pass(tmp_path: Path, monkeypatch: pytest.Mon
     big = chat_stream([("reasoning_content", f"thought {i} " * 20) for i in range(1500)])
     chunks = [big[i : i + 700] for i in range(0, len(big), 700)]  # one event-ish per chunk
     assert len(big) > 5 * 32 * 1024
-    monkeypatch.setattr(chat_stream_mod.ChatStreamDecoder, "feed", spy)
+    monkeypatch.setattr(chat_stream_mod.ChatStreamDecoder, "absorb", spy)
     transport = ProbeTransport("inc", ledger_dir=tmp_path, inner=mock(chunks))
     with (
         httpx.Client(transport=transport) as c,

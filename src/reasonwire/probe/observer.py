@@ -36,7 +36,7 @@ import json
 import threading
 import time
 import zlib
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,10 @@ def sent_row(carriers: list[SentCarrier]) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _ignore(data: bytes) -> None:
+    """The absorb of an observer without a stream decoder."""
+
+
 def _nbytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
@@ -134,6 +138,7 @@ class CallObserver:
         self._finished = False
         self._dialect: Dialect | None = None
         self._decoder: StreamDecoder | None = None
+        self._absorb: Callable[[bytes], object] = _ignore
         self._chunks: list[bytes] | None = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
@@ -156,6 +161,8 @@ class CallObserver:
                 self._counting = False  # an error body holds no turn: count its bytes only
             elif stream:
                 self._decoder = self._dialect.stream_decoder()
+                # a decoder may take events in bulk when nobody reads them (see absorb)
+                self._absorb = getattr(self._decoder, "absorb", self._decoder.feed)
             else:
                 self._chunks = []
         except Exception as exc:  # the probe never breaks a call
@@ -202,7 +209,7 @@ class CallObserver:
         try:
             if self._inflate is not None:
                 data = self._inflate.decompress(data)
-            self._decoder.feed(data)
+            self._absorb(data)
         except Exception as exc:
             self._counting = False
             self.probe_error = f"{type(exc).__name__}: {exc}"

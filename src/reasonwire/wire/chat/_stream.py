@@ -23,7 +23,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from itertools import compress, repeat
+from operator import itemgetter
+from typing import Any, Final
+
+import orjson
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
@@ -49,6 +54,71 @@ from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _ABSENT: Any = object()  # a dict.get default no JSON value can be
 _CONCAT_KEYS = frozenset({"text", "summary", "data"})
+_CONTROL: Final = bytes(range(32))
+_FIRST: Final = itemgetter(0)
+_MAX_SHAPES: Final = 4  # a stream has two uniform shapes (text, reasoning); a few spare
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A uniform event's bytes around its one string: ``prefix + s + suffix`` (``prefix``
+    ends with the string's opening quote, ``suffix`` starts with its closing one), learned
+    from a payload this decoder parsed. Any payload with the same prefix and suffix and a
+    middle free of quotes, backslashes and control bytes is that payload with another
+    string: the same JSON but for ``field``'s piece."""
+
+    field: str
+    prefix: bytes
+    suffix: bytes
+    quotes: int  # quotes in prefix + suffix: every quote of a matching payload is one of them
+    cut: slice  # the middle of a matching payload
+
+
+def _uniform_piece(payload: Any) -> tuple[str, str] | None:
+    """(field, piece) when ``payload`` takes :meth:`ChatStreamDecoder._events`'s inline path
+    (the same tests, in the same order), else None."""
+    if type(payload) is not dict or payload.get("error") is not None:
+        return None
+    choices = payload.get("choices")
+    if payload.get("usage") is not None or type(choices) is not list or len(choices) != 1:
+        return None
+    choice = choices[0]
+    if type(choice) is not dict or choice.get("finish_reason") is not None:
+        return None
+    delta = choice.get("delta")
+    if choice.get("index", 0) != 0 or type(delta) is not dict:
+        return None
+    content = delta.get("content", _ABSENT)
+    others = len(delta) if content is _ABSENT else len(delta) - 1
+    if others == 0 and type(content) is str:
+        return "content", content
+    piece = delta.get("reasoning_content")
+    if others == 1 and (content is None or content is _ABSENT) and type(piece) is str:
+        return "reasoning_content", piece
+    return None
+
+
+def _shape_of(data: bytes) -> _Shape | None:
+    """The shape of one payload, if it is a uniform piece whose string sits once, plainly
+    (no escape), in its bytes."""
+    if b"\\" in data or len(data.translate(None, _CONTROL)) != len(data):
+        return None
+    try:
+        found = _uniform_piece(orjson.loads(data))
+    except ValueError:
+        return None
+    if found is None:
+        return None
+    field, piece = found
+    raw = piece.encode("utf-8")
+    for sep in (b'":"', b'": "'):
+        needle = b'"' + field.encode() + sep + raw + b'"'
+        if data.count(needle) == 1:
+            at = data.index(needle) + len(needle) - len(raw) - 1
+            prefix, suffix = data[:at], data[at + len(raw) :]
+            quotes = prefix.count(b'"') + suffix.count(b'"')
+            return _Shape(field, prefix, suffix, quotes, slice(len(prefix), -len(suffix)))
+    return None
 
 
 class DetailsMerger:
@@ -156,6 +226,9 @@ class ChatStreamDecoder:
         self._done = False
         self._errors: list[StreamError] = []
         self._guard = jsonload.StreamGuard()
+        self._shapes: list[_Shape] = []
+        self.bulk_events = 0
+        """Events :meth:`absorb` took in bulk (a measure of its fast path, for tests)."""
 
     # -- public -------------------------------------------------------------------------
 
@@ -166,6 +239,24 @@ class ChatStreamDecoder:
         if events:
             self._events(events, loads, out)
         return out
+
+    def absorb(self, data: bytes) -> None:
+        """:meth:`feed` for a caller that keeps the state only and reads no events (the
+        probe counts bytes). Why: a long answer is nearly all one or two event shapes, and
+        at a provider's pace decoding them one by one is most of the probe's cost. Here a
+        batch of events that all have a shape learned from an event parsed earlier
+        (:class:`_Shape`) is taken with a few C-level passes over its bytes: the passes
+        prove each payload is its shape with a plain string in it (no quote, backslash or
+        control byte in the middle, valid UTF-8), and the middles are joined onto the
+        field's pieces. Any other batch goes through the general path, unchanged. The state,
+        and so the turn, equals :meth:`feed`'s for any split."""
+        loads = self._guard.loader(data)
+        events = self._sse.feed_raw(data)
+        if not events or self._bulk(events):
+            return
+        self._events(events, loads, [])
+        if len(self._shapes) < _MAX_SHAPES and self._top is not None:
+            self._learn(events)
 
     def close(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
@@ -282,6 +373,65 @@ class ChatStreamDecoder:
             text = self._content
             thought = self._reasoning.get("reasoning_content")
         self._events_seen = base + len(events)
+
+    def _bulk(self, events: list[RawEvent]) -> bool:
+        """Take ``events`` in bulk when every one has a learned shape; False to decline."""
+        if not self._shapes or self._done:
+            return False
+        datas = list(map(_FIRST, events))
+        blob = b"\n".join(datas)
+        if b"\\" in blob or len(blob) - len(blob.translate(None, _CONTROL)) != len(datas) - 1:
+            return False
+        quotes = blob.count(b'"')
+        left = len(datas)
+        todo: list[tuple[list[bytes], _Shape]] = []
+        for shape in self._shapes:
+            flags = list(map(bytes.startswith, datas, repeat(shape.prefix)))
+            k = sum(flags)
+            if not k:
+                continue
+            mine = list(compress(datas, flags))
+            if sum(map(bytes.endswith, mine, repeat(shape.suffix))) != k:
+                return False
+            if min(map(len, mine)) < len(shape.prefix) + len(shape.suffix):
+                return False
+            quotes -= k * shape.quotes
+            left -= k
+            todo.append((mine, shape))
+        if left or quotes:
+            return False  # a payload of no shape, or a quote in some middle
+        try:
+            blob.decode("utf-8")  # each middle is valid: ASCII bytes bound every one
+        except UnicodeDecodeError:
+            return False
+        for mine, shape in todo:
+            pieces = self._content if shape.field == "content" else self._reasoning[shape.field]
+            assert pieces is not None  # a shape is learned only once its pieces exist
+            pieces.append(b"".join(map(bytes.__getitem__, mine, repeat(shape.cut))).decode())
+        self._events_seen += len(datas)
+        self.bulk_events += len(datas)
+        return True
+
+    def _learn(self, events: list[RawEvent]) -> None:
+        """Learn the shapes of the last few payloads of a batch just parsed; a shape whose
+        prefix is a prefix of another's (or the other way) is not kept, so every payload
+        has at most one shape."""
+        for data, *_ in events[-4:]:
+            shape = _shape_of(data)
+            if shape is None:
+                continue
+            if shape.field == "content" and self._content is None:
+                continue
+            if shape.field != "content" and shape.field not in self._reasoning:
+                continue
+            if any(
+                shape.prefix.startswith(s.prefix) or s.prefix.startswith(shape.prefix)
+                for s in self._shapes
+            ):
+                continue
+            self._shapes.append(shape)
+            if len(self._shapes) >= _MAX_SHAPES:
+                return
 
     def _text_payload(self, raw: bytes, name: bytes | None) -> Any:
         """The payload by the stdlib rules on the decoded, stripped text; None to skip."""
