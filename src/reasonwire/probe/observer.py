@@ -4,9 +4,11 @@ A :class:`CallObserver` is created per call and shared with nothing else. Its me
 raise: anything that goes wrong inside the probe is kept as a note in the row (``probeError``)
 and the bytes keep flowing to the caller untouched.
 
-Counting is incremental: each chunk is fed to the dialect's own stream decoder (``wire/``) as
-it passes, before it is handed on, so when the call ends nothing is left to decode - the turn
-is only assembled (pieces joined) and the row written. Durability: the row is written by
+Counting is incremental: chunks are fed to the dialect's own stream decoder (``wire/``) as
+they pass, in batches of at most :data:`DECODE_BATCH` bytes, so when the call ends at most one
+batch is left to decode - the turn is then assembled (pieces joined) and the row written. The
+decoder is fed through its ``absorb`` where it has one (nobody reads the events here, so it may
+take uniform runs of events in bulk; Chat Completions does). Durability: the row is written by
 :meth:`CallObserver.finish`, which the wrapped stream calls in a ``finally`` when it ends, is
 closed, fails or is abandoned, so the row is on disk (one ``O_APPEND`` write) by the time the
 caller's response is closed. A non-streaming body is kept (up to :data:`MAX_PARSE_BYTES`) and

@@ -61,6 +61,9 @@ class StreamDecoder(Protocol):
     events, ending with :class:`~reasonwire.wire.model.Done`, or raises
     :class:`~reasonwire.errors.TruncatedStream` (with the partial turn) when the stream ended
     before its terminal event. ``partial_turn`` returns what was assembled so far at any time.
+
+    A decoder may also offer ``absorb(data) -> None``: ``feed`` for a caller that reads no
+    events (the probe), free to take runs of events in bulk, leaving the same state.
     """
 
     def feed(self, data: bytes) -> list[StreamEvent]: ...
