@@ -6,6 +6,7 @@ rendered prompt (the server's own ``/apply-template``)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -84,3 +85,57 @@ def test_fold_cuts_prompt_tokens_by_the_folded_share(
             "/apply-template", {"messages": folded_body["messages"], "tools": TOOLS}
         ).json()["prompt"]
     )
+
+
+def test_probe_shows_billed_input_before_and_after_the_fold(
+    qwen3_server: LocalServer,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The same session replayed twice through the probe, without and with the fold (the
+    fold transport outside, so the probe sees what really goes out): the ledger's billed
+    input equals the server's own ``prompt_tokens`` per call, and ``probe report`` shows it
+    cut by about the folded share of the trace; the re-sent reasoning bytes fall to head +
+    tail + marker."""
+    from typer.testing import CliRunner
+
+    from reasonwire.probe import ProbeTransport, read_rows
+    from reasonwire.probe.cli import app
+
+    server = qwen3_server
+    settings = FoldSettings(enabled=True)
+    reported: dict[str, list[int]] = {"unfolded": [], "folded": []}
+    messages: Any = loop_messages("reasoning_content", trace())
+    for session, fold in (("unfolded", False), ("folded", True)):
+        probe = ProbeTransport(session, ledger_dir=tmp_path, inner=httpx.HTTPTransport())
+        transport: Any = FoldTransport(settings, inner=probe) if fold else probe
+        client = openai.OpenAI(base_url=server.base_url, api_key="none", max_retries=0,
+                               http_client=httpx.Client(transport=transport))  # fmt: skip
+        for _ in range(2):  # the replay: the same tool-loop request, twice
+            resp = client.chat.completions.create(
+                model="local", messages=messages, tools=TOOLS, max_tokens=1, temperature=0
+            )
+            assert resp.usage is not None
+            reported[session].append(resp.usage.prompt_tokens)
+    rows = read_rows(tmp_path).rows
+    by = {s: [r for r in rows if r["sessionId"] == s] for s in reported}
+    for session, calls in reported.items():
+        billed = [
+            r["usage"]["inputTokens"] + r["usage"]["cacheReadTokens"]
+            + r["usage"]["cacheWriteTokens"]
+            for r in by[session]
+        ]  # fmt: skip
+        assert billed == calls  # the ledger's billed input is the server's own figure
+    before, after = sum(reported["unfolded"]), sum(reported["folded"])
+    resent = {s: sum(r["sentReasoningBytes"] for r in by[s]) for s in reported}
+    assert resent["unfolded"] == 2 * len(trace().encode())
+    marker_len = len("\n\n[... 24000 characters folded ...]\n\n")  # the documented marker
+    assert resent["folded"] == 2 * (settings.head_chars + settings.tail_chars + marker_len)
+    assert after < before * 0.4  # 30,000 chars cut to 6,000: most of the prompt is the trace
+    out = CliRunner().invoke(app, ["report", "--dir", str(tmp_path), "--json"])
+    assert out.exit_code == 0, out.output
+    report = {g["session"]: g for g in json.loads(out.output)["groups"]}
+    assert report["unfolded"]["billed_input"] == before
+    assert report["folded"]["billed_input"] == after
+    print(f"\nprobe ledger, same replay x2: billed input {before} -> {after} tokens "
+          f"({1 - after / before:.1%} saved); re-sent reasoning {resent['unfolded']} -> "
+          f"{resent['folded']} bytes")  # fmt: skip
