@@ -30,9 +30,11 @@ from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.levels import LEVELS
 from reasonwire.govern.registry import Registry, RouteRegistration
+from reasonwire.govern.upstream_fold import fold_upstream
 from reasonwire.govern.validator import mapping_id
 from reasonwire.sim.app import build_app
 from reasonwire.wire.fold import FoldSettings
+from reasonwire.wire.registry import get_dialect
 from tests.govern.conftest import (
     ANTHROPIC_BUDGET,
     POLICY,
@@ -416,6 +418,31 @@ def test_responses_encrypted_content_is_never_folded(tapped: tuple[World, World,
 def test_the_fold_is_not_part_of_what_a_level_means() -> None:
     route = make_registry("http://127.0.0.1:9/v1").routes["chat/sim-deepseek"]
     assert mapping_id(replace(route, fold=FOLD)) == mapping_id(route)
+
+
+@pytest.mark.parametrize(
+    ("entry", "folds"),
+    [
+        ("chat/sim-deepseek", True),
+        ("127.0.0.1:9", True),  # the upstream host, as the fold transport names hosts
+        ("chat/sim-deepseek/sim-deepseek", True),
+        ("127.0.0.1:9/sim-deepseek", True),
+        ("127.0.0.1:9/sim-gpt", False),
+        ("127.0.0.1", False),  # the host name without the port is not the host
+    ],
+)
+def test_settings_name_a_route_by_id_host_and_model(entry: str, folds: bool) -> None:
+    route = make_registry("http://127.0.0.1:9/v1").routes["chat/sim-deepseek"]
+    text = "r" * 300 + CANARY + "indigo." + "s" * 200
+    body: dict[str, Any] = {
+        "model": "sim-deepseek",
+        "messages": [{"role": "assistant", "content": "", "reasoning_content": text}],
+    }
+    settings = replace(FOLD, providers=frozenset({entry}))
+    out = fold_upstream(get_dialect("chat"), body, route, settings)
+    want = folded_by_rule(text, HEAD, TAIL) if folds else text
+    assert out["messages"][0]["reasoning_content"] == want
+    assert (out is body) is not folds and body["messages"][0]["reasoning_content"] == text
 
 
 def test_operator_entries_naming_no_route_are_refused() -> None:
