@@ -466,7 +466,11 @@ def test_operator_entries_naming_no_route_are_refused() -> None:
 
 
 @pytest.fixture
-def serve_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[Any]]:
+    """``gateway serve`` arguments over the shared routes, and the apps it would serve
+    (``uvicorn.run`` is replaced: nothing listens)."""
+    import uvicorn
+
     name = "rw_fold_policy_" + tmp_path.name.replace("-", "_")
     (tmp_path / f"{name}.py").write_text(
         GOOD_POLICY.replace(
@@ -476,17 +480,12 @@ def serve_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
         )
     )
     monkeypatch.syspath_prepend(str(tmp_path))
+    served: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
     keys = tmp_path / "keys"
     KeyRing.generate("k1").save_dir(keys)
-    return [
-        "serve",
-        "--policy",
-        name,
-        "--keys",
-        str(keys),
-        "--evidence",
-        str(tmp_path / "e.sqlite"),
-    ]
+    args = ["serve", "--policy", name, "--keys", str(keys), "--evidence", str(tmp_path / "e.db")]
+    return args, served
 
 
 @pytest.mark.parametrize(
@@ -502,29 +501,27 @@ def serve_args(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     ],
 )
 def test_serve_refuses_bad_fold_settings_in_one_line(
-    serve_args: list[str], tmp_path: Path, text: str | None, says: str
+    serve: tuple[list[str], list[Any]], tmp_path: Path, text: str | None, says: str
 ) -> None:
+    args, served = serve
     f = tmp_path / "fold.toml"
     if text is not None:
         f.write_text(text)
-    res = CliRunner().invoke(gateway_cli.app, [*serve_args, "--fold", str(f)])
-    assert says in _one_line_error(res)
+    res = CliRunner().invoke(gateway_cli.app, [*args, "--fold", str(f)])
+    assert says in _one_line_error(res) and served == []
 
 
 @pytest.mark.parametrize("given", [True, False])
 def test_serve_passes_the_fold_settings_to_the_gateway(
-    serve_args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: bool
+    serve: tuple[list[str], list[Any]], tmp_path: Path, given: bool
 ) -> None:
-    import uvicorn
-
-    served: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
+    args, served = serve
     f = tmp_path / "fold.toml"
     f.write_text(
         "[fold]\nenabled = true\nfloor_chars = 401\nhead_chars = 100\ntail_chars = 300\n"
         "providers = ['responses/sim-gpt']\n"
     )
-    res = CliRunner().invoke(gateway_cli.app, [*serve_args, *(["--fold", str(f)] if given else [])])
+    res = CliRunner().invoke(gateway_cli.app, [*args, *(["--fold", str(f)] if given else [])])
     assert res.exit_code == 0, res.output
     (gw,) = served
     want = FoldSettings(True, 401, 100, 300, frozenset({"responses/sim-gpt"}))
