@@ -458,7 +458,7 @@ def test_operator_entries_naming_no_route_are_refused() -> None:
     ):
         Gateway(reg, POLICY, ring, fold=replace(FOLD, providers=frozenset({entry})))
     for field in ("providers", "drop"):
-        with pytest.raises(ConfigError, match="'chat/nope' name no registered route"):
+        with pytest.raises(ConfigError, match="no registered route is named by 'chat/nope'"):
             Gateway(reg, POLICY, ring, fold=replace(FOLD, **{field: frozenset({"chat/nope"})}))
 
 
@@ -497,7 +497,7 @@ def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], l
             "[fold]\nenabled = true\nfloor_chars = 10\nhead_chars = 5\ntail_chars = 5\n",
             "floor_chars (10)",
         ),
-        ("[fold]\nenabled = true\nproviders = ['chat/nope']\n", "name no registered route"),
+        ("[fold]\nenabled = true\nproviders = ['chat/nope']\n", "no registered route is named by"),
     ],
 )
 def test_serve_refuses_bad_fold_settings_in_one_line(

@@ -58,7 +58,7 @@ def check_operator_fold(registry: Registry, settings: FoldSettings) -> None:
     unknown = sorted(e for e in entries if not any(_names_route(e, r) for r in routes))
     if unknown:
         raise ConfigError(
-            f"fold settings: {', '.join(repr(e) for e in unknown)} name no registered route "
+            f"fold settings: no registered route is named by {', '.join(map(repr, unknown))} "
             "(use a route id, an upstream host, route_id/model or host/model)"
         )
 
