@@ -129,7 +129,7 @@ EXAMPLES: dict[str, str] = {
     "localserver build": "reasonwire localserver build",
     "localserver model": "reasonwire localserver model Qwen-Qwen3-0.6B",
     "localserver serve": "reasonwire localserver serve Qwen-Qwen3-0.6B --port 8080",
-    "gateway serve": "reasonwire gateway serve --policy my_policy --keys keys/",
+    "gateway serve": "reasonwire gateway serve --policy my_policy --keys keys/ --fold fold.toml",
     "gateway keygen": "reasonwire gateway keygen --out keys/ --kid k1",
     "audit run": "reasonwire audit --out audit-out -- python my_agent.py",
     "audit frameworks": "reasonwire audit frameworks --framework litellm --dialect anthropic",

@@ -6,13 +6,15 @@ binding (signature, algorithm, key id, expiry), matches its conversation to the 
 re-checks the runtime pin, the route (registered, not revoked, same dialect and model) and the
 policy, and fixes the conversation's effort on its first call. It then strips every reasoning
 control the client sent, re-attaches vaulted reasoning carriers to the history, injects only
-the route's fragment for the resolved level, and calls the upstream with its own credential
-(read at call time; the runtime never sees it). What the client receives is the dialect's
-visible projection (an allow-list: text, tool calls, usage, ids, finish reasons and the opaque
-carriers the vault keys on; see :mod:`reasonwire.wire.vault` for the design), in JSON, in
-streams and in errors: an upstream error reaches the client as the gateway's own error object,
-never the upstream body. Every call, refusals included, leaves an evidence row, and no
-upstream call is made before its row exists in memory (a last-resort handler records it).
+the route's fragment for the resolved level, folds long replayed reasoning text where the
+route's fold settings say so (off by default: :mod:`.upstream_fold`), and calls the upstream
+with its own credential (read at call time; the runtime never sees it). What the client
+receives is the dialect's visible projection (an allow-list: text, tool calls, usage, ids,
+finish reasons and the opaque carriers the vault keys on; see :mod:`reasonwire.wire.vault`
+for the design), in JSON, in streams and in errors: an upstream error reaches the client as
+the gateway's own error object, never the upstream body. Every call, refusals included,
+leaves an evidence row, and no upstream call is made before its row exists in memory (a
+last-resort handler records it).
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
@@ -53,8 +55,10 @@ from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
+from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo
+from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
@@ -187,7 +191,13 @@ class Gateway:
         upstream: UpstreamPool | None = None,
         vault: VaultStore | None = None,
         limits: Limits | None = None,
+        fold: FoldSettings | None = None,
     ) -> None:
+        """``fold``: the operator's fold settings for routes whose registration has none
+        (:mod:`.upstream_fold`); None, the default: no fold but where a route sets one.
+        ConfigError when one of its entries names no registered route."""
+        if fold is not None:
+            check_operator_fold(registry, fold)
         self.registry = registry
         self.policy = policy
         self.keys = keys
@@ -196,6 +206,7 @@ class Gateway:
         # memory by default; a shared SQLite/PostgreSQL vault lets replicas share it.
         self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.limits = limits if limits is not None else Limits()
+        self.fold = fold
         self._verified: dict[str, Binding] = {}
         self._profiles: dict[str, Profile] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
@@ -409,6 +420,9 @@ class Gateway:
         except PolicyRefusal as exc:
             return self._refuse(row, t0, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         route = auth.route
+        # Last, on what really goes upstream (vaulted originals included); unchanged: the
+        # same object, so the same bytes as without a fold.
+        body = fold_upstream(auth.upstream, body, route, self.fold)
         try:
             up_headers = self._upstream_headers(route, headers, auth.upstream)
         except CredentialError:

@@ -5,7 +5,8 @@ that defines ``REGISTRY`` (a :class:`~reasonwire.govern.registry.Registry`) and 
 :class:`~reasonwire.govern.policy.OrgPolicy`). ``--keys`` is a directory of Ed25519 PEM
 files; the gateway needs only the public ones. The gateway follows that directory: a deleted
 ``<kid>.pub.pem`` or a key id listed in ``revoked.txt`` there is refused from the next request
-on, and ``SIGHUP`` forces a re-read. Every error is one line on stderr and exit code 2.
+on, and ``SIGHUP`` forces a re-read. ``--fold`` is the operator's fold settings file (see
+:mod:`reasonwire.govern.upstream_fold`). Every error is one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import typer
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
+from reasonwire.fold import load_fold_settings
 from reasonwire.govern.binding import KeyRing
 from reasonwire.govern.evidence import EvidenceStore
 from reasonwire.govern.gateway import Gateway
@@ -85,6 +87,14 @@ def serve(
     ] = None,
     host: Annotated[str, typer.Option(help="Loopback address.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8787,
+    fold: Annotated[
+        Path | None,
+        typer.Option(
+            help="Fold settings (TOML [fold] table, as `reasonwire fold plan` writes): shorten "
+            "long replayed reasoning text upstream on the routes its providers name (route "
+            "ids or upstream hosts). Default: no fold but where a route sets one."
+        ),
+    ] = None,
 ) -> None:
     """Serve the governed-effort gateway on loopback until interrupted."""
     import uvicorn
@@ -92,9 +102,10 @@ def serve(
     try:
         _loopback(host)
         registry, org = load_policy(policy)
+        folding = load_fold_settings(fold) if fold is not None else None
         ring = KeyRing.load_dir(keys)
         shared = open_vault(vault) if vault else None
-        gw = Gateway(registry, org, ring, _open_store(evidence), vault=shared)
+        gw = Gateway(registry, org, ring, _open_store(evidence), vault=shared, fold=folding)
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

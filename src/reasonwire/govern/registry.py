@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level
+from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import DialectName
 
 ReviewState = Literal["discovery", "qualified"]
@@ -111,6 +112,8 @@ class RouteRegistration:
     auth_scheme: str = "Bearer"
     headers: Mapping[str, str] = field(default_factory=dict)
     price_per_mtok: Mapping[str, float] | None = None
+    """USD per million tokens by usage figure (``input_uncached``, ``cache_read``,
+    ``cache_write``, ``output``) for an *estimated* cost when the provider reports none."""
     profile: str | None = None
     """The vendor profile layer of the dialect (``vllm``, ``openrouter``...): which vendor
     controls are stripped and whether ``<think>`` blocks are cut from visible text."""
@@ -120,8 +123,14 @@ class RouteRegistration:
     """Clients speak this dialect and the gateway translates to ``dialect`` upstream (Chat
     Completions clients on a Responses upstream: models that refuse function tools plus
     effort on Chat Completions). None: clients speak ``dialect``."""
-    """USD per million tokens by usage figure (``input_uncached``, ``cache_read``,
-    ``cache_write``, ``output``) for an *estimated* cost when the provider reports none."""
+    fold: FoldSettings | None = None
+    """The fold of long replayed reasoning text on this route's upstream requests (see
+    :mod:`reasonwire.govern.upstream_fold`). None, the default: the route says nothing and
+    the operator's ``gateway serve --fold`` settings decide (off without them). A value
+    here is reviewed with the registry and wins over the operator's file, so a route whose
+    provider must get its reasoning whole is pinned off with ``FoldSettings()``. Not part of
+    :func:`~reasonwire.govern.validator.mapping_id`: the fold changes what history is
+    replayed, not what a level means on the wire, so setting it needs no re-qualification."""
 
 
 @dataclass
