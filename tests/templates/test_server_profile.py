@@ -224,8 +224,9 @@ CLEAR_THINKING = """
 <|end|>
 {% endfor -%}
 """
-# Reads `reasoning` only.
+# Reads `reasoning` only (and looks at clear_thinking without changing what it renders).
 REASONING_ONLY = """
+{%- if clear_thinking is defined %}{% endif -%}
 {%- for m in messages -%}
 <|{{ m.role }}|>{% if m.reasoning %}<think>{{ m.reasoning }}</think>{% endif %}{{ m.content or '' }}<|end|>
 {% endfor -%}
@@ -247,6 +248,8 @@ def test_a_template_that_reads_a_switch_gets_both_verdicts_and_the_cause() -> No
     [cause] = rc.server.causes
     assert "clear_thinking=false" in cause and "caps.cpp:22-27" in cause
     assert rows["reasoning"].server.causes == ()  # same verdict both ways: no cause
+    # `all` differs for the same reason only: the fields dropped there change nothing
+    assert rows["all"].server.causes == rc.server.causes
 
 
 def test_a_field_the_server_drops_is_ignored_there_and_says_why() -> None:
@@ -256,8 +259,23 @@ def test_a_field_the_server_drops_is_ignored_there_and_says_why() -> None:
     assert rows["reasoning"].server.causes == (
         "reasoning not passed to the template (common/chat.cpp:453-455, :233-235)",
     )
-    assert rows["reasoning"].server.switches == ()
-    assert rows["reasoning"].server.switch_off_verdict is None
+    # it reads a switch, but flipping it changes nothing: not a cause
+    assert rows["reasoning"].server.switches == ("clear_thinking",)
+    assert rows["reasoning"].server.switch_off_verdict == "accepted-ignored"
+
+
+def test_a_template_reading_no_switch_has_no_switch_off_verdict() -> None:
+    rows = _rows("every-turn", EVERY_TURN)
+    assert rows["reasoning_content"].server.switches == ()
+    assert rows["reasoning_content"].server.switch_off_verdict is None
+    assert rows["reasoning_content"].server.verdict == "consumes-all-turns"
+
+
+EVERY_TURN = """
+{%- for m in messages -%}
+<|{{ m.role }}|>{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content or '' }}<|end|>
+{% endfor -%}
+"""
 
 
 def test_the_profile_can_be_skipped() -> None:
