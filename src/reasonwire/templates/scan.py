@@ -15,6 +15,11 @@ means consumed. The verdict per field is the method's (:mod:`reasonwire.method.v
 (:mod:`reasonwire.templates._shapes`, tried in order until the ``none`` render and the
 variant render both succeed).
 
+Every row also carries the verdict under a server's render profile (``row.server``;
+:mod:`reasonwire.templates.server_profile`, llama-server by default): the same renders with the
+messages as that server hands them to the template and the variables it sets, and, for a
+template that reads one of the server's switch variables, once more with the switch flipped.
+
 The pieces: templates to read (:mod:`._sources`), the vocabulary that counts them
 (:mod:`._counters`), the rows (:mod:`.rows`, the ``templates.json`` schema) and the outputs
 (:mod:`.report`).
