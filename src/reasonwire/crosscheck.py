@@ -23,9 +23,11 @@ deltas are compared through verdicts, never as raw numbers.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from reasonwire.errors import ReasonwireError
@@ -42,10 +44,13 @@ SAMPLE: Final = (
     "LFM2.5-8B-A1B",
     "openai-gpt-oss-120b",
     "Kimi-K3",
+    "mistralai-Mistral-Nemo-Instruct-2407",
 )
 """The fast subset: plain and server agree (Qwen3, Kimi K3); the server sets a variable the
 template reads (GLM-4.7-Flash, LFM2.5); the server rewrites ``reasoning_content`` (LFM2.5 into
-``thinking``, gpt-oss into ``thinking`` without the call's content)."""
+``thinking``, gpt-oss into ``thinking`` without the call's content); the server cannot serve
+the template at all (Mistral Nemo: its parser generation renders tool-call ids the template
+refuses)."""
 
 DEFAULT_SETTING: Final = "default"
 
@@ -88,10 +93,10 @@ def _prompt_tokens(server: Any, messages: list[dict[str, Any]]) -> tuple[int | N
         tokens = (resp.json().get("usage") or {}).get("prompt_tokens")
         if isinstance(tokens, int):
             return tokens, None
-    first = f"HTTP {resp.status_code}: {resp.text[:200]}"
+    first = f"HTTP {resp.status_code}: {_server_message(resp)}"
     applied = server.post("/apply-template", {"messages": messages, "tools": TOOLS})
     if applied.status_code != 200:
-        return None, f"{first}; /apply-template HTTP {applied.status_code}: {applied.text[:200]}"
+        return None, f"{first}; /apply-template HTTP {applied.status_code}"
     prompt = applied.json().get("prompt")
     tok = server.post("/tokenize", {"content": prompt, "add_special": True})
     if tok.status_code != 200 or not isinstance(prompt, str):
@@ -101,6 +106,35 @@ def _prompt_tokens(server: Any, messages: list[dict[str, Any]]) -> tuple[int | N
 
 _VIA_APPLY: Final = "counted via /apply-template + /tokenize (completion failed: tiny model)"
 
+_UNSERVED: Final = ("error", "baseline-failed")
+"""Server outcomes that mean it serves no request with this template at this setting: not a
+verdict to compare, a template it cannot load, listed with its reason."""
+
+
+def _server_message(resp: Any) -> str:
+    """The server's own error message (llama-server: ``{"error": {"message"}}``), on one line."""
+    try:
+        message = str(resp.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        message = resp.text
+    return " ".join(message.split())[:400]
+
+
+def _with_template_line(note: str, template: Path | None) -> str:
+    """``note`` and, when the server names a template line (``at line 91``), that line: the
+    template's own refusal (a ``raise_exception``) is the reason a reader wants."""
+    found = re.search(r"at line (\d+)", note)
+    if template is None or found is None:
+        return note
+    try:
+        lines = template.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return note
+    number = int(found.group(1))
+    if not 0 < number <= len(lines):
+        return note
+    return f"{note} [template line {number}: {lines[number - 1].strip()[:200]}]"
+
 
 def cross_check_template(
     name: str,
@@ -109,9 +143,11 @@ def cross_check_template(
     ratio: float = DEFAULT_RATIO,
     *,
     switch_on: bool = LLAMA_SERVER.switch.default_on,
+    target: str | None = None,
 ) -> list[Finding]:
-    """Start a real llama-server with template ``name`` (a bundled stem or a path) and compare
-    verdicts per field; ``switch_on`` False starts it with the profile's off flag."""
+    """Start a real llama-server with template ``target`` (a bundled stem or a path; default
+    ``name``) and compare verdicts per field, the findings named ``name``; ``switch_on``
+    False starts it with the profile's off flag."""
     from reasonwire.localserver.server import LocalServer
 
     switch = LLAMA_SERVER.switch
@@ -119,7 +155,9 @@ def cross_check_template(
     setting = (switch.on_flag if switch_on else switch.off_flag) if flipped else DEFAULT_SETTING
     findings: list[Finding] = []
     args = (setting,) if flipped else ()
-    with LocalServer(name, build_if_missing=False, extra_args=args) as server:
+    target = target or name
+    path = Path(target) if Path(target).is_file() else None
+    with LocalServer(target, build_if_missing=False, extra_args=args) as server:
         tok = server.post("/tokenize", {"content": fixture.trace})
         trace_tokens = len(tok.json().get("tokens", [])) if tok.status_code == 200 else None
         t_count = trace_tokens or math.ceil(len(fixture.trace) / 4)
@@ -134,7 +172,7 @@ def cross_check_template(
             for p in POSITIONS:
                 base_tokens, base_err = base[p]
                 if base_tokens is None:
-                    note = f"baseline {p}: {base_err}"
+                    note = _with_template_line(f"baseline {p}: {base_err}", path)
                     break
                 got, err = _prompt_tokens(server, fixture.messages(fld, p))
                 if got is None:
@@ -178,7 +216,7 @@ def _finding(
         predicted = guess if guess is not None else "missing"
         why = row.server.causes if not flipped else ()
     explained: bool = ABSENT
-    if predicted is not ABSENT:
+    if predicted is not ABSENT and srv not in _UNSERVED:
         explained = srv == predicted
     return Finding(
         name, fld, plain, srv, deltas[0], deltas[1], trace_tokens, srv == plain, note,
@@ -214,7 +252,9 @@ def cross_check(
             if progress is not None:
                 progress(name if on == default_on else f"{name} ({LLAMA_SERVER.switch.off_flag})")
             try:
-                out.extend(cross_check_template(target, fields, fixture, ratio, switch_on=on))
+                out.extend(
+                    cross_check_template(name, fields, fixture, ratio, switch_on=on, target=target)
+                )
             except ReasonwireError as exc:
                 reason = str(exc).splitlines()[0][:300]
                 setting = DEFAULT_SETTING if on == default_on else LLAMA_SERVER.switch.off_flag
@@ -228,8 +268,6 @@ def cross_check(
 
 def _server_target(name: str, fields: dict[str, Row]) -> str:
     """What ``LocalServer`` loads: the row's source file when it has one, else the name."""
-    from pathlib import Path
-
     source = next(iter(fields.values())).source if fields else ""
     return source if source and Path(source).is_file() else name
 
@@ -246,6 +284,15 @@ def timed_cross_check(
     start = time.perf_counter()
     found = cross_check(rows, fixture, templates, ratio=ratio, progress=progress)
     return found, time.perf_counter() - start
+
+
+def unserved(findings: Sequence[Finding]) -> dict[tuple[str, str], str]:
+    """(template, setting) the server served no request for, and its reason."""
+    return {
+        (f.template, f.setting if f.setting is not ABSENT else DEFAULT_SETTING): f.note or ""
+        for f in findings
+        if f.server in _UNSERVED
+    }
 
 
 def findings_markdown(findings: Sequence[Finding], seconds: float | None = None) -> str:
@@ -269,8 +316,11 @@ def findings_markdown(findings: Sequence[Finding], seconds: float | None = None)
             f"| {f.template} | {f.field} | {setting} | {f.offline} | {pred} | {f.server}{mark} | "
             f"{f.server_in_loop_delta}/{f.server_cross_turn_delta} | {f.note or ''} |"
         )
-    differ = [f for f in findings if not f.agree]
+    refused = unserved(findings)
+    differ = [f for f in findings if not f.agree and f.server not in _UNSERVED]
     unexplained = [f for f in findings if f.explained is False]
+    lines += ["", "### Templates the server cannot serve (its reason)", ""]
+    lines += [f"- {t} ({s}): {note}" for (t, s), note in refused.items()] or ["- none"]
     lines += ["", "### Where the server differs from the plain render", ""]
     lines += [
         f"- {f.template} / {f.field} ({f.setting if f.setting is not ABSENT else DEFAULT_SETTING})"
@@ -284,7 +334,8 @@ def findings_markdown(findings: Sequence[Finding], seconds: float | None = None)
         "",
         f"{len(findings)} comparisons over {len({f.template for f in findings})} templates"
         f"{timing}: {len(differ)} differ from the plain render, {len(unexplained)} not "
-        "predicted by the llama-server profile.",
+        f"predicted by the llama-server profile; {len({t for t, _ in refused})} template(s) "
+        "the server cannot serve.",
         "",
     ]
     return "\n".join(lines)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from reasonwire.crosscheck import Finding, findings_markdown, timed_cross_check
+from reasonwire.crosscheck import Finding, findings_markdown, timed_cross_check, unserved
 from reasonwire.errors import ConfigError, ReasonwireError
 from reasonwire.method.verdicts import Verdict
 from reasonwire.templates.fixture import FIELDS
@@ -67,7 +67,7 @@ def scan_command(
         typer.Option(
             "--cross-check",
             help="also run every scanned template on the real llama-server (must be built; "
-            "about 3 s a template) and list where it differs from the plain render, with the "
+            "about 8 s a template) and list where it differs from the plain render, with the "
             "cause, and where it differs from the llama-server prediction",
         ),
     ] = False,
@@ -96,12 +96,14 @@ def scan_command(
     )
     if findings is not None:
         found, seconds = findings
-        differ = [f for f in found if not f.agree]
+        refused = sorted({t for t, _ in unserved(found)})
+        differ = [f for f in found if not f.agree and f.template not in refused]
         unexplained = [f for f in found if f.explained is False]
         console.print(
             f"cross-check: {len(found)} comparisons over {len({f.template for f in found})} "
             f"templates in {seconds:.1f} s; {len(differ)} differ from the plain render, "
-            f"{len(unexplained)} not predicted by the llama-server profile"
+            f"{len(unexplained)} not predicted by the llama-server profile; the server cannot "
+            f"serve {len(refused)}: {', '.join(refused) or 'none'} (reasons in templates.md)"
         )
         for f in unexplained:
             console.print(
