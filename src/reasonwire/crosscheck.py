@@ -214,7 +214,7 @@ def _finding(
     if row is not None and row.server is not ABSENT:
         guess = row.server.switch_off_verdict if flipped else row.server.verdict
         predicted = guess if guess is not None else "missing"
-        why = row.server.causes if not flipped else ()
+        why = row.server.switch_off_causes if flipped else row.server.causes
     explained: bool = ABSENT
     if predicted is not ABSENT and srv not in _UNSERVED:
         explained = srv == predicted

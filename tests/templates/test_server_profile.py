@@ -264,6 +264,26 @@ def test_a_field_the_server_drops_is_ignored_there_and_says_why() -> None:
     assert rows["reasoning"].server.switch_off_verdict == "accepted-ignored"
 
 
+# Hides earlier turns' reasoning only when clear_thinking is defined and true.
+CLEAR_WHEN_TRUE = CLEAR_THINKING.replace(
+    "(clear_thinking is defined and not clear_thinking)",
+    "not (clear_thinking is defined and clear_thinking)",
+)
+
+
+def test_the_switch_off_verdict_has_its_own_cause() -> None:
+    rc = _rows("clear-when-true", CLEAR_WHEN_TRUE)["reasoning_content"]
+    assert (rc.verdict, rc.server.verdict) == ("consumes-all-turns", "consumes-all-turns")
+    assert rc.server.causes == ()
+    assert rc.server.switch_off_verdict == "in-loop-only"
+    [cause] = rc.server.switch_off_causes
+    assert cause.startswith("server sets clear_thinking=true (--no-reasoning-preserve; ")
+    # and where the switch-off verdict is the plain one, no cause
+    assert (
+        _rows("clear-thinking", CLEAR_THINKING)["reasoning_content"].server.switch_off_causes == ()
+    )
+
+
 def test_a_template_reading_no_switch_has_no_switch_off_verdict() -> None:
     rows = _rows("every-turn", EVERY_TURN)
     assert rows["reasoning_content"].server.switches == ()

@@ -33,7 +33,8 @@ class ServerRow(JSONRecord):
     server-set variables the template reads (``clear_thinking`` ...); ``switch_off_verdict``:
     the verdict with that setting off (null when the template reads none); ``causes``: the
     server-side facts behind a verdict that differs from the plain render (empty when equal);
-    ``error``: the template's own message when ``verdict`` is ``error``.
+    ``error``: the template's own message when ``verdict`` is ``error``;
+    ``switch_off_causes``: as ``causes``, for ``switch_off_verdict``.
     """
 
     profile: str
@@ -45,6 +46,7 @@ class ServerRow(JSONRecord):
     switch_off_verdict: Verdict | None
     causes: tuple[str, ...]
     error: str | None
+    switch_off_causes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

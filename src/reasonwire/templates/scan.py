@@ -256,19 +256,25 @@ def _server_rows(
         off_verdict = _verdict_of(off[fld], threshold) if off is not None else None
         carried = tuple(fixture.carrier(fld))
         passed = [f for f in carried if f in profile.passes]
-        why: tuple[str, ...] = ()
-        if got != plain_verdicts[fld]:
-            why = tuple(
+        dropped_matters = len(passed) != 1 or plain_verdicts.get(passed[0]) != plain_verdicts[fld]
+        switch_matters = off_verdict is not None and off_verdict != got
+
+        why = [
+            ()
+            if v is None or v == plain_verdicts[fld]
+            else tuple(
                 causes(
                     profile,
                     src.text,
                     carried,
-                    dropped_matters=len(passed) != 1
-                    or plain_verdicts.get(passed[0]) != plain_verdicts[fld],
-                    switch_matters=off_verdict is not None and off_verdict != got,
+                    dropped_matters=dropped_matters,
+                    switch_matters=switch_matters,
                     switches=switches,
+                    switch_on=on,
                 )
             )
+            for v, on in ((got, default_on), (off_verdict, not default_on))
+        ]
         out[fld] = ServerRow(
             profile.name,
             got,
@@ -277,8 +283,9 @@ def _server_rows(
             handler.name if handler is not None else None,
             switches,
             off_verdict,
-            why,
+            why[0],
             _error_text(m.errors) if m.shape is None else None,
+            why[1],
         )
     return out
 

@@ -274,12 +274,14 @@ def causes(
     dropped_matters: bool,
     switch_matters: bool,
     switches: tuple[str, ...],
+    switch_on: bool | None = None,
 ) -> list[str]:
     """Why a field's verdict under ``profile`` differs from the plain render, each reason
     with its llama.cpp source: fields the server does not pass (``dropped_matters``: the
     plain verdict of the passed fields alone differs), the rewrites that reach a passed field,
     the switch variables the template reads (``switch_matters``: flipping the switch changes
-    the verdict). ``carried`` is the keys the variant puts on the message. A difference none
+    the verdict; ``switch_on``: the setting rendered, default the server's). ``carried`` is the
+    keys the variant puts on the message. A difference none
     of these explain is put on the round trip itself (``content: ""`` for a null content)."""
     out: list[str] = []
     dropped = [f for f in carried if f not in profile.passes]
@@ -292,12 +294,14 @@ def causes(
             if h.rewrite is not Rewrite.KEEP
         )
     if switches and switch_matters:
-        values = profile.switch.values(profile.switch.default_on)
-        flag = profile.switch.on_flag if profile.switch.default_on else profile.switch.off_flag
+        on = profile.switch.default_on if switch_on is None else switch_on
+        values = profile.switch.values(on)
+        flag = profile.switch.on_flag if on else profile.switch.off_flag
+        default = ", the default" if on == profile.switch.default_on else ""
         out.append(
             "server sets "
             + ", ".join(f"{v}={str(values[v]).lower()}" for v in switches)
-            + f" ({flag}, the default; {profile.switch.source})"
+            + f" ({flag}{default}; {profile.switch.source})"
         )
     if not out:
         out.append("the server's message round trip (common/chat.cpp:187-266, :373-468)")
