@@ -106,6 +106,9 @@ def test_a_template_the_real_server_refuses_is_listed_with_its_reason(
     assert key == ("mistralai-Mistral-Nemo-Instruct-2407", "default")
     assert "Unable to generate parser for this template" in reason
     assert "Tool call IDs should be alphanumeric strings with length 9!" in reason
+    # the server names the template's line 62; the reason quotes it from the template file
+    assert "at line 62," in reason
+    assert '[template line 62: {{- raise_exception("Tool call IDs should be' in reason
     md = findings_markdown(list(sample.values()))
     assert "- mistralai-Mistral-Nemo-Instruct-2407 (default): baseline in_loop: HTTP 400" in md
 
