@@ -13,7 +13,7 @@ VLLM_VENV := .venv-vllm
 VLLM_PY := $(abspath $(VLLM_VENV))/bin/python
 VLLM_STAMP := $(VLLM_VENV)/.installed
 
-.PHONY: demo test lint typecheck layers lean unit localserver lane-llama-cpp-python test-vllm bench clean
+.PHONY: demo test lint typecheck layers lean unit localserver lane-llama-cpp-python test-vllm bench clean crosscheck
 
 $(STAMP): pyproject.toml
 	@command -v $(PY) >/dev/null 2>&1 || { echo "$(PY) not found; run with PY=/path/to/python3.11"; exit 1; }
@@ -28,6 +28,12 @@ demo: $(STAMP)
 # Builds llama-server once (about 5 minutes on two cores), cached under the user cache dir.
 localserver: $(STAMP)
 	$(BIN)/reasonwire localserver build
+
+# The offline template scan, then every corpus template on the real llama-server (outside the
+# default suite: a few minutes; the suite checks a fast subset). Writes templates.md/.json and
+# crosscheck.json to build/crosscheck.
+crosscheck: $(STAMP) localserver
+	$(BIN)/reasonwire templates scan --out build/crosscheck --cross-check
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench

@@ -9,10 +9,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from reasonwire.crosscheck import Finding, cross_check, findings_markdown
+from reasonwire.crosscheck import Finding, findings_markdown, timed_cross_check, unserved
 from reasonwire.errors import ConfigError, ReasonwireError
 from reasonwire.method.verdicts import Verdict
 from reasonwire.templates.fixture import FIELDS
+from reasonwire.templates.report import server_mark
 from reasonwire.templates.scan import (
     DEFAULT_RATIO,
     Row,
@@ -65,8 +66,9 @@ def scan_command(
         bool,
         typer.Option(
             "--cross-check",
-            help="also run the real llama-server (must be built) on Qwen3, DeepSeek V3.2, "
-            "gpt-oss and Kimi K3 and list where it disagrees with the offline render",
+            help="also run every scanned template on the real llama-server (must be built; "
+            "about 8 s a template) and list where it differs from the plain render, with the "
+            "cause, and where it differs from the llama-server prediction",
         ),
     ] = False,
 ) -> None:
@@ -93,21 +95,29 @@ def scan_command(
         f"Wrote {jpath} and {mpath}."
     )
     if findings is not None:
-        bad = [f for f in findings if not f.agree]
-        console.print(f"cross-check: {len(bad)} disagreement(s) of {len(findings)} comparisons")
-        for f in bad:
+        found, seconds = findings
+        refused = sorted({t for t, _ in unserved(found)})
+        differ = [f for f in found if not f.agree and f.template not in refused]
+        unexplained = [f for f in found if f.explained is False]
+        console.print(
+            f"cross-check: {len(found)} comparisons over {len({f.template for f in found})} "
+            f"templates in {seconds:.1f} s; {len(differ)} differ from the plain render, "
+            f"{len(unexplained)} not predicted by the llama-server profile; the server cannot "
+            f"serve {len(refused)}: {', '.join(refused) or 'none'} (reasons in templates.md)"
+        )
+        for f in unexplained:
             console.print(
-                f"  {f.template} / {f.field}: offline {f.offline}, server {f.server}"
-                + (f" ({f.note})" if f.note else "")
+                f"  {f.template} / {f.field} ({f.setting}): plain {f.offline}, predicted "
+                f"{f.predicted}, server {f.server}" + (f" ({f.note})" if f.note else "")
             )
 
 
-def _cross_check(result: ScanResult, out: Path, console: Console) -> list[Finding]:
+def _cross_check(result: ScanResult, out: Path, console: Console) -> tuple[list[Finding], float]:
     """Run the server cross-check, write crosscheck.json and append to templates.md."""
     import json
 
     with console.status("cross-checking with llama-server") as status:
-        findings = cross_check(
+        findings, seconds = timed_cross_check(
             result.rows,
             result.fixture,
             ratio=result.options.ratio,
@@ -118,10 +128,10 @@ def _cross_check(result: ScanResult, out: Path, console: Console) -> list[Findin
             json.dumps([f.to_json() for f in findings], indent=2) + "\n", encoding="utf-8"
         )
         with (out / "templates.md").open("a", encoding="utf-8") as fh:
-            fh.write("\n" + findings_markdown(findings))
+            fh.write("\n" + findings_markdown(findings, seconds))
     except OSError as exc:
         raise ConfigError(f"cannot write cross-check output to {out}: {exc}") from exc
-    return findings
+    return findings, seconds
 
 
 def _table(result: ScanResult) -> Table:
@@ -144,8 +154,10 @@ def _table(result: ScanResult) -> Table:
                 cells.append(f"[{_STYLE[Verdict.ERROR]}]error[/]")
             else:
                 style = _STYLE.get(row.verdict, "")
+                mark = server_mark(row)
                 cells.append(
                     f"[{style}]{row.verdict}[/] {row.in_loop_delta}/{row.cross_turn_delta}"
+                    + (f" [dim]({mark})[/]" if mark else "")
                 )
         first = next(iter(fields.values()))
         table.add_row(name, first.tokenizer, str(first.trace_tokens), *cells)

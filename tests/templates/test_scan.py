@@ -151,6 +151,27 @@ def test_corpus_bars(tmp_path: Path) -> None:
     by = {(r.template, r.field): r.verdict for r in result.rows}
     assert by[("openai-gpt-oss-120b", "thinking")] == "in-loop-only"
     assert by[("meta-llama-Llama-3.1-8B-Instruct", "reasoning_content")] == "accepted-ignored"
+    # Measured on the real llama-server over the whole corpus (WIRE.md, "Server-side switches
+    # that change what a template consumes"): exactly these five consume reasoning_content
+    # differently there than in a plain render; GLM-4.7-Flash consumes it in every turn
+    # (issue 14: 617/617), since the server sets clear_thinking false.
+    server = {(r.template, r.field): r.server for r in result.rows}
+    differ = {
+        t for (t, f), s in server.items() if f == "reasoning_content" and s.verdict != by[(t, f)]
+    }
+    assert differ == {
+        "GLM-4.7-Flash",
+        "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16",
+        "LFM2.5-8B-A1B",
+        "mistralai-Ministral-3-14B-Reasoning-2512",
+        "openai-gpt-oss-120b",
+    }
+    glm = server[("GLM-4.7-Flash", "reasoning_content")]
+    assert glm.verdict == "consumes-all-turns" and glm.switches == ("clear_thinking",)
+    # the server never hands `reasoning`, `reasoning_details` or `thinking` to a template
+    for (t, f), s in server.items():
+        if f in ("reasoning", "reasoning_details", "thinking") and s.verdict != "error":
+            assert s.verdict == "accepted-ignored", (t, f, s)
     _, mpath = write_outputs(result, tmp_path)
     assert "Qwen-Qwen3-0.6B" in mpath.read_text()
 

@@ -33,6 +33,7 @@ from reasonwire.errors import ConfigError
 try:
     import jinja2
     import jinja2.ext
+    import jinja2.meta
     import jinja2.nodes
     from jinja2.parser import Parser
     from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
@@ -133,6 +134,16 @@ def compile_template(template: str, *, compat: bool = False) -> jinja2.Template:
         return env.from_string(template)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+
+
+def variables_read(template: str) -> frozenset[str]:
+    """The variables ``template`` reads that it does not set itself (``messages``, ``tools``,
+    ``clear_thinking`` ...). Why: a server setting that reaches templates as a variable
+    changes a verdict only where the template reads it; the report names those."""
+    try:
+        return frozenset(jinja2.meta.find_undeclared_variables(_COMPAT_ENV.parse(template)))
+    except jinja2.TemplateSyntaxError:
+        return frozenset()
 
 
 def render_chat_template(

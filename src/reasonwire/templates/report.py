@@ -12,6 +12,8 @@ from reasonwire.errors import ConfigError
 from reasonwire.method.verdicts import Verdict
 from reasonwire.templates.fixture import FIELDS
 from reasonwire.templates.rows import Row, ScanResult
+from reasonwire.templates.server_profile import PROFILES
+from reasonwire.wire.model import ABSENT
 
 
 def write_outputs(result: ScanResult, out_dir: Path) -> tuple[Path, Path]:
@@ -36,12 +38,29 @@ def _grouped(rows: Sequence[Row]) -> list[tuple[str, dict[str, Row]]]:
     return list(by.items())
 
 
+def server_differs(r: Row) -> bool:
+    """Whether the row's server verdict (its render profile) is not the plain one."""
+    return r.server is not ABSENT and r.server.verdict != r.verdict
+
+
+def server_mark(r: Row) -> str:
+    """``llama-server: consumes-all-turns, clear_thinking`` where the server's verdict differs
+    from the plain render (the switch variables the template reads after it), else ``""``."""
+    if not server_differs(r):
+        return ""
+    return ", ".join((f"{r.server.profile}: {r.server.verdict}", *r.server.switches))
+
+
 def _cell(r: Row | None) -> str:
     if r is None:
         return ""
-    if r.verdict == Verdict.ERROR:
-        return "error"
-    return f"{r.verdict} ({r.in_loop_delta}/{r.cross_turn_delta})"
+    plain = (
+        "error"
+        if r.verdict == Verdict.ERROR
+        else (f"{r.verdict} ({r.in_loop_delta}/{r.cross_turn_delta})")
+    )
+    mark = server_mark(r)
+    return f"{plain} ({mark})" if mark else plain
 
 
 def markdown(result: ScanResult) -> str:
@@ -69,10 +88,24 @@ def markdown(result: ScanResult) -> str:
         errors.extend(
             f"- {name} / {f}: {r.error}" for f, r in fields.items() if r.verdict == Verdict.ERROR
         )
+    differ = [
+        f"- {r.template} / {r.field}: plain {r.verdict}, {server_mark(r)}"
+        + (f" (with {_switch_off(r)}: {r.server.switch_off_verdict})" if r.server.switches else "")
+        + f"; cause: {'; '.join(r.server.causes)}"
+        for r in result.rows
+        if server_differs(r)
+    ]
+    if differ:
+        lines += ["", "## Where llama-server renders differently (cause)", "", *differ]
     if errors:
         lines += ["", "## Errors (the template's own message)", "", *errors]
     lines += ["", f"Scan time: {result.seconds:.1f} s.", ""]
     return "\n".join(lines)
+
+
+def _switch_off(r: Row) -> str:
+    profile = PROFILES.get(r.server.profile)
+    return profile.switch.off_flag if profile is not None else "the switch off"
 
 
 _COLOURS: Final = {
@@ -111,6 +144,13 @@ def html_section(rows: Sequence[Row]) -> str:
                 if r.verdict == Verdict.ERROR
                 else (f"<br><small>{r.in_loop_delta} / {r.cross_turn_delta}</small>")
             )
+            if server_differs(r):
+                tip = f"{tip}; {server_mark(r)}: {'; '.join(r.server.causes)}"
+                deltas += (
+                    f'<br><small data-server="{esc(r.server.verdict)}">'
+                    f"{esc(server_mark(r))}</small>"
+                )
+
             cells.append(
                 f'<td title="{esc(tip or "", quote=True)}" data-verdict="{esc(r.verdict)}">'
                 f'<span style="color:#fff;background:{colour};padding:1px 5px;'
@@ -123,7 +163,8 @@ def html_section(rows: Sequence[Row]) -> str:
     return (
         '<section id="templates"><h2>Chat-template consumption (offline)</h2>'
         "<p>Token delta of each replayed field against no field, in the loop / across turns; "
-        "consumed when the delta reaches half the trace's tokens.</p>"
+        "consumed when the delta reaches half the trace's tokens; a second line gives the "
+        "llama-server verdict where the server renders the template differently.</p>"
         '<table class="templates"><thead><tr><th>template</th><th>tokenizer</th><th>T</th>'
         f"{head}</tr></thead><tbody>{''.join(body)}</tbody></table></section>"
     )
