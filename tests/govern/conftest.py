@@ -32,7 +32,8 @@ ANTHROPIC_BUDGET = {"low": 1024, "medium": 4096, "high": 16000}
 
 
 class Recorder:
-    """ASGI middleware: every request body and header set the upstream received."""
+    """ASGI middleware: every request body and header set the upstream received, and the
+    answer's body bytes (``answer``, filled in as it is sent)."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -58,8 +59,11 @@ class Recorder:
                     "headers": headers,
                     "body": json.loads(raw or b"{}"),
                     "text": raw.decode(),
+                    "request": raw,
+                    "answer": b"",
                 }
             )
+            entry = self.seen[-1]
         sent = False
 
         async def replay() -> Any:
@@ -69,7 +73,12 @@ class Recorder:
             sent = True
             return {"type": "http.request", "body": raw, "more_body": False}
 
-        await self.app(scope, replay, send)
+        async def keep(message: Any) -> None:
+            if message["type"] == "http.response.body":
+                entry["answer"] += message.get("body", b"")
+            await send(message)
+
+        await self.app(scope, replay, keep)
 
     def find(self, marker: str) -> list[dict[str, Any]]:
         """Requests whose body mentions ``marker`` (tests put the conversation id there)."""

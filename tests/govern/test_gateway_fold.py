@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +39,7 @@ from tests.govern.conftest import (
     POLICY,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
+    Recorder,
     ThreadServer,
     World,
     make_registry,
@@ -86,47 +86,13 @@ def folded_by_rule(text: str, head: int, tail: int) -> str:
     return text[:head] + f"\n\n[... {n - head - tail} characters folded ...]\n\n" + text[n - tail :]
 
 
-class Tap:
-    """ASGI middleware: the raw request and answer bytes of every upstream call."""
+class Tap(Recorder):
+    """The recording upstream, with its calls in arrival order."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-        self.calls: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        chunks: list[bytes] = []
-        more = True
-        while more:
-            msg = await receive()
-            chunks.append(msg.get("body", b""))
-            more = msg.get("more_body", False)
-        call: dict[str, Any] = {"path": scope["path"], "request": b"".join(chunks), "answer": b""}
+    @property
+    def calls(self) -> list[dict[str, Any]]:
         with self._lock:
-            self.calls.append(call)
-        sent = False
-
-        async def replay() -> Any:
-            nonlocal sent
-            if sent:
-                return await receive()
-            sent = True
-            return {"type": "http.request", "body": call["request"], "more_body": False}
-
-        async def keep(message: Any) -> None:
-            if message["type"] == "http.response.body":
-                call["answer"] += message.get("body", b"")
-            await send(message)
-
-        await self.app(scope, replay, keep)
-
-    def find(self, marker: str) -> list[dict[str, Any]]:
-        """Calls whose request mentions ``marker`` (the task names the conversation)."""
-        with self._lock:
-            return [c for c in self.calls if marker.encode() in c["request"]]
+            return list(self.seen)
 
 
 def _route(
