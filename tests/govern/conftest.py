@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import anthropic
+import openai
 import pytest
 import uvicorn
 
@@ -29,6 +31,15 @@ UPSTREAM_KEY = "sk-gateway-own-upstream-credential-0001"
 RUNTIME = ("hermes", "1.4.2")
 
 ANTHROPIC_BUDGET = {"low": 1024, "medium": 4096, "high": 16000}
+RUNTIME_KEY = "runtime-holds-no-provider-key"  # what an agent runtime holds: no provider key
+RESPONSES_TOOLS: Any = [
+    {
+        "type": "function",
+        "name": "lookup",
+        "strict": False,
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+]
 
 
 class Recorder:
@@ -241,6 +252,24 @@ class World:
 
     def headers(self, conv: str, token: str) -> dict[str, str]:
         return {HEADER: token, CONVERSATION_HEADER: conv}
+
+    def openai_client(self, conv: str, route_id: str, level: Requested) -> openai.OpenAI:
+        """The official openai client on the gateway, with a binding for ``level``."""
+        return openai.OpenAI(
+            base_url=self.url + "/v1",
+            api_key=RUNTIME_KEY,
+            max_retries=0,
+            default_headers=self.headers(conv, self.token(conv, route_id, level)),
+        )
+
+    def anthropic_client(self, conv: str, route_id: str, level: Requested) -> anthropic.Anthropic:
+        """The official anthropic client on the gateway, with a binding for ``level``."""
+        return anthropic.Anthropic(
+            base_url=self.url,
+            api_key=RUNTIME_KEY,
+            max_retries=0,
+            default_headers=self.headers(conv, self.token(conv, route_id, level)),
+        )
 
 
 def new_conv() -> str:

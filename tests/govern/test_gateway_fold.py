@@ -17,9 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import anthropic
 import httpx
-import openai
 import pytest
 from typer.testing import CliRunner
 
@@ -37,6 +35,7 @@ from reasonwire.wire.registry import get_dialect
 from tests.govern.conftest import (
     ANTHROPIC_BUDGET,
     POLICY,
+    RESPONSES_TOOLS,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
     Recorder,
@@ -51,7 +50,6 @@ HEAD, TAIL, FLOOR = 120, 90, 400
 FOLD = FoldSettings(enabled=True, floor_chars=FLOOR, head_chars=HEAD, tail_chars=TAIL)
 CANARY = "The verification word for this task is "
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."
-RUNTIME_KEY = "runtime-holds-no-provider-key"
 CHAT_TOOLS: Any = [
     {
         "type": "function",
@@ -181,12 +179,7 @@ def _answer_reasoning(raw: bytes) -> str:
 def chat_loop(world: World, conv: str, route_id: str, task: str, *, stream: bool = False) -> str:
     """Turn 1 (the model calls a tool), turn 2 (the tool result asks for the verification
     word, which lives only in the turn-1 reasoning the gateway re-attaches): the answer."""
-    client = openai.OpenAI(
-        base_url=world.url + "/v1",
-        api_key=RUNTIME_KEY,
-        max_retries=0,
-        default_headers=world.headers(conv, world.token(conv, route_id, "low")),
-    )
+    client = world.openai_client(conv, route_id, "low")
     messages: list[Any] = [{"role": "user", "content": task}]
     kw: Any = {"model": "sim-deepseek", "tools": CHAT_TOOLS}
     if stream:
@@ -307,12 +300,7 @@ def test_unfolded_routes_send_the_bytes_of_a_gateway_without_fold(
 def test_anthropic_signed_thinking_is_never_folded(tapped: tuple[World, World, Tap]) -> None:
     world, _, tap = tapped
     conv = new_conv()
-    client = anthropic.Anthropic(
-        base_url=world.url,
-        api_key=RUNTIME_KEY,
-        max_retries=0,
-        default_headers=world.headers(conv, world.token(conv, "anthropic/fold", "high")),
-    )
+    client = world.anthropic_client(conv, "anthropic/fold", "high")
     kw: Any = {
         "model": "sim-claude",
         "max_tokens": 20000,
@@ -344,23 +332,10 @@ def test_anthropic_signed_thinking_is_never_folded(tapped: tuple[World, World, T
 def test_responses_encrypted_content_is_never_folded(tapped: tuple[World, World, Tap]) -> None:
     world, _, tap = tapped
     conv = new_conv()
-    client = openai.OpenAI(
-        base_url=world.url + "/v1",
-        api_key=RUNTIME_KEY,
-        max_retries=0,
-        default_headers=world.headers(conv, world.token(conv, "responses/fold", "high")),
-    )
-    tools: Any = [
-        {
-            "type": "function",
-            "name": "lookup",
-            "strict": False,
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-        }
-    ]
+    client = world.openai_client(conv, "responses/fold", "high")
     kw: Any = {
         "model": "sim-gpt",
-        "tools": tools,
+        "tools": RESPONSES_TOOLS,
         "store": False,
         "include": ["reasoning.encrypted_content"],
     }

@@ -11,15 +11,19 @@ import json
 import re
 from typing import Any
 
-import anthropic
-import openai
 import pytest
 
 from reasonwire.govern.evidence import EvidenceRow
-from tests.govern.conftest import ANTHROPIC_BUDGET, UPSTREAM_KEY, World, new_conv
+from tests.govern.conftest import (
+    ANTHROPIC_BUDGET,
+    RESPONSES_TOOLS,
+    RUNTIME_KEY,
+    UPSTREAM_KEY,
+    World,
+    new_conv,
+)
 
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."
-RUNTIME_KEY = "runtime-holds-no-provider-key"
 CHAT_TOOLS: Any = [
     {
         "type": "function",
@@ -61,12 +65,7 @@ def _upstream_auth_ok(world: World, conv: str, header: str, value: str) -> None:
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_chat_tool_loop_through_gateway(world: World, stream: bool) -> None:
     conv = new_conv()
-    client = openai.OpenAI(
-        base_url=world.url + "/v1",
-        api_key=RUNTIME_KEY,
-        max_retries=0,
-        default_headers=world.headers(conv, world.token(conv, "chat/sim-deepseek", "low")),
-    )
+    client = world.openai_client(conv, "chat/sim-deepseek", "low")
     messages: list[Any] = [{"role": "user", "content": f"[{conv}] Find the population of Lyon."}]
     forged: Any = {"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": True}}
     if stream:
@@ -125,23 +124,10 @@ def test_openai_chat_tool_loop_through_gateway(world: World, stream: bool) -> No
 @pytest.mark.parametrize("stream", [False, True])
 def test_openai_responses_tool_loop_through_gateway(world: World, stream: bool) -> None:
     conv = new_conv()
-    client = openai.OpenAI(
-        base_url=world.url + "/v1",
-        api_key=RUNTIME_KEY,
-        max_retries=0,
-        default_headers=world.headers(conv, world.token(conv, "responses/sim-gpt", "auto")),
-    )
-    tools: Any = [
-        {
-            "type": "function",
-            "name": "lookup",
-            "strict": False,
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-        }
-    ]
+    client = world.openai_client(conv, "responses/sim-gpt", "auto")
     kw: Any = {
         "model": "sim-gpt",
-        "tools": tools,
+        "tools": RESPONSES_TOOLS,
         "store": False,
         "include": ["reasoning.encrypted_content"],
         "reasoning": {"effort": "low", "summary": "detailed"},
@@ -182,12 +168,7 @@ def test_openai_responses_tool_loop_through_gateway(world: World, stream: bool) 
 @pytest.mark.parametrize("stream", [False, True])
 def test_anthropic_tool_loop_through_gateway(world: World, stream: bool) -> None:
     conv = new_conv()
-    client = anthropic.Anthropic(
-        base_url=world.url,
-        api_key=RUNTIME_KEY,
-        max_retries=0,
-        default_headers=world.headers(conv, world.token(conv, "anthropic/sim-claude", "high")),
-    )
+    client = world.anthropic_client(conv, "anthropic/sim-claude", "high")
     tools: Any = [
         {
             "name": "lookup",
