@@ -32,6 +32,22 @@ RUNTIME = ("hermes", "1.4.2")
 
 ANTHROPIC_BUDGET = {"low": 1024, "medium": 4096, "high": 16000}
 RUNTIME_KEY = "runtime-holds-no-provider-key"  # what an agent runtime holds: no provider key
+CHAT_TOOLS: Any = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+        },
+    }
+]
+ANTHROPIC_TOOLS: Any = [
+    {
+        "name": "lookup",
+        "description": "Look up.",
+        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+]
 RESPONSES_TOOLS: Any = [
     {
         "type": "function",
@@ -270,6 +286,20 @@ class World:
             max_retries=0,
             default_headers=self.headers(conv, self.token(conv, route_id, level)),
         )
+
+
+def anthropic_tool_reply(content: Any, output: str) -> list[dict[str, Any]]:
+    """Turn 2 of a tool loop: the assistant's blocks as received, then the result of its
+    ``tool_use`` (the third block: thinking, text, tool_use)."""
+    tool = content[2]
+    assert tool.type == "tool_use"
+    return [
+        {"role": "assistant", "content": [b.model_dump() for b in content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": output}],
+        },
+    ]
 
 
 def new_conv() -> str:

@@ -34,6 +34,8 @@ from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.registry import get_dialect
 from tests.govern.conftest import (
     ANTHROPIC_BUDGET,
+    ANTHROPIC_TOOLS,
+    CHAT_TOOLS,
     POLICY,
     RESPONSES_TOOLS,
     UPSTREAM_KEY,
@@ -41,6 +43,7 @@ from tests.govern.conftest import (
     Recorder,
     ThreadServer,
     World,
+    anthropic_tool_reply,
     make_registry,
     new_conv,
 )
@@ -50,22 +53,6 @@ HEAD, TAIL, FLOOR = 120, 90, 400
 FOLD = FoldSettings(enabled=True, floor_chars=FLOOR, head_chars=HEAD, tail_chars=TAIL)
 CANARY = "The verification word for this task is "
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."
-CHAT_TOOLS: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup",
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-        },
-    }
-]
-ANTHROPIC_TOOLS: Any = [
-    {
-        "name": "lookup",
-        "description": "Look up.",
-        "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
-    }
-]
 # The simulator's first-turn reasoning quotes the task's first twelve words: long words make
 # a reasoning text of about 800 characters, twice the floor.
 LONG_WORDS = " ".join(f"w{i:02d}" + "x" * 60 for i in range(11))
@@ -309,15 +296,7 @@ def test_anthropic_signed_thinking_is_never_folded(tapped: tuple[World, World, T
     }
     messages: list[Any] = [{"role": "user", "content": long_task(conv)}]
     first = client.messages.create(messages=messages, **kw)
-    tool = first.content[2]
-    assert tool.type == "tool_use"
-    messages += [
-        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": "1. " + PROBE}],
-        },
-    ]
+    messages += anthropic_tool_reply(first.content, "1. " + PROBE)
     final = client.messages.create(messages=messages, **kw)
     one, two = tap.find(conv)
     block = json.loads(one["answer"])["content"][0]

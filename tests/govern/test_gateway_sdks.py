@@ -16,23 +16,17 @@ import pytest
 from reasonwire.govern.evidence import EvidenceRow
 from tests.govern.conftest import (
     ANTHROPIC_BUDGET,
+    ANTHROPIC_TOOLS,
+    CHAT_TOOLS,
     RESPONSES_TOOLS,
     RUNTIME_KEY,
     UPSTREAM_KEY,
     World,
+    anthropic_tool_reply,
     new_conv,
 )
 
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."
-CHAT_TOOLS: Any = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup",
-            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
-        },
-    }
-]
 
 
 def _mentions(text: str, word: str) -> bool:
@@ -169,17 +163,10 @@ def test_openai_responses_tool_loop_through_gateway(world: World, stream: bool) 
 def test_anthropic_tool_loop_through_gateway(world: World, stream: bool) -> None:
     conv = new_conv()
     client = world.anthropic_client(conv, "anthropic/sim-claude", "high")
-    tools: Any = [
-        {
-            "name": "lookup",
-            "description": "Look up.",
-            "input_schema": {"type": "object", "properties": {"q": {"type": "string"}}},
-        }
-    ]
     kw: Any = {
         "model": "sim-claude",
         "max_tokens": 20000,
-        "tools": tools,
+        "tools": ANTHROPIC_TOOLS,
         "thinking": {"type": "enabled", "budget_tokens": 1024},
         "extra_body": {"output_config": {"effort": "max"}},
     }
@@ -196,15 +183,7 @@ def test_anthropic_tool_loop_through_gateway(world: World, stream: bool) -> None
     assert [b.type for b in first.content] == ["thinking", "text", "tool_use"]
     thinking = first.content[0]
     assert thinking.type == "thinking" and thinking.thinking == "" and thinking.signature
-    tool = first.content[2]
-    assert tool.type == "tool_use"
-    messages += [
-        {"role": "assistant", "content": [b.model_dump() for b in first.content]},
-        {
-            "role": "user",
-            "content": [{"type": "tool_result", "tool_use_id": tool.id, "content": "1. " + PROBE}],
-        },
-    ]
+    messages += anthropic_tool_reply(first.content, "1. " + PROBE)
     final = client.messages.create(messages=messages, **kw)
     ups = world.recorder.find(conv)
     word = _word([u["body"] for u in ups])
