@@ -15,7 +15,14 @@ from typer.testing import CliRunner
 
 from reasonwire.inspect_cli import inspect_bytes, inspect_command
 from reasonwire.wire.model import canonical_bytes
-from tests.conformance.corpus import corpus_dir, corpus_files, load_cassette
+from tests.conformance.corpus import (
+    corpus_dir,
+    corpus_files,
+    corpus_path,
+    load_cassette,
+    manifest_dialect,
+    manifest_entries,
+)
 
 runner = CliRunner()
 app = typer.Typer(pretty_exceptions_enable=False)
@@ -37,15 +44,6 @@ def dialect_of_uri(uri: str) -> str:
     raise AssertionError(f"no dialect for {uri}")
 
 
-def dialect_of_vercel(name: str) -> str:
-    return {
-        "anthropic": "anthropic",
-        "deepseek": "chat",
-        "google": "gemini",
-        "openai": "responses",
-    }[name.split("__")[1]]
-
-
 def corpus_bodies() -> Iterator[tuple[str, str, bytes]]:
     """(case id, expected dialect, response bytes) for every 200 response in the corpus."""
     for name in corpus_files("pai__*.yaml"):
@@ -59,7 +57,7 @@ def corpus_bodies() -> Iterator[tuple[str, str, bytes]]:
                 body = json.dumps(it.response_json, ensure_ascii=False).encode("utf-8")
             yield f"{name}#{n}", dialect_of_uri(it.uri), body
     for name in corpus_files("vercel__*"):
-        yield name, dialect_of_vercel(name), (corpus_dir() / name).read_bytes()
+        yield name, manifest_dialect(name), corpus_path(name).read_bytes()
 
 
 CASES = list(corpus_bodies()) if corpus_files() else []
@@ -98,7 +96,7 @@ def corpus_present() -> None:
 
 
 def test_corpus_has_cases(corpus_present: None) -> None:
-    assert len({c[0].split("#")[0] for c in CASES}) == 34
+    assert {c[0].split("#")[0] for c in CASES} == set(manifest_entries())
 
 
 @pytest.mark.parametrize(("case", "expected", "body"), CASES, ids=[c[0] for c in CASES])
@@ -219,7 +217,7 @@ def test_truncated_stream(tmp_path: Path, corpus_present: None) -> None:
     cut = text[: len(text) // 2].rsplit("\n\n", 1)[0] + "\n\n"
     line = _assert_clean_failure(_run(tmp_path, cut.encode()))
     assert "truncated" in line
-    chunks = (corpus_dir() / "vercel__deepseek__deepseek-tool-call.chunks.txt").read_text()
+    chunks = corpus_path("vercel__deepseek__deepseek-tool-call.chunks.txt").read_text()
     half = "\n".join(chunks.splitlines()[:10]) + "\n"
     assert "truncated" in _assert_clean_failure(_run(tmp_path, half.encode()))
 
@@ -234,7 +232,7 @@ def test_unreadable_file_and_bad_dialect(tmp_path: Path) -> None:
 
 
 def test_dialect_option_overrides_detection(tmp_path: Path, corpus_present: None) -> None:
-    body = (corpus_dir() / "vercel__deepseek__deepseek-tool-call.json").read_bytes()
+    body = corpus_path("vercel__deepseek__deepseek-tool-call.json").read_bytes()
     ok = _run(tmp_path, body, "--dialect", "chat", "--json")
     assert ok.exit_code == 0 and json.loads(ok.stdout)["dialect"] == "chat"
     wrong = _run(tmp_path, body, "--dialect", "anthropic")
@@ -254,7 +252,7 @@ def test_sse_with_crlf_and_bom(tmp_path: Path, corpus_present: None) -> None:
 def test_registered_in_the_reasonwire_command(tmp_path: Path, corpus_present: None) -> None:
     """The real console entry point runs it, and a failure is one line without a traceback."""
     exe = Path(sys.executable).with_name("reasonwire")
-    good = corpus_dir() / "vercel__google__google-tool-call-gemini3.json"
+    good = corpus_path("vercel__google__google-tool-call-gemini3.json")
     ok = subprocess.run([exe, "inspect", str(good)], capture_output=True, text=True, timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert "dialect   gemini (json" in ok.stdout and "thoughtSignature" in ok.stdout

@@ -20,6 +20,9 @@ CORPUS = Path(
         str(Path(__file__).resolve().parents[3] / "shared" / "conformance" / "cassettes"),
     )
 )
+"""The first recordings folder (2024-25 traffic); MANIFEST.md sits in its parent."""
+FOLDERS: tuple[Path, ...] = (CORPUS, CORPUS.parent / "cassettes-2026")
+"""Every recordings folder the MANIFEST describes: ``cassettes/`` and ``cassettes-2026/``."""
 # Whether the recordings are there; without them (a fresh clone with no ../shared beside it)
 # every test of tests/conformance not marked ``no_corpus`` skips with ABSENT (conftest.py).
 PRESENT = CORPUS.is_dir()
@@ -43,20 +46,55 @@ class Interaction:
 
 
 def corpus_dir() -> Path:
+    """The first recordings folder; skips the calling test when the corpus is absent."""
     if not CORPUS.is_dir():
         pytest.skip(ABSENT)
     return CORPUS
 
 
+def _folders() -> list[Path]:
+    return [f for f in FOLDERS if f.is_dir()]
+
+
 def corpus_files(pattern: str = "*") -> list[str]:
-    """File names (not paths) matching ``pattern``; empty when the corpus is absent."""
-    if not CORPUS.is_dir():
-        return []
-    return sorted(p.name for p in CORPUS.glob(pattern))
+    """File names (not paths) matching ``pattern`` in every folder; empty when absent.
+
+    Names are unique across the folders (the MANIFEST lists each once), so a name is enough
+    to find its file (:func:`corpus_path`).
+    """
+    return sorted(p.name for folder in _folders() for p in folder.glob(pattern))
+
+
+def corpus_path(name: str) -> Path:
+    """The path of recording ``name`` in whichever folder holds it (skips when absent)."""
+    corpus_dir()
+    for folder in _folders():
+        path = folder / name
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"no recording named {name!r} in {', '.join(map(str, FOLDERS))}")
+
+
+def manifest_entries() -> dict[str, dict[str, str]]:
+    """FILE -> its MANIFEST fields (``provider``, ``carriers``, ``what``...), read as text.
+
+    Counts and expectations in tests come from here, not from numbers written in the tests.
+    """
+    text = (corpus_dir().parent / "MANIFEST.md").read_text(encoding="utf-8")
+    out: dict[str, dict[str, str]] = {}
+    for block in text.split("FILE: ")[1:]:
+        name, _, rest = block.partition("\n")
+        fields: dict[str, str] = {}
+        for line in rest.split("```", 1)[0].splitlines():
+            key, sep, value = line.strip().partition(": ")
+            if sep and key.isidentifier():
+                fields.setdefault(key, value)
+        out[name.strip()] = fields
+    return out
 
 
 def load_cassette(name: str) -> list[Interaction]:
-    data = yaml.safe_load((corpus_dir() / name).read_text(encoding="utf-8"))
+    data = yaml.safe_load(corpus_path(name).read_text(encoding="utf-8"))
     out: list[Interaction] = []
     for it in data["interactions"]:
         req, resp = it["request"], it["response"]
@@ -75,12 +113,12 @@ def load_cassette(name: str) -> list[Interaction]:
 
 
 def load_json(name: str) -> Any:
-    return json.loads((corpus_dir() / name).read_text(encoding="utf-8"))
+    return json.loads(corpus_path(name).read_text(encoding="utf-8"))
 
 
 def load_chunks(name: str) -> list[Any]:
     """A vercel ``.chunks.txt`` file: one JSON payload per line."""
-    lines = (corpus_dir() / name).read_text(encoding="utf-8").splitlines()
+    lines = corpus_path(name).read_text(encoding="utf-8").splitlines()
     return [json.loads(line) for line in lines if line.strip()]
 
 
@@ -91,7 +129,7 @@ def chunks_as_sse(name: str) -> bytes:
     it is added from the payload so the framing matches the providers' own.
     """
     parts: list[str] = []
-    for line in (corpus_dir() / name).read_text(encoding="utf-8").splitlines():
+    for line in corpus_path(name).read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
         payload = json.loads(line)
@@ -99,3 +137,21 @@ def chunks_as_sse(name: str) -> bytes:
         prefix = f"event: {typ}\n" if isinstance(typ, str) else ""
         parts.append(f"{prefix}data: {line}\n\n")
     return "".join(parts).encode("utf-8")
+
+
+def manifest_dialect(name: str) -> str:
+    """The dialect recording ``name`` speaks, read off its MANIFEST ``provider`` line.
+
+    "OpenAI Responses -> Anthropic" is a Responses body (the arrow names the model behind it);
+    every other OpenAI-compatible vendor line ends in "Chat Completions" or names its style.
+    """
+    provider = manifest_entries()[name]["provider"]
+    if provider.startswith("Gemini Interactions"):
+        return "interactions"
+    if provider.startswith("Gemini"):
+        return "gemini"
+    if "Responses" in provider:
+        return "responses"
+    if provider.startswith("Anthropic"):
+        return "anthropic"
+    return "chat"

@@ -64,7 +64,7 @@ def _streams() -> list[tuple[str, bytes]]:
     if VERCEL_CHUNKS in corpus.corpus_files(VERCEL_CHUNKS):
         lines = [
             ln
-            for ln in (corpus.corpus_dir() / VERCEL_CHUNKS).read_text("utf-8").splitlines()
+            for ln in corpus.corpus_path(VERCEL_CHUNKS).read_text("utf-8").splitlines()
             if ln.strip()
         ]
         out.append((f"{VERCEL_CHUNKS}:sse", corpus.chunks_as_sse(VERCEL_CHUNKS)))

@@ -17,7 +17,14 @@ import httpx
 import pytest
 
 from reasonwire.wire.sse import SSEDecoder
-from tests.conformance.corpus import corpus_dir, corpus_files, load_cassette, load_chunks, load_json
+from tests.conformance.corpus import (
+    corpus_dir,
+    corpus_files,
+    load_cassette,
+    load_chunks,
+    load_json,
+    manifest_dialect,
+)
 
 Model = tuple[dict[str, set[str]], dict[str, set[str] | None]]  # types, required keys
 OPAQUE = (".tools", ".args", ".metadata", "[type=tool_use].input", ".content_block.input")
@@ -110,14 +117,8 @@ def corpus() -> dict[str, tuple[list[Any], list[list[Any]]]]:
                 out[d][1].append(sse_payloads(it.response_text.encode()))
             elif it.response_json is not None:
                 out[d][0].append(it.response_json)
-    by_file = {
-        "openai": "responses",
-        "anthropic": "anthropic",
-        "google": "gemini",
-        "deepseek": "chat",
-    }
     for name in corpus_files("vercel__*"):
-        d = by_file[name.split("__")[1]]
+        d = manifest_dialect(name)
         if name.endswith(".chunks.txt"):
             out[d][1].append(load_chunks(name))
         else:
