@@ -438,6 +438,11 @@ def _decode_at(token: str, key: Ed25519PublicKey, now: float) -> Mapping[str, An
     claims: Mapping[str, Any] = jwt.decode(
         token, key, algorithms=[ALGORITHM], options={"require": list(_CLAIMS), "verify_exp": False}
     )
-    if int(claims["exp"]) <= now:
+    exp = claims["exp"]
+    # A signed claim of the wrong type (a string, a bool, null) is the signer's fault, not a
+    # server error: refuse it by name, as RFC 7519 4.1.4 requires a NumericDate.
+    if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+        raise PolicyRefusal("binding-invalid", f"exp is {type(exp).__name__}, not a NumericDate")
+    if exp <= now:
         raise jwt.ExpiredSignatureError("expired")
     return claims
