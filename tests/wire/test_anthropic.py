@@ -65,8 +65,10 @@ def sse_from_message(body: dict[str, Any], piece: int = 7) -> bytes:
             start = {"type": "thinking", "thinking": "", "signature": ""}
         elif kind == "text":
             start = {"type": "text", "text": ""}
-        elif kind == "tool_use":
-            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        elif kind in ("tool_use", "server_tool_use"):
+            # the block as received with an empty input (the API sends every other field,
+            # e.g. a tool_use's ``caller``, in the start event; the input follows as deltas)
+            start = {k: ({} if k == "input" else v) for k, v in block.items()}
         else:
             start = block
         events.append(
@@ -83,7 +85,7 @@ def sse_from_message(body: dict[str, Any], piece: int = 7) -> bytes:
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "text":
             deltas += [{"type": "text_delta", "text": p} for p in _pieces(block["text"], piece)]
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "server_tool_use"):
             args = json.dumps(block["input"])  # spaced JSON: the decoder must not keep it verbatim
             deltas += [
                 {"type": "input_json_delta", "partial_json": p} for p in _pieces(args, piece)
