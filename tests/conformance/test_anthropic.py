@@ -222,14 +222,23 @@ def options_for(req: dict[str, Any]) -> RequestOptions:
     extra: dict[str, Any] = {}
     effort = None
     thinking = req.get("thinking")
-    if thinking == {"type": "adaptive"} and "output_config" not in req:
+    adaptive = thinking is not None and thinking.get("type") == "adaptive"
+    if adaptive and "output_config" not in req:
         effort = "adaptive"
+    elif adaptive and set(req["output_config"]) == {"effort"}:
+        effort = req["output_config"]["effort"]  # the level as the API spells it
     elif thinking and thinking.get("type") == "enabled" and thinking["budget_tokens"] in _LEVEL:
         effort = _LEVEL[thinking["budget_tokens"]]
     elif thinking is not None:
         extra["thinking"] = thinking
+    if adaptive and effort is not None and set(thinking) - {"type"}:
+        # thinking.display (summarized | omitted) is not an effort: sent through extra_body
+        extra["thinking"] = {k: v for k, v in thinking.items() if k != "type"}
     if "tool_choice" in req:
         extra["tool_choice"] = req["tool_choice"]
+    server = [t for t in req.get("tools", ()) if "input_schema" not in t]
+    if server:
+        extra["tools"] = server  # server tools have no neutral form
     return RequestOptions(
         model=req["model"],
         max_tokens=req["max_tokens"],
@@ -237,6 +246,7 @@ def options_for(req: dict[str, Any]) -> RequestOptions:
         tools=tuple(
             ToolSpec(t["name"], t.get("description", ""), t["input_schema"])
             for t in req.get("tools", ())
+            if "input_schema" in t
         ),
         stream=req.get("stream", False),
         extra_body=extra,
