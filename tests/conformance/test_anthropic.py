@@ -44,6 +44,8 @@ from tests.conformance.corpus import (
     corpus_files,
     load_cassette,
     load_json,
+    manifest_dialect,
+    manifest_entries,
 )
 from tests.wire.test_anthropic import decode, sse_from_message
 
@@ -142,9 +144,16 @@ def scan_stream(data: bytes) -> dict[str, Any]:
 
 
 def test_corpus_holds_the_nine_anthropic_files() -> None:
+    """Every recording the MANIFEST says speaks Anthropic is one this module reads, and the
+    other way round (the count comes from the MANIFEST's provider lines, not a number here)."""
     corpus_dir()
-    assert len(corpus_files("pai__test_anthropic__*")) == 7
-    assert len(corpus_files("vercel__anthropic__*")) == 2
+    listed = {n for n in manifest_entries() if manifest_dialect(n) == "anthropic"}
+    present = {n for n in listed if n in set(corpus_files())}
+    assert present == listed, f"listed in the MANIFEST but absent: {sorted(listed - present)}"
+    # the one mixed recording (a Responses answer, then an Anthropic request) is read here too
+    mixed = {n for n in FILES if "-> Anthropic" in manifest_entries()[n]["provider"]}
+    assert mixed == {FOREIGN}
+    assert set(FILES) == listed | mixed
 
 
 @pytest.mark.parametrize("name", _files())
@@ -213,14 +222,23 @@ def options_for(req: dict[str, Any]) -> RequestOptions:
     extra: dict[str, Any] = {}
     effort = None
     thinking = req.get("thinking")
-    if thinking == {"type": "adaptive"} and "output_config" not in req:
+    adaptive = thinking is not None and thinking.get("type") == "adaptive"
+    if adaptive and "output_config" not in req:
         effort = "adaptive"
+    elif adaptive and set(req["output_config"]) == {"effort"}:
+        effort = req["output_config"]["effort"]  # the level as the API spells it
     elif thinking and thinking.get("type") == "enabled" and thinking["budget_tokens"] in _LEVEL:
         effort = _LEVEL[thinking["budget_tokens"]]
     elif thinking is not None:
         extra["thinking"] = thinking
+    if adaptive and effort is not None and set(thinking) - {"type"}:
+        # thinking.display (summarized | omitted) is not an effort: sent through extra_body
+        extra["thinking"] = {k: v for k, v in thinking.items() if k != "type"}
     if "tool_choice" in req:
         extra["tool_choice"] = req["tool_choice"]
+    server = [t for t in req.get("tools", ()) if "input_schema" not in t]
+    if server:
+        extra["tools"] = server  # server tools have no neutral form
     return RequestOptions(
         model=req["model"],
         max_tokens=req["max_tokens"],
@@ -228,6 +246,7 @@ def options_for(req: dict[str, Any]) -> RequestOptions:
         tools=tuple(
             ToolSpec(t["name"], t.get("description", ""), t["input_schema"])
             for t in req.get("tools", ())
+            if "input_schema" in t
         ),
         stream=req.get("stream", False),
         extra_body=extra,
@@ -465,3 +484,72 @@ def test_replay_of_parse_returns_every_carrier_object(name: str) -> None:
             assert canonical_bytes(content[index]) == canonical_bytes(received[index])
         stripped = DIALECT.strip(turn)
         assert [b for b in stripped[0]["content"] if b["type"] in REASONING] == []
+
+
+# --------------------------------------------------------------------------------------------
+# 5. server tools (2026 recordings): provider-run blocks are neither carriers nor calls
+# --------------------------------------------------------------------------------------------
+
+SERVER_STREAM = "pai__test_anthropic__test_anthropic_code_execution_tool_stream.yaml"
+ADVISOR = "pai__test_anthropic__test_anthropic_advisor_tool_message_replay.yaml"
+
+
+def recorded_stream_blocks(data: bytes) -> dict[int, dict[str, Any]]:
+    """Content blocks read naively off a recorded stream: each start block, with its
+    ``input_json_delta`` pieces joined and decoded into ``input``."""
+    blocks: dict[int, dict[str, Any]] = {}
+    parts: dict[int, str] = {}
+    for line in data.decode("utf-8").splitlines():
+        if not line.startswith("data:"):
+            continue
+        p = json.loads(line[5:])
+        if p["type"] == "content_block_start":
+            blocks[p["index"]] = p["content_block"]
+        elif p["type"] == "content_block_delta" and p["delta"]["type"] == "input_json_delta":
+            parts[p["index"]] = parts.get(p["index"], "") + p["delta"]["partial_json"]
+    for i, raw in parts.items():
+        blocks[i]["input"] = json.loads(raw)
+    return blocks
+
+
+def test_server_tool_stream_keeps_the_blocks_and_asks_the_agent_to_run_nothing() -> None:
+    corpus_dir()
+    (it,) = load_cassette(SERVER_STREAM)
+    assert it.response_text is not None
+    raw = it.response_text.encode("utf-8")
+    events, turn = decode(raw)
+    expected = recorded_stream_blocks(raw)
+    server = [b for b in expected.values() if b["type"] == "server_tool_use"]
+    results = [b for b in expected.values() if b["type"].endswith("_tool_result")]
+    assert server and results
+    assert server[0]["input"] == {"command": 'echo "65465-6544 * 65464-6+1.02255" | bc -l'}
+    # not a call the agent runs, not reasoning
+    assert turn.tool_calls == ()
+    assert not [e for e in events if type(e).__name__ == "ToolCallDelta"]
+    assert [c.kind for c in turn.carriers] == ["thinking"]
+    # kept in order, each block in the non-streamed shape (same keys, same order)
+    native = list(turn.native.items)
+    assert [b["type"] for b in native] == [expected[i]["type"] for i in sorted(expected)]
+    for i in sorted(expected):
+        assert list(native[i]) == list(expected[i])
+        if expected[i]["type"] not in ("thinking", "text"):  # those fill from their deltas
+            assert canonical_bytes(native[i]) == canonical_bytes(expected[i])
+    replayed = DIALECT.replay(turn)[0]["content"]
+    assert canonical_bytes(replayed) == canonical_bytes(native)
+    stripped = DIALECT.strip(turn)[0]["content"]
+    assert [b["type"] for b in stripped] == [b["type"] for b in native if b["type"] != "thinking"]
+
+
+def test_advisor_answer_holds_a_signature_only_thinking_block_and_no_tool_call() -> None:
+    corpus_dir()
+    first = load_cassette(ADVISOR)[0].response_json
+    turn = DIALECT.parse_response(first)
+    (thinking,) = turn.carriers
+    assert thinking.value["thinking"] == "" and thinking.value["signature"]
+    assert turn.reasoning_text == "" and turn.tool_calls == ()
+    assert turn.text == "".join(b["text"] for b in first["content"] if b["type"] == "text")
+    # billed input is usage.input_tokens (plus cache fields), never the sum of iterations[]
+    assert turn.usage is not None
+    assert turn.usage.billed_input == first["usage"]["input_tokens"]
+    assert turn.usage.billed_input != sum(x["input_tokens"] for x in first["usage"]["iterations"])
+    assert turn.usage.reasoning == first["usage"]["output_tokens_details"]["thinking_tokens"]

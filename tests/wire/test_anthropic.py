@@ -65,8 +65,10 @@ def sse_from_message(body: dict[str, Any], piece: int = 7) -> bytes:
             start = {"type": "thinking", "thinking": "", "signature": ""}
         elif kind == "text":
             start = {"type": "text", "text": ""}
-        elif kind == "tool_use":
-            start = {"type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}
+        elif kind in ("tool_use", "server_tool_use"):
+            # the block as received with an empty input (the API sends every other field,
+            # e.g. a tool_use's ``caller``, in the start event; the input follows as deltas)
+            start = {k: ({} if k == "input" else v) for k, v in block.items()}
         else:
             start = block
         events.append(
@@ -83,7 +85,7 @@ def sse_from_message(body: dict[str, Any], piece: int = 7) -> bytes:
             deltas.append({"type": "signature_delta", "signature": block["signature"]})
         elif kind == "text":
             deltas += [{"type": "text_delta", "text": p} for p in _pieces(block["text"], piece)]
-        elif kind == "tool_use":
+        elif kind in ("tool_use", "server_tool_use"):
             args = json.dumps(block["input"])  # spaced JSON: the decoder must not keep it verbatim
             deltas += [
                 {"type": "input_json_delta", "partial_json": p} for p in _pieces(args, piece)
@@ -575,3 +577,78 @@ def test_module_registers_the_dialect() -> None:
 
     assert get_dialect("anthropic") is anthropic.DIALECT
     assert anthropic.DIALECT.name == "anthropic"
+
+
+# -- 2026: effort regimes and server tools (documented rule: adaptive from Claude 4.6 on) -------
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "claude-opus-4-6",
+        "claude-sonnet-4-6",
+        "claude-opus-4-7",
+        "claude-sonnet-5",
+        "claude-opus-5",
+        "claude-mythos-preview",
+    ],
+)
+@pytest.mark.parametrize("level", ["low", "medium", "high"])
+def test_newest_models_take_effort_as_adaptive_thinking(model: str, level: str) -> None:
+    body = DIALECT.build_request([User("hi")], RequestOptions(model=model, effort=level))
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["output_config"] == {"effort": level}
+    assert body["max_tokens"] == DEFAULT_MAX_TOKENS  # no budget to make room for
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        "claude-sonnet-4-5",
+        "claude-haiku-4-5-20251001",
+        "claude-opus-4-20250514",
+        "claude-3-7-sonnet-20250219",
+        "claude-latest",
+        "deepseek-v4",
+    ],
+)
+def test_older_and_unversioned_models_keep_the_budget_form(model: str) -> None:
+    body = DIALECT.build_request([User("hi")], RequestOptions(model=model, effort="medium"))
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": BUDGETS["medium"]}
+    assert "output_config" not in body
+
+
+def test_display_omitted_merges_into_adaptive_thinking() -> None:
+    body = DIALECT.build_request(
+        [User("hi")],
+        RequestOptions(
+            model="claude-opus-4-7", effort="xhigh", extra_body={"thinking": {"display": "omitted"}}
+        ),
+    )
+    assert body["thinking"] == {"type": "adaptive", "display": "omitted"}
+    assert body["output_config"] == {"effort": "xhigh"}
+
+
+def test_server_tools_from_extra_body_follow_the_function_tools() -> None:
+    server = {"type": "web_search_20250305", "name": "web_search", "max_uses": 2}
+    extra: dict[str, Any] = {"tools": [server]}
+    body = DIALECT.build_request(
+        [User("hi")],
+        RequestOptions(model="claude-sonnet-4-6", tools=(ToolSpec("f", "d"),), extra_body=extra),
+    )
+    assert body["tools"] == [
+        {"name": "f", "description": "d", "input_schema": {"type": "object", "properties": {}}},
+        server,
+    ]
+    assert body["tools"][1] is not server  # a copy: the caller's extra_body stays as it was
+    assert extra == {"tools": [server]}
+
+
+def test_signature_only_thinking_block_is_replayed_as_received() -> None:
+    block = {"type": "thinking", "thinking": "", "signature": "EooDsig"}
+    body = {**BODY, "content": [block, {"type": "text", "text": "4"}]}
+    for turn in (DIALECT.parse_response(body), decode(sse_from_message(body, piece=3))[1]):
+        assert [c.value for c in turn.carriers] == [block]
+        (assistant,) = DIALECT.replay(turn)
+        assert assistant["content"][0] == block
+        assert list(assistant["content"][0]) == ["type", "thinking", "signature"]

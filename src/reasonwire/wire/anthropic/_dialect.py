@@ -30,6 +30,16 @@ Effort (``RequestOptions.effort``):
 anything else       ``output_config: {"effort": value}`` with ``thinking: {"type": "adaptive"}``
 ==================  ==========================================================================
 
+On models that take effort in the adaptive form (Claude 4.6 and later, see
+:func:`~reasonwire.wire.anthropic._facts.uses_adaptive_effort`) ``low``, ``medium`` and
+``high`` are sent as ``output_config: {"effort": level}`` with adaptive thinking too: the
+budget form is deprecated there and refused with a 400 on the newest models.
+
+``extra_body["tools"]`` is added after the function tools built from ``RequestOptions.tools``
+instead of replacing them: server tools (``{"type": "code_execution_20260120", "name":
+"code_execution"}``, web search, the advisor tool) are declared in the same list as functions
+and have no neutral form.
+
 ``max_tokens`` is required by the API: :data:`DEFAULT_MAX_TOKENS` when unset. The API also
 requires ``max_tokens > budget_tokens``; when a budget would not fit, ``max_tokens`` is raised
 to ``budget + DEFAULT_MAX_TOKENS`` so the answer after the thinking still has room.
@@ -37,6 +47,7 @@ to ``budget + DEFAULT_MAX_TOKENS`` so the answer after the thinking still has ro
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -70,14 +81,17 @@ BUDGETS: Mapping[str, int] = {"low": 1024, "medium": 4096, "high": 16000}
 """Thinking budget (``budget_tokens``) for each neutral effort level."""
 
 
-def thinking_fields(effort: str | None, max_tokens: int | None) -> dict[str, JSON]:
-    """``max_tokens`` and the thinking fields for a neutral effort level (see module doc)."""
+def thinking_fields(
+    effort: str | None, max_tokens: int | None, model: str | None = None
+) -> dict[str, JSON]:
+    """``max_tokens`` and the thinking fields for a neutral effort level on ``model`` (see
+    module doc; without a model, the budget form)."""
     limit = DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens
     if effort is None or effort == "none":
         return {"max_tokens": limit}
     if effort == "adaptive":
         return {"max_tokens": limit, "thinking": {"type": "adaptive"}}
-    budget = BUDGETS.get(effort)
+    budget = None if model and _facts.uses_adaptive_effort(model) else BUDGETS.get(effort)
     if budget is None:
         return {
             "max_tokens": limit,
@@ -187,19 +201,26 @@ class AnthropicDialect(Dialect):
                 out.extend(self.replay(msg) if options.keep_carriers else self.strip(msg))
 
         body: dict[str, JSON] = {"model": options.model}
-        body.update(thinking_fields(options.effort, options.max_tokens))
+        body.update(thinking_fields(options.effort, options.max_tokens, options.model))
         if len(systems) == 1:
             body["system"] = systems[0]
         elif systems:
             body["system"] = [{"type": "text", "text": s} for s in systems]
         body["messages"] = out
-        if options.tools:
-            body["tools"] = [
-                {"name": t.name, "description": t.description, "input_schema": t.parameters}
-                for t in options.tools
-            ]
+        tools: list[JSON] = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in options.tools
+        ]
+        extra = dict(options.extra_body)
+        declared = extra.pop("tools", None)
+        if isinstance(declared, list):
+            tools.extend(copy.deepcopy(declared))  # server tools, after the functions
+        elif declared is not None:
+            extra["tools"] = declared  # not a list: merged as written (the API will say)
+        if tools:
+            body["tools"] = tools
         body["stream"] = options.stream
-        return deep_merge(body, options.extra_body)
+        return deep_merge(body, extra)
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_response(body)

@@ -49,6 +49,51 @@ FOLD_WHERE: MappingProxyType[str, str] = MappingProxyType({})
 """Nothing: ``thinking`` text is signed by its block's ``signature`` (any change to the text
 breaks it: "Invalid signature in thinking block"), so no carrier here may be shortened."""
 
+# -- effort regimes --------------------------------------------------------------------------
+
+ADAPTIVE_SINCE = (4, 6)
+"""Claude versions (major, minor) from which effort is ``thinking: {"type": "adaptive"}`` with
+``output_config: {"effort": level}`` instead of ``thinking: {"type": "enabled",
+"budget_tokens": n}``. Why: adaptive thinking arrived with Claude 4.6, where the budget form is
+deprecated; Claude Opus 4.7 and later refuse it with a 400 ("thinking.type.enabled is not
+supported for this model. Use thinking.type.adaptive and output_config.effort"). Claude 4.5
+and earlier know only the budget form. Sources: Amazon Bedrock, "Adaptive thinking"
+(https://docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html),
+Vercel AI Gateway, "Anthropic Reasoning"
+(https://vercel.com/docs/ai-gateway/models-and-providers/reasoning/anthropic); recorded:
+``cassettes-2026/..._opus_46_adaptive_thinking_accepts_tool_output(unified).yaml`` sends
+``effort: high`` to claude-opus-4-6 that way."""
+
+ADAPTIVE_NAMES = ("mythos",)
+"""Model name parts that take the adaptive form although their id holds no version number.
+Why: Claude Mythos Preview supports adaptive thinking only (same Bedrock page)."""
+
+_VERSION = re.compile(r"(?<![0-9])([0-9]{1,2})(?:[-.]([0-9]{1,2}))?(?![0-9])")
+
+
+def claude_version(model: str) -> tuple[int, int] | None:
+    """(major, minor) of a Claude model id, or None when it names no version.
+
+    The numbers sit after the family (``claude-sonnet-4-6``, ``claude-opus-5``) or before it
+    (``claude-3-7-sonnet-20250219``); an 8-digit date is not a version.
+    """
+    found = _VERSION.search(model.lower())
+    if found is None:
+        return None
+    return int(found.group(1)), int(found.group(2) or 0)
+
+
+def uses_adaptive_effort(model: str) -> bool:
+    """Whether ``model`` takes effort as adaptive thinking + ``output_config.effort``."""
+    name = model.lower()
+    if not name.startswith("claude"):
+        return False  # another vendor's model behind an Anthropic-compatible endpoint
+    if any(part in name for part in ADAPTIVE_NAMES):
+        return True
+    version = claude_version(name)
+    return version is not None and version >= ADAPTIVE_SINCE
+
+
 _REF = "Anthropic Messages API reference (extended thinking, effort)"
 CONTROLS = (
     Control(("thinking",), _REF, "thinking: enabled|adaptive|disabled, budget_tokens"),

@@ -9,8 +9,16 @@ Blocks are assembled in the object that ``content_block_start`` delivered, by ap
 strings to its fields. The API opens a thinking block as
 ``{"type":"thinking","thinking":"","signature":""}``, so the finished block has the same keys
 in the same order as the block of a non-streamed answer, and the signature string is the
-concatenation of the ``signature_delta`` pieces, unchanged. A ``tool_use`` block's
-``input_json_delta`` fragments are joined and decoded once at ``content_block_stop``.
+concatenation of the ``signature_delta`` pieces, unchanged. A signature-only thinking block
+(``thinking.display: "omitted"``) gets no ``thinking_delta`` and keeps its empty text.
+
+``input_json_delta`` fragments are joined and decoded once at ``content_block_stop``, into the
+``input`` key the block was opened with (so the key keeps its place). Any block opened with an
+``input`` object takes them: a client ``tool_use`` and a server tool's ``server_tool_use``
+(code execution, web search, the advisor tool) both stream their input this way. Only a
+``tool_use`` is a call the agent runs (a :class:`ToolCallDelta`); a ``server_tool_use`` ran on
+the provider's side and, like the ``*_tool_result`` block that follows it (delivered whole in
+its ``content_block_start``), is kept as received in the native content for replay.
 
 The final turn is built by :func:`turn_from_message` from the assembled message, the same
 function the non-streaming parser uses, so both paths give the same turn for the same answer.
@@ -185,11 +193,12 @@ class AnthropicStreamDecoder:
         if not isinstance(index, int) or not isinstance(block, dict):
             raise MalformedBody("anthropic stream: content_block_start without index/block")
         self._blocks[index] = block
+        if block.get("type") == "tool_use" or isinstance(block.get("input"), dict):
+            self._json_parts[index] = []
         if block.get("type") != "tool_use":
             return []
         ordinal = len(self._tool_ordinal)
         self._tool_ordinal[index] = ordinal
-        self._json_parts[index] = []
         return [ToolCallDelta(ordinal, block.get("id"), block.get("name"), "")]
 
     def _on_block_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
@@ -226,9 +235,14 @@ class AnthropicStreamDecoder:
         if kind == "input_json_delta":
             piece = delta.get("partial_json")
             if not isinstance(piece, str) or index not in self._json_parts:
-                raise MalformedBody("anthropic stream: input_json_delta outside a tool_use block")
+                raise MalformedBody(
+                    "anthropic stream: input_json_delta outside a block opened with an input"
+                )
             self._json_parts[index].append(piece)
-            return [ToolCallDelta(self._tool_ordinal[index], None, None, piece)] if piece else []
+            ordinal = self._tool_ordinal.get(index)
+            if ordinal is None or not piece:
+                return []  # a server tool's input: not a call for the agent
+            return [ToolCallDelta(ordinal, None, None, piece)]
         if kind == "citations_delta" and "citation" in delta:
             citations = block.get("citations")
             if not isinstance(citations, list):
@@ -247,7 +261,8 @@ class AnthropicStreamDecoder:
                 block["input"] = jsonload.loads(raw) if raw.strip() else {}
             except json.JSONDecodeError as exc:
                 raise MalformedBody(
-                    f"anthropic stream: tool_use input of block {index} is not valid JSON at "
+                    f"anthropic stream: {block.get('type')} input of block {index} is not valid "
+                    f"JSON at "
                     f"{where} ({exc})"
                 ) from None
         carrier = carrier_for(block, f"content[{sorted(self._blocks).index(index)}]")
