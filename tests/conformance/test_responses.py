@@ -58,6 +58,11 @@ ANTHROPIC_X = "pai__test_anthropic__test_anthropic_model_thinking_part_from_othe
 GOOGLE_X = "pai__test_google__test_thinking_with_tool_calls_from_other_model.yaml"
 VERCEL_JSON = "vercel__openai__openai-reasoning-encrypted-content.1.json"
 VERCEL_CHUNKS = "vercel__openai__openai-reasoning-encrypted-content.1.chunks.txt"
+PHASE_LIVE = OPENAI + "phase_live.yaml"
+PART_ITER = OPENAI + "thinking_part_iter.yaml"
+CONTEXT = OPENAI + "reasoning_context_default_wire_contract(default-supported).yaml"
+DEEPSEEK_STREAM = "pai__test_deepseek_responses__test_deepseek_responses(function_tool_stream).yaml"
+PROGRAMMATIC = "vercel__openai__programmatic-tool-calling.1.chunks.txt"
 
 # (file, interaction) -> (reasoning carriers, opaque ones, tool calls): what each recorded
 # response holds (MANIFEST.md plus reading the recordings).
@@ -75,6 +80,13 @@ EXPECTED: dict[tuple[str, int], tuple[int, int, int]] = {
     (ANTHROPIC_X, 0): (1, 1, 0),
     (GOOGLE_X, 0): (1, 1, 1),
     (GOOGLE_X, 1): (1, 1, 0),
+    # cassettes-2026 (MANIFEST "cassettes-2026/"): reasoning + commentary message + call
+    (PHASE_LIVE, 0): (1, 1, 1),
+    (PHASE_LIVE, 1): (0, 0, 0),
+    (PART_ITER, 0): (1, 1, 0),  # one reasoning item, summary over 8 parts
+    (CONTEXT, 0): (0, 0, 0),  # reasoning_tokens 0: no reasoning item
+    (DEEPSEEK_STREAM, 0): (1, 0, 1),  # encrypted_content null: readable only
+    (DEEPSEEK_STREAM, 1): (0, 0, 0),
 }
 
 QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
@@ -162,13 +174,22 @@ def _split_vercel() -> list[bytes]:
 
 def _streams() -> list[tuple[str, bytes]]:
     out = []
-    for name, i in ((PHASE, 0), (PHASE, 1), (STREAM_USAGE, 0)):
+    for name, i in (
+        (PHASE, 0),
+        (PHASE, 1),
+        (STREAM_USAGE, 0),
+        (PART_ITER, 0),
+        (DEEPSEEK_STREAM, 0),
+        (DEEPSEEK_STREAM, 1),
+    ):
         if corpus_files(name):
             text = _interaction(name, i).response_text
             assert text is not None
             out.append((f"{name}#{i}", text.encode("utf-8")))
     if corpus_files(VERCEL_CHUNKS):
         out += [(f"{VERCEL_CHUNKS}#{k}", s) for k, s in enumerate(_split_vercel())]
+    if corpus_files(PROGRAMMATIC):
+        out.append((PROGRAMMATIC, chunks_as_sse(PROGRAMMATIC)))
     return out
 
 
@@ -291,7 +312,9 @@ def _next_input(
     return body["input"], nxt["input"], turn
 
 
-@pytest.mark.parametrize(("name", "n"), [(TOOL_CALLS, 0), (GOOGLE_X, 0), (PHASE, 0)])
+@pytest.mark.parametrize(
+    ("name", "n"), [(TOOL_CALLS, 0), (GOOGLE_X, 0), (PHASE, 0), (PHASE_LIVE, 0)]
+)
 def test_tool_loop_replay_matches_next_request(name: str, n: int) -> None:
     if not corpus_files(name):
         pytest.skip("corpus absent")
@@ -328,6 +351,78 @@ def test_stream_replay_uses_done_item_not_completed_copy() -> None:
     turn, _ = _turn_of(_interaction(PHASE, 0))
     sent = _reasoning(_interaction(PHASE, 1).request["input"])[0]["encrypted_content"]
     assert turn.carriers[0].value["encrypted_content"] == done[0]["encrypted_content"] == sent
+
+
+def test_phase_commentary_message_replayed_with_its_phase() -> None:
+    """gpt-5.5 (phase_live): the commentary message item comes back in request 2 with
+    ``phase`` kept, between its reasoning item and its function_call (MANIFEST)."""
+    if not corpus_files(PHASE_LIVE):
+        pytest.skip("corpus absent")
+    first, second = load_cassette(PHASE_LIVE)
+    turn, _ = _turn_of(first)
+    (message,) = [x for x in DIALECT.replay(turn) if x.get("type") == "message"]
+    assert message["phase"] == "commentary"
+    recorded = [x for x in second.request["input"] if x.get("type") == "message"]
+    assert [x.get("phase") for x in recorded] == ["commentary"]
+    assert turn.text == first.response_json["output"][1]["content"][0]["text"]
+    final, _ = _turn_of(second)
+    assert second.response_json["output"][0]["phase"] == "final_answer"
+    assert final.text == second.response_json["output"][0]["content"][0]["text"]
+
+
+def test_added_and_done_encrypted_content_differ_and_done_is_replayed() -> None:
+    """programmatic-tool-calling (MANIFEST): the reasoning item's encrypted_content in
+    response.output_item.added differs from the one in .done; WIRE.md: take the done value."""
+    if not corpus_files(PROGRAMMATIC):
+        pytest.skip("corpus absent")
+    raw = chunks_as_sse(PROGRAMMATIC)
+    payloads = _payloads(raw)
+
+    def enc(kind: str) -> str:
+        (item,) = [
+            p["item"] for p in payloads if p["type"] == kind and p["item"]["type"] == "reasoning"
+        ]
+        value = item["encrypted_content"]
+        assert isinstance(value, str)
+        return value
+
+    added, done = enc("response.output_item.added"), enc("response.output_item.done")
+    assert added != done
+    _, turn = _decode(raw)
+    (carrier,) = turn.carriers
+    assert carrier.value["encrypted_content"] == done
+    (replayed,) = _reasoning(DIALECT.replay(turn))
+    assert replayed["encrypted_content"] == done
+    completed = next(p for p in payloads if p["type"] == "response.completed")["response"]
+    assert completed["reasoning"]["context"] == "all_turns"
+    assert turn.usage is not None
+    assert (turn.usage.billed_input, turn.usage.output, turn.usage.reasoning) == (631, 87, 37)
+
+
+def test_deepseek_stream_reasoning_text_replayed_in_loop() -> None:
+    """DeepSeek V4 Responses stream: reasoning arrives as response.reasoning_text.delta; the
+    item (encrypted_content null, content[reasoning_text]) went back in request 2 (accepted)."""
+    if not corpus_files(DEEPSEEK_STREAM):
+        pytest.skip("corpus absent")
+    first, second = load_cassette(DEEPSEEK_STREAM)
+    assert first.response_text is not None
+    raw = first.response_text.encode("utf-8")
+    deltas = "".join(
+        p["delta"] for p in _payloads(raw) if p["type"] == "response.reasoning_text.delta"
+    )
+    events, turn = _decode(raw)
+    assert deltas and turn.reasoning_text == deltas
+    assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == deltas
+    (carrier,) = turn.carriers
+    # the streamed done item has no encrypted_content key; the peer added ``null``: we keep
+    # the item as received
+    assert not carrier.opaque and "encrypted_content" not in carrier.value
+    (theirs,) = _reasoning(second.request["input"])
+    assert theirs["encrypted_content"] is None
+    (ours,) = _reasoning(DIALECT.replay(turn))
+    assert ours is carrier.value
+    assert ours["id"] == theirs["id"] and ours["content"] == theirs["content"]
+    assert second.status == 200
 
 
 def test_modified_history_400_and_text_fallback() -> None:
@@ -428,7 +523,8 @@ def test_stream_assembles_final_state(label: str, raw: bytes) -> None:
         if isinstance(e, ToolCallDelta):
             streamed_args[e.index] = streamed_args.get(e.index, "") + e.arguments
     assert [streamed_args[i] for i in sorted(streamed_args)] == args
-    summaries = [p["text"] for p in payloads if p["type"] == "response.reasoning_summary_text.done"]
+    done_kinds = ("response.reasoning_summary_text.done", "response.reasoning_text.done")
+    summaries = [p["text"] for p in payloads if p["type"] in done_kinds]
     assert turn.reasoning_text == "\n\n".join(summaries)
     assert "".join(e.text for e in events if isinstance(e, ReasoningDelta)) == "".join(summaries)
     pads = [p["obfuscation"] for p in payloads if "obfuscation" in p]
