@@ -296,12 +296,15 @@ class Method:
         self, target: Target, state: _ModelState, lane: str | None
     ) -> tuple[Turn, str, str] | str:
         """Turn 1 up the effort ladder (:meth:`ladder`) until it answers with a tool call and a
-        carrier, on ``lane`` when given. A level without any tool call ends the walk: the
-        ladder only helps a model that calls the tool but shows no reasoning.
+        carrier, on ``lane`` when given. The method raises the effort when turn 1 returns no
+        carrier *or no tool call* (a reasoning model may answer in prose at a low effort and
+        call the tool once it thinks more), so both climb; the walk ends at the top level,
+        and the reason names that level and the ladder walked.
         Returns (turn, effort, lane), or why there is nothing to replay
         ("" after a budget stop: the stop is recorded already)."""
         why = "turn 1 gave nothing to replay"
-        for effort in self.ladder(target):
+        ladder = self.ladder(target)
+        for effort in ladder:
             make = functools.partial(self.turn1_cell, target, state, effort)
             res = await self.on_lane(make, target, lane)
             if res.skipped:
@@ -316,11 +319,14 @@ class Method:
             turn = res.turn
             if turn.tool_calls and turn.carriers:
                 return turn, effort, str(res.lane)
-            if not turn.tool_calls:
-                # more effort does not make a model call a tool it did not call: stop here
-                return f"no tool call at effort {effort}"
-            why = f"no reasoning carrier at effort {effort}"
-        return why
+            why = (
+                f"no tool call at effort {effort}"
+                if not turn.tool_calls
+                else f"no reasoning carrier at effort {effort}"
+            )
+        if len(ladder) > 1:
+            return f"{why}, the top of the effort ladder ({' > '.join(ladder)})"
+        return f"{why} (the route takes no effort control: one level only)"
 
     def ladder(self, target: Target) -> tuple[str, ...]:
         """The efforts turn 1 may walk: the ladder when the route takes an effort control
