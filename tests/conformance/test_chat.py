@@ -97,16 +97,28 @@ MY_PATTERNS = (
 )
 
 
-def _cassettes() -> list[str]:
+GAPS_2026 = {
+    "pai__test_openrouter__test_openrouter_with_reasoning.yaml",
+    "pai__test_zai__test_zai_glm_5_3_reasoning_effort.yaml",
+    "pai__test_zai__test_zai_thinking_stream.yaml",
+}
+"""cassettes-2026 Chat recordings whose expectations are not written yet (issue 24, point 4):
+their parse test is a strict xfail, so it turns into a failure the day it passes."""
+
+
+def _cassettes() -> list[Any]:
     names = sorted({n for p in MY_PATTERNS for n in corpus_files(p)})
-    return names or sorted(CASSETTES)  # empty corpus: the loaders skip with a message
+    if not names:
+        return sorted(CASSETTES)  # empty corpus: the loaders skip with a message
+    gap = pytest.mark.xfail(strict=True, reason="issue 24: 2026 Chat expectations not written")
+    return [pytest.param(n, marks=gap) if n in GAPS_2026 else n for n in names]
 
 
 def test_every_corpus_file_of_this_dialect_is_covered() -> None:
     names = {n for p in MY_PATTERNS for n in corpus_files(p)}
     if not names:
         pytest.skip("conformance corpus not found")
-    assert names == set(CASSETTES)
+    assert names == set(CASSETTES) | GAPS_2026
 
 
 # -- helpers ---------------------------------------------------------------------------------

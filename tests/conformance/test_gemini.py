@@ -131,8 +131,12 @@ BODIES = _nonstream_bodies()
 
 def test_corpus_present() -> None:
     corpus.corpus_dir()
-    assert len(PAI) == 4, PAI
-    assert len(STREAMS) == 8 and len(BODIES) == 4
+    listed = corpus.manifest_entries()
+    assert set(PAI) == {n for n in listed if n.startswith("pai__test_google__")}, PAI
+    # every generateContent recording gives at least one JSON body; the stream set is unchanged
+    # since 2025 (cassettes-2026 adds no Gemini stream)
+    bodies = [n for n, f in listed.items() if f.get("provider") == "Gemini generateContent"]
+    assert len(STREAMS) == 8 and len({b[0].split("#")[0] for b in BODIES}) >= len(bodies)
 
 
 @pytest.mark.parametrize(("label", "body"), BODIES, ids=[b[0] for b in BODIES])
@@ -430,7 +434,24 @@ def test_stream_replay_keeps_carriers(label: str, data: bytes) -> None:
     _replay_holds_carriers(_decode(data)[0])
 
 
-@pytest.mark.parametrize(("label", "body"), BODIES, ids=[b[0] for b in BODIES])
+PARALLEL_ONE_SIGNATURE = "pai__test_google__test_google_instructions_only_with_tool_calls.yaml#0"
+"""Gemini 3 parallel functionCall parts where only the first carries thoughtSignature: replay
+does not yet keep that layout (issue 24, point 4); a strict xfail until it does."""
+
+
+@pytest.mark.parametrize(
+    ("label", "body"),
+    [
+        pytest.param(
+            *b,
+            marks=pytest.mark.xfail(strict=True, reason="issue 24: parallel calls, one signature"),
+        )
+        if b[0] == PARALLEL_ONE_SIGNATURE
+        else b
+        for b in BODIES
+    ],
+    ids=[b[0] for b in BODIES],
+)
 def test_body_replay_keeps_carriers(label: str, body: Any) -> None:
     raw = json.dumps(body, ensure_ascii=False)
     turn = DIALECT.parse_response(raw)
