@@ -18,6 +18,7 @@ TABLE: dict[DialectName, str] = {
     "responses": "reasonwire.wire.responses",
     "anthropic": "reasonwire.wire.anthropic",
     "gemini": "reasonwire.wire.gemini",
+    "interactions": "reasonwire.wire.interactions",
 }
 """Dialect name -> module holding its ``DIALECT`` object. The order is detection order."""
 

@@ -1,0 +1,221 @@
+"""The Gemini Interactions dialect (``POST {base}/interactions``, ``stream: true`` for SSE).
+
+Replay rules:
+
+- An assistant turn of this dialect (``native.dialect == "interactions"``) goes back as its
+  answer steps exactly as received: the same dicts, each ``signature`` on the step it came
+  on, thought steps in place [SIG]. With server state on (``store``, the default) the agent
+  sends only what is new plus ``previous_interaction_id`` [OVERVIEW]; stateless
+  (``store: false``) it resends the whole history, signatures included.
+- :meth:`InteractionsDialect.strip` drops thought steps and removes ``signature`` from the
+  remaining steps (copies; the received ones are never modified).
+- Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
+  a ``model_output`` step for the text and one ``function_call`` step per call. A thought
+  step needs its signature [THINK], so readable reasoning of other dialects is not sent.
+
+Facts and their sources are in :mod:`reasonwire.wire.interactions._facts`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from reasonwire.errors import MalformedBody
+from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.facts import ErrorInfo, SentCarrier
+from reasonwire.wire.interactions import _facts, _hidden
+from reasonwire.wire.interactions._parse import DIALECT as NAME
+from reasonwire.wire.interactions._parse import is_thought, parse_body
+from reasonwire.wire.interactions._stream import InteractionsStreamDecoder
+from reasonwire.wire.merge import deep_merge
+from reasonwire.wire.model import (
+    JSON,
+    Assistant,
+    DialectName,
+    Message,
+    RequestOptions,
+    System,
+    ToolCall,
+    ToolResult,
+    Turn,
+    User,
+)
+from reasonwire.wire.projection import encode_event
+
+
+def _native_steps(message: Assistant | Turn) -> tuple[JSON, ...] | None:
+    native = message.native
+    if native is not None and native.dialect == NAME:
+        return native.items
+    return None
+
+
+def _call_args(call: ToolCall) -> JSON:
+    try:
+        args = call.parsed_arguments()
+    except json.JSONDecodeError as exc:
+        raise MalformedBody(
+            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
+        ) from None
+    if not isinstance(args, dict):
+        raise MalformedBody(
+            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for Interactions"
+        )
+    return args
+
+
+def _foreign_steps(message: Assistant | Turn) -> list[JSON]:
+    steps: list[JSON] = []
+    if message.text:
+        steps.append({"type": "model_output", "content": [{"type": "text", "text": message.text}]})
+    for call in message.tool_calls:
+        steps.append(
+            {
+                "type": "function_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": _call_args(call),
+            }
+        )
+    return steps
+
+
+def _stripped(steps: Sequence[JSON]) -> list[JSON]:
+    out: list[JSON] = []
+    for step in steps:
+        if is_thought(step):
+            continue
+        if isinstance(step, dict) and "signature" in step:
+            step = {k: v for k, v in step.items() if k != "signature"}
+        out.append(step)
+    return out
+
+
+class InteractionsDialect(Dialect):
+    """The Gemini Interactions wire API."""
+
+    name: DialectName = NAME
+    path_pattern = _facts.PATH
+    gateway_path = _facts.GATEWAY_PATH
+    carriers = _facts.CARRIERS
+    controls = _facts.CONTROLS
+    server_state = _facts.SERVER_STATE
+    variants = _facts.VARIANTS
+    request_shape = _facts.REQUEST
+    visible_body = _facts.VISIBLE
+    stream_shape = _facts.STREAM
+    error_types = _facts.ERROR_TYPES
+    usage_total = "total_tokens"
+
+    def detects(self, payload: JSON) -> bool:
+        return _facts.detects(payload)
+
+    def stream_error(self, reason: str) -> bytes:
+        data = {"event_type": "error", "error": {"code": "UNAVAILABLE", "message": reason}}
+        return encode_event("message", orjson.dumps(data))
+
+    def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
+        """Google's error shape (``error.code`` / ``message`` / ``status``)."""
+        kind = info.type if info and info.type in self.error_types else _STATUS.get(status)
+        return {"error": {"code": status, "message": message, "status": kind or "INTERNAL"}}
+
+    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+        return _hidden.request_carriers(body)
+
+    def request_path(self, options: RequestOptions) -> str:
+        return "/interactions"
+
+    def build_request(
+        self, messages: Sequence[Message], options: RequestOptions, profile: str | None = None
+    ) -> dict[str, JSON]:
+        """The create-interaction body for ``messages`` (``profile``: one, the default).
+
+        System messages join into ``system_instruction``; a user message is a ``user_input``
+        step of one text item; a tool result a ``function_result`` step (``call_id``,
+        ``name``, ``result``) [SDK]; effort is ``generation_config.thinking_level`` with
+        ``thinking_summaries: auto`` so the summaries come back readable.
+        """
+        del profile
+        system: list[str] = []
+        steps: list[JSON] = []
+        for msg in messages:
+            if isinstance(msg, System):
+                system.append(msg.text)
+            elif isinstance(msg, User):
+                steps.append(
+                    {"type": "user_input", "content": [{"type": "text", "text": msg.text}]}
+                )
+            elif isinstance(msg, ToolResult):
+                steps.append(
+                    {"type": "function_result", "call_id": msg.tool_call_id, "name": msg.name,
+                     "result": msg.content}
+                )  # fmt: skip
+            elif isinstance(msg, Assistant):
+                steps.extend(self.replay(msg) if options.keep_carriers else self.strip(msg))
+            else:  # pragma: no cover - the Message union is closed
+                raise MalformedBody(f"unknown message type {type(msg).__name__}")
+        body: dict[str, JSON] = {"model": options.model, "input": steps}
+        if system:
+            body["system_instruction"] = "\n\n".join(system)
+        if options.tools:
+            body["tools"] = [
+                {"type": "function", "name": t.name, "description": t.description,
+                 "parameters": t.parameters}
+                for t in options.tools
+            ]  # fmt: skip
+        config: dict[str, JSON] = {}
+        if options.max_tokens is not None:
+            config["max_output_tokens"] = options.max_tokens
+        if options.effort is not None and options.effort not in _facts.NO_EFFORT:
+            config["thinking_level"] = options.effort
+            config["thinking_summaries"] = "auto"
+        if config:
+            body["generation_config"] = config
+        if options.stream:
+            body["stream"] = True
+        if options.extra_body:
+            body = deep_merge(body, options.extra_body)
+        return body
+
+    def parse_response(self, body: bytes | str | JSON) -> Turn:
+        return parse_body(body)
+
+    def stream_decoder(self) -> InteractionsStreamDecoder:
+        return InteractionsStreamDecoder()
+
+    def replay(self, message: Assistant | Turn) -> list[JSON]:
+        """The answer steps as received (same objects), or steps built from neutral fields."""
+        native = _native_steps(message)
+        if native is not None:
+            return list(native)
+        return _foreign_steps(message)
+
+    def strip(self, message: Assistant | Turn) -> list[JSON]:
+        """The replay without thought steps and without ``signature`` keys."""
+        native = _native_steps(message)
+        if native is not None:
+            return _stripped(native)
+        return _foreign_steps(message)
+
+
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    413: "INVALID_ARGUMENT",
+    429: "RESOURCE_EXHAUSTED",
+    431: "INVALID_ARGUMENT",
+    500: "INTERNAL",
+    502: "UNAVAILABLE",
+    503: "UNAVAILABLE",
+}
+"""HTTP status -> the google.rpc code name Google's error bodies carry."""
+
+DIALECT = InteractionsDialect()
+
+__all__ = ["DIALECT", "InteractionsDialect"]

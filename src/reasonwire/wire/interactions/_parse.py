@@ -1,0 +1,177 @@
+"""An interaction body -> :class:`~reasonwire.wire.model.Turn`.
+
+The answer is the interaction's ``steps`` [REC]: ``thought`` steps (a ``signature``, an
+optional ``summary`` of text items), ``function_call`` steps (``id``, ``name``, ``arguments``
+as a JSON object) and ``model_output`` steps (``content`` items of ``type: text``). The steps
+are kept verbatim as the turn's native payload, so a replay sends each signature back on the
+step it came on. Server tool steps (``google_search_call`` ...) are kept in the native payload
+and read as neither text nor reasoning.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload
+from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+
+DIALECT = "interactions"
+
+
+def compact_json(value: JSON) -> str:
+    """Arguments (a JSON object on this wire) as compact JSON text, key order kept."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _count(usage: dict[str, Any], key: str) -> int | None:
+    v = usage.get(key)
+    if v is None:
+        return None
+    if type(v) is not int:
+        raise MalformedBody(f"interactions usage.{key} must be an integer, got {v!r}")
+    return v
+
+
+def parse_usage(usage: JSON) -> Usage | None:
+    """``usage`` -> :class:`Usage`.
+
+    ``total_input_tokens`` includes ``total_cached_tokens`` (as ``promptTokenCount`` does on
+    generateContent): input_uncached = input - cached + tool use, cache_read = cached.
+    Thought tokens are reported apart from output and billed as output: the recordings add
+    up as ``total_tokens = total_input_tokens + total_output_tokens + total_thought_tokens``
+    (109 = 53 + 15 + 41) [REC], so output = output + thought, reasoning = thought.
+    """
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        raise MalformedBody("interactions usage must be an object")
+    given = _count(usage, "total_input_tokens")
+    cached = _count(usage, "total_cached_tokens")
+    tool_use = _count(usage, "total_tool_use_tokens")
+    out = _count(usage, "total_output_tokens")
+    thought = _count(usage, "total_thought_tokens")
+    uncached: int | None = None
+    if given is not None or tool_use is not None:
+        uncached = (given or 0) - (cached or 0) + (tool_use or 0)
+    output = None if out is None and thought is None else (out or 0) + (thought or 0)
+    return Usage(
+        input_uncached=uncached, cache_read=cached, output=output, reasoning=thought, raw=usage
+    )
+
+
+def is_thought(step: JSON) -> bool:
+    return isinstance(step, dict) and step.get("type") == "thought"
+
+
+def summary_texts(step: dict[str, Any]) -> list[str]:
+    summary = step.get("summary")
+    if not isinstance(summary, list):
+        return []
+    return [
+        item["text"]
+        for item in summary
+        if isinstance(item, dict)
+        and item.get("type") == "text"
+        and isinstance(item.get("text"), str)
+    ]
+
+
+def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) -> list[Carrier]:
+    """The carriers of answer step ``i``: a thought's signature and summary texts, a
+    function call's own signature (when not empty)."""
+    out: list[Carrier] = []
+    sig = step.get("signature")
+    if isinstance(sig, str) and sig:
+        out.append(
+            Carrier(
+                DIALECT, "thought_signature", f"steps[{i}].signature", sig, True,
+                tool_call_id=call.id if call is not None else None,
+            )
+        )  # fmt: skip
+    if call is None:
+        for j, said in enumerate(summary_texts(step)):
+            path = f"steps[{i}].summary[{j}].text"
+            out.append(Carrier(DIALECT, "thought_summary", path, said, False, said))
+    return out
+
+
+def output_texts(step: dict[str, Any]) -> list[str]:
+    return [
+        item["text"]
+        for item in step.get("content") or ()
+        if isinstance(item, dict)
+        and item.get("type") == "text"
+        and isinstance(item.get("text"), str)
+    ]
+
+
+def read_steps(steps: Sequence[JSON]) -> tuple[str, str, list[ToolCall], list[Carrier]]:
+    """(text, reasoning text, tool calls, carriers) of a list of answer steps."""
+    text: list[str] = []
+    reasoning: list[str] = []
+    calls: list[ToolCall] = []
+    carriers: list[Carrier] = []
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict):
+            raise MalformedBody(f"interactions steps[{i}] must be an object")
+        kind = step.get("type")
+        if kind == "thought":
+            reasoning.extend(summary_texts(step))
+            carriers.extend(step_carriers(step, i))
+        elif kind == "function_call":
+            call = tool_call_of(step, i)
+            calls.append(call)
+            carriers.extend(step_carriers(step, i, call))
+        elif kind == "model_output":
+            text.extend(output_texts(step))
+    return "".join(text), "".join(reasoning), calls, carriers
+
+
+def tool_call_of(step: dict[str, Any], i: int) -> ToolCall:
+    call_id, name = step.get("id"), step.get("name")
+    if not isinstance(call_id, str) or not isinstance(name, str):
+        raise MalformedBody(f"interactions steps[{i}]: a function_call needs a string id and name")
+    args = step.get("arguments")
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise MalformedBody(f"interactions steps[{i}].arguments must be a JSON object")
+    return ToolCall(call_id, name, compact_json(args))
+
+
+def parse_body(body: bytes | str | JSON) -> Turn:
+    """A whole interaction (JSON body, or a stream's assembled state) -> Turn."""
+    if isinstance(body, bytes | str):
+        try:
+            body = jsonload.loads(body)
+        except json.JSONDecodeError as exc:
+            raise MalformedBody(f"interactions body is not JSON: {exc.msg}") from None
+    if not isinstance(body, dict):
+        raise MalformedBody(f"interactions body must be a JSON object, got {type(body).__name__}")
+    if body.get("object") not in (None, "interaction") or "status" not in body:
+        raise MalformedBody("not an interaction: no 'status' (or 'object' is not 'interaction')")
+    steps = body.get("steps")
+    if steps is None:
+        steps = []
+    if not isinstance(steps, list):
+        raise MalformedBody("interactions 'steps' must be a list")
+    text, reasoning, calls, carriers = read_steps(steps)
+    rid = body.get("id")
+    model = body.get("model")
+    status = body.get("status")
+    return Turn(
+        dialect=DIALECT,
+        text=text,
+        reasoning_text=reasoning,
+        tool_calls=tuple(calls),
+        carriers=tuple(carriers),
+        usage=parse_usage(body.get("usage")),
+        response_id=rid if isinstance(rid, str) and rid else None,
+        model=model if isinstance(model, str) else None,
+        finish_reason=status if isinstance(status, str) else None,
+        native=Native(DIALECT, tuple(steps)),
+        raw=body,
+    )

@@ -1,0 +1,254 @@
+"""Incremental decoder for a streamed interaction (``stream: true``: SSE, one JSON event per
+``data:`` line, each with an ``event_type``) [REC, SDK].
+
+Assembly rule (so that the assembled steps are what the whole answer would hold, and a
+replay sends every signature back on its step):
+
+1. ``step.start {index, step}`` opens step ``index`` as a copy of ``step``, keys in order.
+2. ``step.delta {index, delta}`` grows it: ``text`` is appended to the step's last text
+   content item (or opens one); ``thought_summary`` appends its ``content`` item to
+   ``summary`` (text joined onto a last text item); ``thought_signature`` sets the step's
+   ``signature`` (the recording sends it whole, in one delta); ``arguments_delta`` pieces are
+   joined and, at ``step.stop``, parsed into ``arguments`` - replacing the ``{}`` placeholder
+   a streamed call opens with (the recording's call starts with ``arguments: {}``). Other
+   deltas (server tool payloads) are kept whole under the step's own key.
+3. ``interaction.created`` / ``interaction.status_update`` / ``interaction.completed``
+   carry the interaction's top-level fields (id, status, usage); ``interaction.completed``
+   is the terminal event. A stream that ends without it raises :class:`TruncatedStream`
+   with the partial turn; an ``error`` event yields :class:`StreamError`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reasonwire.errors import MalformedBody, TruncatedStream
+from reasonwire.wire import jsonload
+from reasonwire.wire.interactions._parse import (
+    parse_body,
+    parse_usage,
+    step_carriers,
+    tool_call_of,
+)
+from reasonwire.wire.model import (
+    CarrierComplete,
+    Done,
+    ReasoningDelta,
+    StreamError,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Turn,
+    UsageEvent,
+)
+from reasonwire.wire.sse import SSEDecoder
+
+
+def _append_text(items: list[Any], piece: str) -> None:
+    last = items[-1] if items else None
+    if isinstance(last, dict) and last.get("type") == "text" and isinstance(last.get("text"), str):
+        items[-1] = {**last, "text": last["text"] + piece}
+    else:
+        items.append({"type": "text", "text": piece})
+
+
+class InteractionsStreamDecoder:
+    """Bytes of one streamed interaction in, neutral events out."""
+
+    def __init__(self) -> None:
+        self._sse = SSEDecoder()
+        self._guard = jsonload.StreamGuard()
+        self._top: dict[str, Any] = {}
+        self._steps: dict[int, dict[str, Any]] = {}
+        self._args: dict[int, list[str]] = {}
+        self._call_no: dict[int, int] = {}
+        self._events = 0
+        self._finished = False
+        self._errors: list[str] = []
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        loads = self._guard.loader(data)
+        out: list[StreamEvent] = []
+        for raw, name, _, _ in self._sse.feed_raw(data):
+            out.extend(self._event(raw, name, loads))
+        return out
+
+    def close(self) -> list[StreamEvent]:
+        loads = self._guard.loader(b"")
+        events: list[StreamEvent] = []
+        for raw, name, _, _ in self._sse.close_raw():
+            events.extend(self._event(raw, name, loads))
+        if not self._finished:
+            why = f" (stream error: {'; '.join(self._errors)})" if self._errors else ""
+            raise TruncatedStream(
+                f"interactions stream ended without interaction.completed after "
+                f"{self._events} event(s){why}",
+                partial=self.partial_turn(),
+            )
+        events.append(Done(self.partial_turn()))
+        return events
+
+    def partial_turn(self) -> Turn:
+        return parse_body(self.assembled())
+
+    def assembled(self) -> dict[str, Any]:
+        """The state so far in the whole answer's shape (``Turn.raw`` of a stream)."""
+        body = {k: v for k, v in self._top.items() if k != "steps"}
+        body.setdefault("status", "in_progress")
+        steps: list[dict[str, Any]] = []
+        for i in sorted(self._steps):
+            try:
+                steps.append(self._finish_args(i, dict(self._steps[i])))
+            except MalformedBody:  # a call cut mid-arguments keeps its placeholder
+                steps.append(dict(self._steps[i]))
+        body["steps"] = steps
+        return body
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _event(self, raw: bytes, name: bytes | None, loads: Any) -> list[StreamEvent]:
+        try:
+            payload = loads(raw)
+        except ValueError:
+            data = raw.decode("utf-8", "replace").strip()
+            if not data or data == "[DONE]":
+                return []
+            try:
+                payload = json.loads(data)
+            except json.JSONDecodeError as exc:
+                raise MalformedBody(
+                    f"interactions SSE event #{self._events + 1} is not JSON: {exc.msg}: "
+                    f"{data[:80]!r}"
+                ) from None
+        self._events += 1
+        if not isinstance(payload, dict):
+            raise MalformedBody(
+                f"interactions stream event #{self._events} must be a JSON object, "
+                f"got {type(payload).__name__}"
+            )
+        kind = payload.get("event_type")
+        if kind == "step.start":
+            return self._start(payload)
+        if kind == "step.delta":
+            return self._delta(payload)
+        if kind == "step.stop":
+            return self._stop(payload)
+        if kind in ("interaction.created", "interaction.completed"):
+            interaction = payload.get("interaction")
+            if not isinstance(interaction, dict):
+                raise MalformedBody(f"interactions {kind} event without an interaction object")
+            self._top.update(interaction)
+            if kind == "interaction.completed":
+                self._finished = True
+                usage = parse_usage(interaction.get("usage"))
+                return [UsageEvent(usage)] if usage is not None else []
+            return []
+        if kind == "interaction.status_update":
+            if isinstance(payload.get("status"), str):
+                self._top["status"] = payload["status"]
+            return []
+        if kind == "error" or "error" in payload:
+            err = payload.get("error")
+            msg = err.get("message") if isinstance(err, dict) else err
+            text = str(msg if msg is not None else payload)
+            self._errors.append(text)
+            return [StreamError(text, raw=payload)]
+        return []
+
+    def _index(self, payload: dict[str, Any]) -> int:
+        index = payload.get("index")
+        if type(index) is not int or index < 0:
+            raise MalformedBody(
+                f"interactions {payload.get('event_type')} event #{self._events}: "
+                f"'index' must be a non-negative integer"
+            )
+        return index
+
+    def _open(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        index = self._index(payload)
+        step = self._steps.get(index)
+        if step is None:
+            raise MalformedBody(
+                f"interactions {payload.get('event_type')} for step {index} before its step.start"
+            )
+        return index, step
+
+    def _start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index = self._index(payload)
+        step = payload.get("step")
+        if not isinstance(step, dict):
+            raise MalformedBody(f"interactions step.start #{self._events} without a step object")
+        step = dict(step)
+        self._steps[index] = step
+        kind = step.get("type")
+        out: list[StreamEvent] = []
+        if kind == "function_call":
+            number = self._call_no[index] = len(self._call_no)
+            call = tool_call_of(step, index)
+            args = step.get("arguments")
+            out.append(ToolCallDelta(number, call.id, call.name, call.arguments if args else ""))
+        elif kind == "thought":
+            out.extend(ReasoningDelta(t["text"]) for t in _texts(step.get("summary")))
+        elif kind == "model_output":
+            out.extend(TextDelta(t["text"]) for t in _texts(step.get("content")))
+        return out
+
+    def _delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index, step = self._open(payload)
+        delta = payload.get("delta")
+        if not isinstance(delta, dict):
+            raise MalformedBody(f"interactions step.delta #{self._events} without a delta object")
+        kind = delta.get("type")
+        if kind == "text" and isinstance(delta.get("text"), str):
+            content = step["content"] = list(step.get("content") or [])
+            _append_text(content, delta["text"])
+            return [TextDelta(delta["text"])]
+        if kind == "thought_summary" and isinstance(delta.get("content"), dict):
+            item = delta["content"]
+            summary = step["summary"] = list(step.get("summary") or [])
+            if item.get("type") == "text" and isinstance(item.get("text"), str):
+                _append_text(summary, item["text"])
+                return [ReasoningDelta(item["text"])]
+            summary.append(item)
+            return []
+        if kind == "thought_signature" and isinstance(delta.get("signature"), str):
+            step["signature"] = delta["signature"]
+            return []
+        if kind == "arguments_delta" and isinstance(delta.get("arguments"), str):
+            self._args.setdefault(index, []).append(delta["arguments"])
+            number = self._call_no.get(index, index)
+            return [ToolCallDelta(number, None, None, delta["arguments"])]
+        return []
+
+    def _stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+        index, step = self._open(payload)
+        step = self._steps[index] = self._finish_args(index, step)
+        self._args.pop(index, None)
+        call = tool_call_of(step, index) if step.get("type") == "function_call" else None
+        if step.get("type") not in ("thought", "function_call"):
+            return []
+        return [CarrierComplete(c) for c in step_carriers(step, index, call)]
+
+    def _finish_args(self, index: int, step: dict[str, Any]) -> dict[str, Any]:
+        pieces = self._args.get(index)
+        if not pieces:
+            return step
+        text = "".join(pieces)
+        try:
+            step["arguments"] = jsonload.loads(text)
+        except json.JSONDecodeError as exc:
+            raise MalformedBody(
+                f"interactions step {index}: streamed arguments are not JSON: {exc.msg}"
+            ) from None
+        return step
+
+
+def _texts(items: Any) -> list[dict[str, Any]]:
+    if not isinstance(items, list):
+        return []
+    return [
+        i
+        for i in items
+        if isinstance(i, dict) and i.get("type") == "text" and isinstance(i.get("text"), str)
+    ]
