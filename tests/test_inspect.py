@@ -99,14 +99,9 @@ def test_corpus_has_cases(corpus_present: None) -> None:
     assert {c[0].split("#")[0] for c in CASES} == set(manifest_entries())
 
 
-_NO_DIALECT_YET = pytest.mark.xfail(
-    strict=True, reason="issue 24: the Gemini Interactions dialect is not registered yet"
-)
-
-
 @pytest.mark.parametrize(
     ("case", "expected", "body"),
-    [pytest.param(*c, marks=_NO_DIALECT_YET) if c[1] == "interactions" else c for c in CASES],
+    CASES,
     ids=[c[0] for c in CASES],
 )
 def test_inspect_every_corpus_response(

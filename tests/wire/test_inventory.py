@@ -18,6 +18,15 @@ def test_projection_lists_name_no_reasoning_text_field() -> None:
     """Independent of the shapes: no visible path ends in a documented reasoning field."""
     hidden = {"reasoning_content", "reasoning", "reasoning_details", "thinking_blocks",
               "provider_specific_fields", "summary_text", "reasoning_text", "thought"}  # fmt: skip
-    for name in ("chat", "responses", "anthropic", "gemini"):
+    for name in ("chat", "responses", "anthropic", "gemini", "interactions"):
         for path in projection_list(name):
             assert path.rsplit(".", 1)[-1] not in hidden, (name, path)
+
+
+def test_interactions_projection_shows_no_thought_summary() -> None:
+    """A thought step's ``summary`` is readable reasoning (Google's thinking page: "an array
+    of content ... summarizing the reasoning"): never on a visible path; its opaque
+    ``signature`` is (it must come back)."""
+    paths = projection_list("interactions")
+    assert not [p for p in paths if "summary" in p]
+    assert "steps[](type=thought).signature" in paths

@@ -40,11 +40,12 @@ CARRIERS = (
 )
 
 _SDK = "google-genai SDK, interactions GenerationConfig [SDK]"
+_AGENT = "google-genai SDK, interactions CreateAgentInteraction [SDK]"
 CONTROLS = (
     Control(("generation_config", "thinking_level"), _SDK, "thinking depth (minimal..xhigh)"),
     Control(("generation_config", "thinking_summaries"), _SDK, "auto | none: thought summaries"),
-    Control(("agent",), _SDK, "runs an agent (e.g. deep research) instead of the model"),
-    Control(("agent_config",), _SDK, "agent settings, incl. thinking_summaries"),
+    Control(("agent",), _AGENT, "runs an agent (e.g. deep research) instead of the model"),
+    Control(("agent_config",), _AGENT, "agent settings, incl. thinking_summaries"),
 )
 """Every request field that sets or raises reasoning or changes what runs."""
 
