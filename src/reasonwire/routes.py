@@ -137,6 +137,14 @@ BUILTIN_ROUTES: dict[str, Route] = {
             auth_header="x-goog-api-key",
             auth_scheme="",
         ),
+        Route(
+            name="gemini-interactions",
+            dialect="interactions",
+            base_url="https://generativelanguage.googleapis.com/v1beta",
+            key=KeySource(env="GEMINI_API_KEY"),
+            auth_header="x-goog-api-key",
+            auth_scheme="",
+        ),
         _chat(
             "gemini-openai",
             "https://generativelanguage.googleapis.com/v1beta/openai",

@@ -106,6 +106,14 @@ SIM_MODELS: dict[str, ModelFactory] = {
     "gemini": lambda s, c: agent.gemini(
         "sim-gemini", effort="high", base_url=s.root_url, key=key, http_client=c, retries=FAST
     ),
+    "interactions-store": lambda s, c: agent.gemini_interactions(
+        "sim-gemini-interactions", effort="high", base_url=s.root_url, key=key, http_client=c,
+        retries=FAST,
+    ),
+    "interactions-stateless": lambda s, c: agent.gemini_interactions(
+        "sim-gemini-interactions", store=False, effort="high", base_url=s.root_url, key=key,
+        http_client=c, retries=FAST,
+    ),
 }  # fmt: skip
 
 

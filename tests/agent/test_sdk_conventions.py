@@ -387,7 +387,7 @@ def test_a_base_url_that_is_not_a_url_is_refused(env: Callable[..., None]) -> No
 
 def test_conventions_are_one_table_entry_per_constructor() -> None:
     assert set(agent.CONVENTIONS) == {
-        "openai", "openrouter", "openai_compatible", "anthropic", "gemini"
+        "openai", "openrouter", "openai_compatible", "anthropic", "gemini", "gemini_interactions"
     }  # fmt: skip
     for route, conv in agent.models.ROUTE_CONVENTIONS.items():
         if conv.default_base is not None:

@@ -1,7 +1,8 @@
 """Continuity: an agent tool loop that never loses reasoning state.
 
-Pick a model (``openai``, ``openrouter``, ``openai_compatible``, ``anthropic``, ``gemini`` or
-``from_route``), give an :class:`Agent` some tools, call ``run``. Response ids, thinking blocks,
+Pick a model (``openai``, ``openrouter``, ``openai_compatible``, ``anthropic``, ``gemini``,
+``gemini_interactions`` or ``from_route``), give an :class:`Agent` some tools, call ``run``.
+Response ids, thinking blocks,
 thought signatures and reasoning items stay on the wire, in a per-turn :class:`Session`; the
 application sees the answer and a provider-neutral transcript.
 
@@ -45,6 +46,7 @@ from reasonwire.agent.models import (
     anthropic,
     from_route,
     gemini,
+    gemini_interactions,
     openai,
     openai_compatible,
     openrouter,
@@ -80,6 +82,7 @@ __all__ = [
     "anthropic",
     "from_route",
     "gemini",
+    "gemini_interactions",
     "openai",
     "openai_compatible",
     "openrouter",

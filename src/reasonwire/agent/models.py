@@ -296,6 +296,7 @@ CONVENTIONS: Mapping[str, Convention] = MappingProxyType(
         "openai_compatible": COMPATIBLE,
         "anthropic": ANTHROPIC,
         "gemini": GEMINI,
+        "gemini_interactions": GEMINI,
     }
 )
 """One convention per constructor."""
@@ -307,6 +308,7 @@ ROUTE_CONVENTIONS: Mapping[str, Convention] = MappingProxyType(
         "openrouter": OPENROUTER,
         "anthropic": ANTHROPIC,
         "gemini-native": GEMINI,
+        "gemini-interactions": GEMINI,
     }
 )
 """Built-in routes that :func:`from_route` reads with an SDK's convention (a route from a
@@ -771,6 +773,40 @@ def gemini(
     )
 
 
+def gemini_interactions(
+    model: str,
+    *,
+    store: bool = True,
+    effort: str | None = None,
+    base_url: str | None = None,
+    api_version: str | None = None,
+    extra_body: Mapping[str, JSON] | None = None,
+    max_tokens: int | None = None,
+    api_key: str | None = None,
+    key: KeyLike = None,
+    key_env: str | None = None,
+    http_client: HttpClient | None = None,
+    retries: RetryPolicy | int | None = None,
+    timeout: float | None = None,
+) -> Model:
+    """The Gemini Interactions API (``POST {base}/interactions``). ``store=True`` (the API's
+    default) continues with ``previous_interaction_id``; ``store=False`` resends every step
+    with its thought signature. ``effort`` becomes ``thinking_level`` (None: model default).
+
+    The base URL, API version and key follow google-genai, as for :func:`gemini`."""
+    return _build(
+        get_route("gemini-interactions"),
+        CONVENTIONS["gemini_interactions"],
+        model,
+        _Common(effort, store, extra_body, max_tokens, http_client, retries, timeout),
+        base_url=base_url,
+        api_version=api_version,
+        api_key=api_key,
+        key=key,
+        key_env=key_env,
+    )
+
+
 __all__ = [
     "ANTHROPIC",
     "COMPATIBLE",
@@ -790,6 +826,7 @@ __all__ = [
     "describe",
     "from_route",
     "gemini",
+    "gemini_interactions",
     "openai",
     "openai_compatible",
     "openrouter",

@@ -65,12 +65,10 @@ def strategy_for(model: Model) -> Strategy:
             {spec.store_field: True},
             spec.previous_field,
         )
-    fields = _merge_include(model.extra_body, spec)
-    return Strategy(
-        "replay",
-        model.route.profile or spec.stateless_profile,
-        {spec.store_field: False, spec.include_field: fields[spec.include_field]},
-    )
+    body: dict[str, JSON] = {spec.store_field: False}
+    if spec.stateless_include:  # a dialect whose stateless answers carry everything asks none
+        body[spec.include_field] = _merge_include(model.extra_body, spec)[spec.include_field]
+    return Strategy("replay", model.route.profile or spec.stateless_profile, body)
 
 
 __all__ = ["Strategy", "strategy_for"]

@@ -34,6 +34,7 @@ def sim_routes(base_url: str, root_url: str) -> dict[DialectName, Route]:
             headers={"anthropic-version": "2023-06-01"},
         ),
         "gemini": Route("sim-gemini", "gemini", root_url + "/v1beta", local=True),
+        "interactions": Route("sim-interactions", "interactions", root_url + "/v1beta", local=True),
     }
 
 

@@ -21,7 +21,15 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from reasonwire.sim.catalog import NON_TEXT, catalog, resolve
-from reasonwire.sim.dialects import Reply, anthropic, chat, dumps, gemini, responses
+from reasonwire.sim.dialects import (
+    Reply,
+    anthropic,
+    chat,
+    dumps,
+    gemini,
+    interactions,
+    responses,
+)
 from reasonwire.sim.engine import SimError, SimState
 
 _JSON = "application/json"
@@ -173,6 +181,9 @@ def build_app(seed: int = 0) -> Starlette:
             return await serve(r, gemini, path_model=model, count=True)
         return _error(gemini, SimError(404, f"unknown method {action!r}", etype="NOT_FOUND"))
 
+    async def interactions_ep(r: Request) -> Response:
+        return await serve(r, interactions)
+
     async def models_ep(_: Request) -> Response:
         return Response(dumps(catalog()), media_type=_JSON)
 
@@ -185,6 +196,8 @@ def build_app(seed: int = 0) -> Starlette:
         Route("/v1beta/models/{target:path}", gemini_ep, methods=["POST"]),
         # google-genai >= 3 defaults the Gemini API to v1; same methods, same shapes
         Route("/v1/models/{target:path}", gemini_ep, methods=["POST"]),
+        Route("/v1beta/interactions", interactions_ep, methods=["POST"]),
+        Route("/v1/interactions", interactions_ep, methods=["POST"]),
         Route("/v1/models", models_ep, methods=["GET"]),
     ]
     app = Starlette(routes=routes)

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Literal
 
 Verdict = Literal["consumed", "dropped", "rejected"]
-SimDialect = Literal["chat", "responses", "anthropic", "gemini"]
+SimDialect = Literal["chat", "responses", "anthropic", "gemini", "interactions"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,7 @@ _CHAT = "WIRE.md > OpenAI-compatible Chat Completions"
 _RESP = "WIRE.md > Responses API"
 _ANTH = "WIRE.md > Anthropic Messages"
 _GEM = "WIRE.md > Gemini"
+_INT = "ai.google.dev/gemini-api/docs/interactions/thinking"
 _GW = "WIRE.md > Gateways and lanes"
 
 _OPENROUTER_LANE = Behaviour(
@@ -333,6 +334,19 @@ _ALL: tuple[Behaviour, ...] = (
                 "for this model. Use thinkingBudget instead.",
             }
         ),
+    ),
+    # ---- gemini interactions -------------------------------------------------------------
+    Behaviour(
+        "sim-gemini-interactions",
+        "interactions",
+        "thought steps with a signature (and a summary with thinking_summaries: auto); a "
+        "missing or altered signature in the current turn is a 400; previous_interaction_id "
+        "continues a stored interaction",
+        f"{_INT}: 'Every thought step contains two fields: signature (Required) ... summary "
+        "(optional)'; recordings cassettes-2026/vercel__google-interactions__*",
+        _t(thought_signature=(C, D), thought_summary=(D, D)),
+        emits=("thought_signature", "thought_summary"),
+        cache=False,
     ),
 )
 

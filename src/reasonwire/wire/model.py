@@ -20,8 +20,9 @@ JSON: TypeAlias = Any
 """A decoded JSON value (dict, list, str, int, float, bool or None)."""
 
 DialectName: TypeAlias = str
-"""A dialect's registry name (``chat``, ``responses``, ``anthropic``, ``gemini``, ``interactions``, or one a
-test registers); :func:`reasonwire.wire.get_dialect` turns it into the :class:`Dialect` object."""
+"""A dialect's registry name (``chat``, ``responses``, ``anthropic``, ``gemini``,
+``interactions``, or one a test registers); :func:`reasonwire.wire.get_dialect` turns it into
+the :class:`Dialect` object."""
 
 DIALECTS: tuple[DialectName, ...] = ("chat", "responses", "anthropic", "gemini", "interactions")
 """The built-in dialects, in detection order."""
