@@ -45,6 +45,7 @@ _SUPPORTED = {
     ],
     "anthropic": ["max_tokens", "tools", "tool_choice", "stream", "thinking", "temperature"],
     "gemini": ["maxOutputTokens", "tools", "thinkingConfig", "temperature"],
+    "interactions": ["generation_config", "tools", "stream", "store", "previous_interaction_id"],
 }
 
 
