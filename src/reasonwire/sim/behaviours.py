@@ -254,10 +254,15 @@ _ALL: tuple[Behaviour, ...] = (
         "sim-gpt",
         "responses",
         "reasoning items sealed as encrypted_content; replayed items read in the loop only; "
-        "store/previous_response_id; pairing errors; `reasoning.context` is a 400",
+        "store/previous_response_id; store=true keeps every output item for item_reference; "
+        "pairing errors (for items sent whole or by reference); `reasoning.context` is a 400",
         f"{_RESP}: 'Continuation: either `previous_response_id` ... or store=false and replay "
-        "every output item'; '`reasoning.context: \"all_turns\"` is accepted only by some "
-        "models; others answer 400'",
+        "every output item'; 'Pairing: a `msg_`/`fc_` item replayed without the reasoning item "
+        "it followed fails'; '`reasoning.context: \"all_turns\"` is accepted only by some "
+        "models; others answer 400'; OpenAI API reference `ItemReference` ('An internal "
+        "identifier for an item to reference') and the conversation-state guide (store=true "
+        "keeps the response's output items); 404 wording from public threads "
+        "(anomalyco/opencode#7724)",
         _t(encrypted_content=(C, D), summary_text=(D, D)),
         emits=("encrypted_content",),
     ),
