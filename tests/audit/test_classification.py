@@ -305,3 +305,70 @@ def test_evidence_is_json_serialisable(audit_server: AuditServer) -> None:
     trace, _, _ = _run(audit_server, CLIENTS["anthropic"], m_alter)
     text = json.dumps(trace.as_dict())
     assert '"status": "altered"' in text and '"offset"' in text
+
+
+def _referencing_client(
+    audit_server: AuditServer, store: bool, reasoning_entry: Callable[[dict[str, Any]], Any]
+) -> Trace:
+    """Two Responses requests: the task, then the tool result after the answer's items sent
+    back by ``item_reference`` (the reasoning item as ``reasoning_entry`` makes it)."""
+    url = audit_server.base_url + "/responses"
+    body = {
+        "model": "sim-gpt",
+        "store": store,
+        "include": ["reasoning.encrypted_content"],
+        "tools": [{"type": "function", "name": "lookup", "parameters": SCHEMA}],
+        "input": [{"role": "user", "content": TASK}],
+        "reasoning": {"summary": "auto"},
+    }
+    with httpx.Client(timeout=10) as http:
+        rs, fc = http.post(url, json=body).json()["output"]
+        body["input"] = [
+            *body["input"],
+            reasoning_entry(rs),
+            {"type": "item_reference", "id": fc["id"]},
+            {"type": "function_call_output", "call_id": fc["call_id"], "output": "sunny"},
+        ]
+        http.post(url, json=body)
+    return analyse(audit_server.exchanges)
+
+
+def _status(trace: Trace, kind: str) -> Observation:
+    return next(o for o in trace.requests[1].observations if o.atom.kind == kind)
+
+
+def test_reference_to_a_stored_reasoning_item_is_held_by_the_server(
+    audit_server: AuditServer,
+) -> None:
+    """store=true and ``{"type": "item_reference", "id": "rs_..."}``: the carrier is not sent
+    but the server holds the item (OpenAI stores every output item of a stored response)."""
+    trace = _referencing_client(
+        audit_server, True, lambda rs: {"type": "item_reference", "id": rs["id"]}
+    )
+    assert trace.requests[1].status == 200
+    obs = _status(trace, "reasoning_item.encrypted_content")
+    assert obs.status == "server" and obs.item == ("input", 1)
+    assert _status(trace, "reasoning_item.id").status == "kept"
+    run = RunResult(label="ref", argv=[], exit_code=0, seconds=0.0, exchanges=[], trace=trace)
+    (cell,) = build_cells(run, 0)
+    assert cell["verdict"] == "kept"
+
+
+def test_stripped_reasoning_item_is_no_reference(audit_server: AuditServer) -> None:
+    """The item sent whole minus its encrypted content (it still has ``summary``) is the
+    "half" replay WIRE.md warns of, not a reference: dropped, even though the server (store
+    on) could look the id up."""
+    trace = _referencing_client(
+        audit_server, True, lambda rs: {k: v for k, v in rs.items() if k != "encrypted_content"}
+    )
+    assert _status(trace, "reasoning_item.encrypted_content").status == "dropped"
+
+
+def test_reference_to_an_unstored_answer_is_dropped(audit_server: AuditServer) -> None:
+    """store=false: the server kept nothing, so a reference stands for nothing (the simulator
+    answers 404, as OpenAI does) and the carrier is dropped."""
+    trace = _referencing_client(
+        audit_server, False, lambda rs: {"type": "item_reference", "id": rs["id"]}
+    )
+    assert trace.requests[1].status == 404
+    assert _status(trace, "reasoning_item.encrypted_content").status == "dropped"

@@ -1,6 +1,7 @@
-"""``reasonwire audit -- <command>`` on programs that know nothing of reasonwire: one using the
-official openai SDK (Responses, store=false) and one speaking Anthropic with httpx by hand;
-the CLI writes audit.json, audit.md and audit.html."""
+"""``reasonwire audit -- <command>`` on programs that know nothing of reasonwire: two using the
+official openai SDK (Responses, store=false with whole items; store=true with
+``item_reference`` entries) and one speaking Anthropic with httpx by hand; the CLI writes
+audit.json, audit.md and audit.html."""
 
 from __future__ import annotations
 
@@ -31,6 +32,60 @@ def test_openai_sdk_responses_stateless_program() -> None:
     assert doc["schema"] == SCHEMA
     # no header the program sent with its (dummy) key is kept
     assert all("authorization" not in ex.request_headers for ex in run.exchanges)
+
+
+def test_item_reference_program_keeps_its_carriers() -> None:
+    """store=true, every earlier output item sent back as ``{"type": "item_reference", "id"}``
+    (what the Vercel AI SDK sends; issue 24): the server uses the stored items, so the
+    carriers the references stand for are kept, not dropped; every request is accepted."""
+    run = audit_command([sys.executable, str(SCRIPTS / "openai_responses_item_reference.py")])
+    assert run.exit_code == 0
+    reqs = [r for r in run.trace.requests if r.dialect]
+    assert [r.status for r in reqs] == [200] * 4  # two turns of one tool round each
+    assert {r.variant for r in reqs} == {"responses store=true"}
+    sent = [json.loads(ex.request_body)["input"] for ex in run.exchanges]
+    assert all(
+        set(item) == {"type", "id"} for inp in sent for item in inp if "id" in item
+    )  # the program never sent an item whole: only references
+    enc = [
+        o for r in reqs for o in r.observations if o.atom.kind == "reasoning_item.encrypted_content"
+    ]
+    # one reasoning item per answer: request k sees the k answers before it (1 + 2 + 3)
+    assert len(enc) == 6 and {o.status for o in enc} == {"server"}
+    assert {o.scope for o in enc} == {"in_loop", "cross_turn"}
+    assert all("reference by id" in o.note for o in enc)
+    doc = build_document([run])
+    (cell,) = doc["matrix"]["cells"]
+    assert cell["column"] == "responses store=true"
+    assert cell["verdict"] == "kept"
+    kind = cell["kinds"]["reasoning_item.encrypted_content"]
+    assert (kind["loop"], kind["cross"]) == ("kept", "kept")
+    # across turns only the reasoning items' ids are re-sent (in the references), never their
+    # encrypted content: the answers of turn 1 (exchanges 0, 1), referenced by both requests
+    # of turn 2
+    rs_ids = [
+        o["id"]
+        for ex in run.exchanges[:2]
+        for o in json.loads(ex.response_body)["output"]
+        if o["type"] == "reasoning"
+    ]
+    assert cell["resent_bytes"] == 2 * sum(len(i) for i in rs_ids)
+
+
+def test_item_reference_program_without_reasoning_references_is_rejected() -> None:
+    """The twin that references the calls and messages but not the reasoning items: refused
+    (WIRE.md > Responses API, "Pairing"), and the reasoning is dropped, not kept."""
+    run = audit_command(
+        [sys.executable, str(SCRIPTS / "openai_responses_item_reference.py"), "--break"],
+        label="broken",
+    )
+    assert run.exit_code == 1
+    reqs = [r for r in run.trace.requests if r.dialect]
+    assert [r.status for r in reqs] == [200, 400]
+    assert "without its required 'reasoning' item" in (reqs[1].error or "")
+    (cell,) = build_document([run])["matrix"]["cells"]
+    assert cell["verdict"] == "rejected"
+    assert cell["kinds"]["reasoning_item.encrypted_content"]["loop"] == "dropped"
 
 
 def test_httpx_program_and_its_broken_twin(tmp_path: Path) -> None:

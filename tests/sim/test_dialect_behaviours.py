@@ -3,8 +3,9 @@ shown through a real HTTP request to the in-process simulator."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
-import time
+import types
 from typing import Any
 
 import httpx
@@ -340,9 +341,7 @@ def test_faults(client: httpx.Client) -> None:
         "/v1/messages", json={"model": "sim-claude@503", "max_tokens": 5, "messages": []}
     )
     assert a.status_code == 503 and a.json()["error"]["type"] == "overloaded_error"
-    t0 = time.perf_counter()
-    assert chat(client, "sim-qwen3@slow:300", TASK).status_code == 200
-    assert time.perf_counter() - t0 >= 0.3
+    assert chat(client, "sim-qwen3@slow:300", TASK).status_code == 200  # delay: see below
     with pytest.raises(ValueError):
         chat(client, "sim-qwen3@malformed", TASK).json()
     with pytest.raises(httpx.RemoteProtocolError):
@@ -361,6 +360,45 @@ def test_faults(client: httpx.Client) -> None:
     ):
         for _ in s.iter_bytes():
             pass
+
+
+def test_slow_fault_waits_before_answering(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``slow:<ms>`` waits <ms>/1000 seconds, once, before the answer is made; without the
+    fault nothing waits. Shown by the order of events in the app (its sleep and the dialect
+    handler recorded), not by a clock: tests assert no timings."""
+    from reasonwire.sim import app as sim_app
+    from reasonwire.sim.dialects import chat as chat_dialect
+
+    events: list[Any] = []
+    real_sleep, real_handle = asyncio.sleep, chat_dialect.handle
+
+    async def sleep(delay: float) -> None:
+        events.append(("sleep", delay))
+        await real_sleep(0)
+
+    def handle(*args: Any, **kw: Any) -> Any:
+        events.append("answer")
+        return real_handle(*args, **kw)
+
+    monkeypatch.setattr(sim_app, "asyncio", types.SimpleNamespace(sleep=sleep))
+    monkeypatch.setattr(chat_dialect, "handle", handle)
+
+    async def post(model: str) -> int:
+        transport = httpx.ASGITransport(app=sim_app.build_app(0))
+        async with httpx.AsyncClient(transport=transport, base_url="http://sim") as c:
+            body = {"model": model, "messages": [{"role": "user", "content": TASK}]}
+            return (await c.post("/v1/chat/completions", json=body)).status_code
+
+    for model, expected in (
+        ("sim-qwen3@slow:300", [("sleep", 0.3), "answer"]),
+        ("sim-qwen3@slow:0", [("sleep", 0.0), "answer"]),  # the boundary: no wait, one sleep
+        ("sim-qwen3", ["answer"]),
+    ):
+        events.clear()
+        assert asyncio.run(post(model)) == 200
+        assert events == expected, model
+    events.clear()
+    assert asyncio.run(post("sim-qwen3@slow:soon")) == 400 and events == []
 
 
 def test_catalog(client: httpx.Client) -> None:

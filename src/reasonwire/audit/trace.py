@@ -18,8 +18,12 @@
 
    - ``kept``: the exact string sits at its home (keys compared across ``snake_case`` /
      ``camelCase``, which the providers accept alike);
-   - ``server``: not sent, but held by the server (the request continues, through the
-     dialect's ``previous_response_id``-style field, a chain that includes the answer);
+   - ``server``: not sent, but held by the server: the request continues, through the
+     dialect's ``previous_response_id``-style field, a chain that includes the answer; or it
+     names the atom's item by reference - an object holding nothing but the item's own ``id``
+     and a type label (a Responses ``item_reference``, as the Vercel AI SDK sends with
+     store=true) - and the answer was stored (the dialect's ``store`` switch on in the
+     request that produced it). Reports count it as kept: the server uses the stored item;
    - ``moved``: the exact string is in the request, elsewhere (another JSON path, possibly
      on another message);
    - ``altered``: at its home (or anywhere, when re-encoded or embedded in a larger string)
@@ -119,6 +123,7 @@ class Issued:
     items: list[JSON]
     atoms: list[Atom]
     anchors: dict[tuple[int, Path], tuple[frozenset[str], frozenset[str], frozenset[str]]]
+    stored: bool = False  # the server keeps this answer's items (its request had store on)
 
     @property
     def final(self) -> bool:
@@ -150,7 +155,7 @@ def _find(items: Sequence[JSON], value: JSON, used: set[Path]) -> Path | None:
     return None
 
 
-def issue(response: int, dialect: Dialect, turn: Turn) -> Issued:
+def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> Issued:
     """Tag every traced string of ``turn``'s carriers and find its place in the replay."""
     items = list(dialect.replay(turn))
     roots: list[Path] = []
@@ -225,7 +230,7 @@ def issue(response: int, dialect: Dialect, turn: Turn) -> Issued:
             )
     for j in range(len(items)):
         anchors_of(j, ())
-    return Issued(response, dialect, turn, items, atoms, anchors)
+    return Issued(response, dialect, turn, items, atoms, anchors, stored)
 
 
 # ------------------------------------------------------------------------------------------
@@ -330,6 +335,7 @@ class Observation:
     diff: dict[str, Any] | None = None
     note: str = ""
     visible: frozenset[str] = frozenset()
+    ref: Path | None = None  # an object referencing the atom's stored item by its id
 
     @property
     def present_bytes(self) -> int:
@@ -408,8 +414,11 @@ def observe(
             taken[p] = iss.response
             item_paths[(iss.response, j)] = p
         cross = any(iss.response <= f < request for f in finals)
+        refs = _references(idx, iss) if iss.stored else {}
         for a in iss.atoms:
             o = Observation(a, "cross_turn" if cross else "in_loop")
+            if a.item is not None:
+                o.ref = refs.get(a.item)
             if a.item is not None:
                 o.visible = iss.anchors[(a.item, ())][1]
             if a.item is not None and a.item in located:
@@ -428,6 +437,32 @@ def observe(
             obs.append(o)
     _classify(idx, obs, server_held)
     return obs
+
+
+_REF_KEYS = frozenset({nkey("type"), nkey("id")})
+
+
+def _references(idx: _Index, iss: Issued) -> dict[int, Path]:
+    """Replay item -> the request object that references it by id (see ``server``).
+
+    Only the item's own ``id`` and labels sit in such an object, and its keys are ``id`` and
+    at most a ``type``: the item itself, sent whole but stripped of its carrier, still has its
+    other keys (``summary``, ``arguments``, ...) and is not a reference."""
+    out: dict[int, Path] = {}
+    for j, item in enumerate(iss.items):
+        iid = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(iid, str) or _is_label(iid):
+            continue
+        for p in idx.occ.get(iid, []):
+            if not p or p[-1] != "id":
+                continue
+            _, node = resolve(idx.body, p[:-1])
+            if not isinstance(node, dict) or not {nkey(str(k)) for k in node} <= _REF_KEYS:
+                continue
+            if all(isinstance(v, str) and (v == iid or _is_label(v)) for v in node.values()):
+                out[j] = p[:-1]
+                break
+    return out
 
 
 def _classify(idx: _Index, obs: list[Observation], server_held: set[int]) -> None:
@@ -488,9 +523,15 @@ def _classify(idx: _Index, obs: list[Observation], server_held: set[int]) -> Non
                     o.note = "embedded in a larger string"
                 claimed.add(p)
                 break
-    # 4. held by the server, else dropped
+    # 4. held by the server (a stored chain, or a reference to the stored item), else dropped
     for o in obs:
-        if o.status == "dropped" and o.atom.response in server_held:
+        if o.status == "dropped" and o.ref is not None and o.atom.response not in server_held:
+            o.status, o.item = "server", o.ref
+            o.note = (o.note + "; " if o.note else "") + (
+                f"its item is sent as a reference by id ({fmt(o.ref)}) to the item the server "
+                "stored"
+            )
+        elif o.status == "dropped" and o.atom.response in server_held:
             o.status = "server"
         elif o.status != "server" and o.atom.response in server_held:
             o.note = (o.note + "; " if o.note else "") + "also held by the server"
@@ -619,7 +660,13 @@ def analyse(exchanges: Sequence[Exchange]) -> Trace:
             except Exception as exc:  # a body the dialect cannot read is evidence too
                 rec.parse_error = f"{type(exc).__name__}: {exc}"[:300]
                 continue
-            iss = issue(ex.index, d, turn)
+            spec = d.server_state
+            stored = (
+                spec is not None
+                and isinstance(body, dict)
+                and body.get(spec.store_field, spec.store_default) is True
+            )
+            iss = issue(ex.index, d, turn, stored)
             issued.append(iss)
             atoms.extend(iss.atoms)
             rec.issued = [a.id for a in iss.atoms]

@@ -83,7 +83,7 @@ _OPENROUTER_LANE = Behaviour(
     model="sim-portal",
     dialect="chat",
     description="portal lane via an OpenRouter-style gateway: reasoning + reasoning_details",
-    rule=f"{_GW}: `gen-...` is the OpenRouter lane",
+    rule=f"{_GW}: 'on the Nous Portal `gen-...` is the OpenRouter lane'",
     truth=_t(reasoning_content=(D, D), reasoning=(D, D), reasoning_details=(C, D)),
     emits=("reasoning", "reasoning_details"),
     id_prefix="gen-",
@@ -94,7 +94,7 @@ _DIRECT_LANE = Behaviour(
     model="sim-portal",
     dialect="chat",
     description="portal lane straight to the upstream: reasoning_content, Qwen3-style template",
-    rule=f"{_GW}: `chatcmpl-` ... a direct upstream",
+    rule=f"{_GW}: '`chatcmpl-`, a uuid or `msg_` a direct upstream'",
     truth=_t(reasoning_content=(C, D), reasoning=(D, D), reasoning_details=(D, D)),
     emits=("reasoning_content",),
     id_prefix="chatcmpl-",
@@ -177,7 +177,7 @@ _ALL: tuple[Behaviour, ...] = (
         "chat",
         "OpenRouter-style gateway: reasoning + reasoning_details with a reasoning.encrypted "
         "entry that must come back intact; read in the loop only; billed cost in usage.cost",
-        f'{_CHAT}: \'`reasoning_details` ... `{{"type":"reasoning.encrypted","data":..}}`. '
+        f'{_CHAT}: \'`reasoning_details` ... `{{"type":"reasoning.encrypted","data":..` ... '
         "Return the array unchanged'",
         _t(reasoning_content=(D, D), reasoning=(D, D), reasoning_details=(C, D)),
         emits=("reasoning", "reasoning_details", "reasoning.encrypted"),
@@ -255,10 +255,15 @@ _ALL: tuple[Behaviour, ...] = (
         "sim-gpt",
         "responses",
         "reasoning items sealed as encrypted_content; replayed items read in the loop only; "
-        "store/previous_response_id; pairing errors; `reasoning.context` is a 400",
+        "store/previous_response_id; store=true keeps every output item for item_reference; "
+        "pairing errors (for items sent whole or by reference); `reasoning.context` is a 400",
         f"{_RESP}: 'Continuation: either `previous_response_id` ... or store=false and replay "
-        "every output item'; '`reasoning.context: \"all_turns\"` is accepted only by some "
-        "models; others answer 400'",
+        "every output item'; 'Pairing: a `msg_`/`fc_` item replayed without the reasoning item "
+        "it followed fails'; '`reasoning.context: \"all_turns\"` is accepted only by some "
+        "models; others answer 400'; OpenAI API reference `ItemReference` ('An internal "
+        "identifier for an item to reference') and the conversation-state guide (store=true "
+        "keeps the response's output items); 404 wording from public threads "
+        "(anomalyco/opencode#7724)",
         _t(encrypted_content=(C, D), summary_text=(D, D)),
         emits=("encrypted_content",),
     ),
@@ -275,7 +280,11 @@ _ALL: tuple[Behaviour, ...] = (
         "sim-gpt-lowskip",
         "responses",
         "at effort `low` emits no reasoning item at all",
-        f"{_RESP}: 'Request: `reasoning: {{effort, ...}}`' (effort-dependent output)",
+        f"{_RESP}: 'Request: `reasoning: {{effort, ...}}`'; an answer with no reasoning item "
+        "at all: recording cassettes-2026/pai__test_openai_responses__test_openai_responses_"
+        "reasoning_context_default_wire_contract(default-supported).yaml (reasoning_tokens 0); "
+        "tying it to effort `low` is the simulator's choice (the harness climbs the effort "
+        "when turn 1 returns no carrier, and needs a model that does so)",
         _t(encrypted_content=(C, D), summary_text=(D, D)),
         emits=("encrypted_content",),
         skip_reasoning_at_low=True,

@@ -2,9 +2,13 @@
 
 Reasoning items are sealed into ``encrypted_content`` (when ``include`` asks for it) with the
 server's key; replayed items are unsealed and, as the behaviour's truth says, enter the prompt.
-State: ``store`` keeps a response's items for ``previous_response_id`` and for reasoning items
-replayed by id without their encrypted content. Items that followed a reasoning item must be
-replayed with it (the pairing error). Shapes follow the recorded OpenAI traffic.
+State: ``store`` keeps a response's items for ``previous_response_id``, and every output item
+(``rs_``, ``fc_``, ``msg_``) for ``item_reference`` input entries and for reasoning items
+replayed by id without their encrypted content: OpenAI stores the whole response, and the
+Vercel AI SDK (``@ai-sdk/openai`` with store=true) sends references to all three kinds. A
+reference resolves to the stored item before any other check, so the pairing rule (items that
+followed a reasoning item must be replayed with it) holds alike for items sent whole and by
+reference. An id never handed out is a 404. Shapes follow the recorded OpenAI traffic.
 """
 
 from __future__ import annotations
@@ -68,7 +72,7 @@ def read(
         if _kind(item) == "item_reference":
             ref = state.items.get(str(item.get("id")))
             if ref is None:
-                raise SimError(404, f"Item with id '{item.get('id')}' not found.", param="input")
+                raise _not_found(item.get("id"))
             item = ref[0]
         resolved.append(item)
     last_user = max(
@@ -137,16 +141,22 @@ def _reasoning_text(item: dict[str, Any], state: SimState, body: dict[str, Any])
         return plain
     if isinstance(iid, str) and iid.startswith("rs_"):
         ref = state.items.get(iid)
-        if ref is None:
-            raise SimError(
-                404,
-                f"Item with id '{iid}' not found. Items are not persisted when `store` is set "
-                "to false. Try again with `store` set to true, or remove this item from your "
-                "input.",
-                param="input",
-            )
+        if ref is None or ref[0].get("type") != "reasoning":
+            raise _not_found(iid)
         return str(ref[1])
     return text_of(item.get("content"))  # raw reasoning_text content (no id, no seal)
+
+
+def _not_found(iid: object) -> SimError:
+    """The 404 for an item id the server does not hold, in the wording OpenAI answers with
+    (quoted in public issue threads, e.g. anomalyco/opencode#7724, earendil-works/pi#5059)."""
+    return SimError(
+        404,
+        f"Item with id '{iid}' not found. Items are not persisted when `store` is set "
+        "to false. Try again with `store` set to true, or remove this item from your "
+        "input.",
+        param="input",
+    )
 
 
 def _tools(body: dict[str, Any]) -> list[tuple[str, str, Any]]:
@@ -234,8 +244,11 @@ def handle(
     }
     resp = _envelope(body, model, f"resp_{h[:50]}", now, effort, summary, store)
     if store:
-        if p.reasoning:
-            state.remember(state.items, rs_id, (output[0], p.reasoning))
+        # every output item is stored, not only the reasoning one: a client may reference
+        # any of them (``item_reference``) in a later request
+        for it in output:
+            plain = p.reasoning if it["type"] == "reasoning" else None
+            state.remember(state.items, it["id"], (it, plain))
         state.remember(state.responses, resp["id"], [*items, *output])
     final = dict(resp, status="completed", completed_at=now, output=output, usage=usage)
     if not stream:
