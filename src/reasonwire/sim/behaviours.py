@@ -76,7 +76,7 @@ _CHAT = "WIRE.md > OpenAI-compatible Chat Completions"
 _RESP = "WIRE.md > Responses API"
 _ANTH = "WIRE.md > Anthropic Messages"
 _GEM = "WIRE.md > Gemini"
-_INT = "ai.google.dev/gemini-api/docs/interactions/thinking"
+_W26 = "WIRE.md > The 2026 wire"
 _GW = "WIRE.md > Gateways and lanes"
 
 _OPENROUTER_LANE = Behaviour(
@@ -351,8 +351,9 @@ _ALL: tuple[Behaviour, ...] = (
         "thought steps with a signature (and a summary with thinking_summaries: auto); a "
         "missing or altered signature in the current turn is a 400; previous_interaction_id "
         "continues a stored interaction",
-        f"{_INT}: 'Every thought step contains two fields: signature (Required) ... summary "
-        "(optional)'; recordings cassettes-2026/vercel__google-interactions__*",
+        f"{_W26}: 'an interaction holds steps - thought (a required signature, an optional "
+        "summary) ... a stateless turn resends the history (signatures included)'; recording "
+        "cassettes-2026/vercel__google-interactions__tool-call-step1.json",
         _t(thought_signature=(C, D), thought_summary=(D, D)),
         emits=("thought_signature", "thought_summary"),
         cache=False,
