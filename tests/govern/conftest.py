@@ -211,6 +211,20 @@ def make_registry(upstream: str) -> Registry:
     )
     reg.add_route(
         RouteRegistration(
+            route_id="interactions/sim-gemini-interactions",
+            provider="sim",
+            model="sim-gemini-interactions",
+            dialect="interactions",
+            qualification_id="Q-ROUTE-sim-gemini-interactions",
+            levels={lv: {"generation_config": {"thinking_level": lv}} for lv in LEVELS},
+            auth_header="x-goog-api-key",
+            auth_scheme="",
+            upstream_base_url=upstream.removesuffix("/v1") + "/v1beta",
+            credential_env=UPSTREAM_KEY_ENV,
+        )
+    )
+    reg.add_route(
+        RouteRegistration(
             route_id="anthropic/sim-claude",
             provider="sim",
             model="sim-claude",

@@ -44,13 +44,10 @@ _STORE_PREFIX = "interaction:"
 
 
 def error_body(err: SimError) -> dict[str, Any]:
-    return {
-        "error": {
-            "code": err.status,
-            "message": err.message,
-            "status": _STATUS.get(err.status, "UNKNOWN"),
-        }
-    }
+    """``error.code`` is a string on this API (the google-genai SDK's ``interactions.Error``
+    has ``code: str``; generateContent's integer code fails that schema)."""
+    name = _STATUS.get(err.status, "UNKNOWN")
+    return {"error": {"code": name, "message": err.message, "status": name}}
 
 
 def _steps(body: dict[str, Any]) -> list[dict[str, Any]]:

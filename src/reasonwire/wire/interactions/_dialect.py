@@ -119,9 +119,12 @@ class InteractionsDialect(Dialect):
         return encode_event("message", orjson.dumps(data))
 
     def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
-        """Google's error shape (``error.code`` / ``message`` / ``status``)."""
+        """The Interactions error shape: ``error.code`` is a string on this API (the
+        google-genai SDK's ``interactions.Error``: ``code: str``, ``message: str``; an integer
+        code fails its schema), here the google.rpc status name, also given as ``status``."""
         kind = info.type if info and info.type in self.error_types else _STATUS.get(status)
-        return {"error": {"code": status, "message": message, "status": kind or "INTERNAL"}}
+        name = kind or "INTERNAL"
+        return {"error": {"code": name, "message": message, "status": name}}
 
     def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
