@@ -21,7 +21,13 @@ from reasonwire.wire.model import ABSENT, JSON, Message, RequestOptions, ToolSpe
 from reasonwire.wire.registry import get_dialect
 
 FILTER_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
-"""Finish reasons that mean a safety layer replaced the answer."""
+"""Finish reasons that mean a safety layer replaced the answer, as the wire layer parses them
+into ``Turn.finish_reason`` (the provider's own word, so this is data, not a branch per
+provider): ``content_filter`` (Chat Completions ``finish_reason``), ``refusal`` (Anthropic
+``stop_reason`` since Claude 4: "Streaming refusals" in Anthropic's docs; the body may carry no
+``usage``), ``SAFETY`` (Gemini ``finishReason``). A call that ends in one is a refusal, handled
+like a ``403`` (:mod:`reasonwire.eval._steps`: the probe falls back to the neutral wording),
+with or without usage figures."""
 
 
 @dataclass(frozen=True)
