@@ -400,7 +400,7 @@ class Method:
                         variant=mode,
                         wording=wording,
                         effort=effort,
-                        transcript=tuple(self.fixture.around(msg, position, wording)),
+                        transcript=tuple(self.fixture.replay(msg, position, wording)),
                         tools=(TOOL,),
                         params=params,
                         fix=state.fix,
