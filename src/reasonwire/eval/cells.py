@@ -47,6 +47,7 @@ class Cell:
     keep_carriers: bool = True
     attempt: int = 0
     t1_lane: str | None = None  # turn 2: the lane of the turn 1 whose carriers it replays
+    t1_run: str | None = None  # turn 2: the run id of that turn-1 capture
     fold_mode: str = ""  # fold step: "baseline" | "unfolded" | "folded"
     fold_id: str = ""  # fold step: the fold setup (``FoldTrace.fold_id``)
     fold: FoldSettings | None = None  # folded cells: the body goes through ``fold_request``
@@ -109,6 +110,7 @@ class Cell:
             extra=self.extra,
             attempt=self.attempt,
             t1_lane=ABSENT if self.t1_lane is None else self.t1_lane,
+            t1_run=ABSENT if self.t1_run is None else self.t1_run,
             params_sig=self.fix.signature(),
             fix_notes=self.fix.notes,
             fold_mode=self.fold_mode or ABSENT,
