@@ -12,6 +12,7 @@ the test then writes both into one directory.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,24 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return base / "old", base / "new"
 
 
-def _merge(out: Path, old: Path, new: Path, order: str) -> None:
+def _legacy(lines: list[str]) -> list[str]:
+    """Call records as written before ``t1_run`` existed (the key taken out)."""
+    out = []
+    for line in lines:
+        rec = json.loads(line)
+        rec.pop("t1_run", None)
+        out.append(json.dumps(rec, separators=(",", ":")) + "\n")
+    return out
+
+
+def _merge(out: Path, old: Path, new: Path, order: str, legacy: bool = False) -> None:
     """One directory holding both runs' records. ``interleaved``: both turn 1s first, then
     the new run's turn 2s, then the old run's (as two processes sharing ``--out`` may write
     them); ``new-first``: every line of the new run before the old run's."""
     out.mkdir()
     calls_old, calls_new = _lines(old / "calls.jsonl"), _lines(new / "calls.jsonl")
+    if legacy:  # the old run was measured before this version: its records name no capture
+        calls_old = _legacy(calls_old)
     if order == "interleaved":
         t1 = [line for line in calls_old + calls_new if '"position":"turn1"' in line]
         rest = [line for line in calls_new + calls_old if '"position":"turn1"' not in line]
@@ -71,13 +84,14 @@ def test_each_replay_names_the_run_of_the_capture_it_replays(two_runs: tuple[Pat
         assert {r["t1_run"] for r in turn2} == {t1["run_id"]}
 
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["both-named", "old-unnamed"])
 @pytest.mark.parametrize("order", ["interleaved", "new-first"])
 def test_the_report_keeps_the_newest_capture(
-    two_runs: tuple[Path, Path], tmp_path: Path, order: str
+    two_runs: tuple[Path, Path], tmp_path: Path, order: str, legacy: bool
 ) -> None:
     old, new = two_runs
     (new_t1,) = [r for r in read_jsonl(new / "calls.jsonl") if r.get("position") == "turn1"]
-    _merge(tmp_path / "both", old, new, order)
+    _merge(tmp_path / "both", old, new, order, legacy)
     (row,) = build_matrix(tmp_path / "both")["rows"]
     assert row["turn1"]["response_id"] == new_t1["response_id"]
     for position in ("in_loop", "cross_turn"):
@@ -87,7 +101,13 @@ def test_the_report_keeps_the_newest_capture(
     assert row["verdict"] == "accepted-ignored"
 
 
-def test_each_run_alone_is_its_own_verdict(two_runs: tuple[Path, Path]) -> None:
+def test_each_run_alone_is_its_own_verdict(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = two_runs
     assert build_matrix(old)["rows"][0]["verdict"] == "consumes-all-turns"
     assert build_matrix(new)["rows"][0]["verdict"] == "accepted-ignored"
+    # records that name no capture (written before t1_run) are still their capture's replays
+    (tmp_path / "calls.jsonl").write_text("".join(_legacy(_lines(old / "calls.jsonl"))))
+    (tmp_path / "runs.jsonl").write_text((old / "runs.jsonl").read_text())
+    (row,) = build_matrix(tmp_path)["rows"]
+    assert row["verdict"] == "consumes-all-turns"
+    assert row["opaque"]["replay"]["in_loop"]["delta"] == 100

@@ -141,18 +141,20 @@ def _opaque_cells(
 ) -> tuple[dict[str, OpaqueEntry], list[RowError]]:
     """The opaque entries of ``lane``: turn-2 records replaying a turn 1 of this lane (their
     ``t1_lane``; records written before it existed fall back to their own lane) and, with
-    ``t1_run``, replaying that run's capture (their ``t1_run``; records written before it
-    existed are kept), each mode's answer taken on this lane only, so verbatim and stripped
-    compare one upstream and one capture."""
+    ``t1_run``, replaying that run's capture (their ``t1_run``: when no record names it, the
+    capture predates the field and the records that name no capture are its replays), each
+    mode's answer taken on this lane only, so verbatim and stripped compare one upstream and
+    one capture."""
     out: dict[str, OpaqueEntry] = {}
     errors: list[RowError] = []
     mine = [
         r
         for r in recs
-        if r.get("position") != "turn1"
-        and (r.get("t1_lane") or r.get("lane")) in (None, lane)
-        and (t1_run is None or r.get("t1_run") in (None, t1_run))
+        if r.get("position") != "turn1" and (r.get("t1_lane") or r.get("lane")) in (None, lane)
     ]
+    if t1_run is not None:
+        named = any(r.get("t1_run") == t1_run for r in mine)
+        mine = [r for r in mine if r.get("t1_run") == (t1_run if named else None)]
     extras = sorted({str(r.get("extra") or "") for r in mine})
     for extra in extras:
         name = "replay" + (f"+{extra}" if extra else "")
