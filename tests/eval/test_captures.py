@@ -111,3 +111,18 @@ def test_each_run_alone_is_its_own_verdict(two_runs: tuple[Path, Path], tmp_path
     (row,) = build_matrix(tmp_path)["rows"]
     assert row["verdict"] == "consumes-all-turns"
     assert row["opaque"]["replay"]["in_loop"]["delta"] == 100
+
+
+def test_a_resumed_turn1_keeps_the_run_id_of_its_capture(tmp_path: Path) -> None:
+    """A run stopped after turn 1 (here: its turn-2 records taken out), then resumed: turn 1
+    is answered from the records, and the replays sent now name the run that captured it."""
+    stub = Stub()
+    first = _run(stub, tmp_path)
+    (t1,) = [r for r in first if r["position"] == "turn1"]
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text("".join(line for line in _lines(calls) if '"position":"turn1"' in line))
+    again = _run(stub, tmp_path)
+    turn2 = [r for r in again if r["position"] != "turn1"]
+    assert len(turn2) == 4 and {r["run_id"] for r in turn2} != {t1["run_id"]}
+    assert {r["t1_run"] for r in turn2} == {t1["run_id"]}
+    assert [r for r in again if r["position"] == "turn1"] == [t1]  # not sent again
