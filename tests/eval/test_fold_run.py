@@ -36,9 +36,14 @@ MODELS = ("sim-chat-all", "sim-qwen3", "sim-chat-ignore", "sim-r1", "sim-vllm", 
           "sim-grok-refuse", "sim-portal")  # fmt: skip
 SINGLE_LANE = ("sim-chat-all", "sim-qwen3", "sim-chat-ignore", "sim-r1", "sim-gemini")
 ON = FoldSettings(enabled=True)
-METHOD_KEYS = (71, "a228082fa6e37bddb921cab87884ea377cc3cd3f61c5bbd6f2058fa5af600208")
-"""Resume keys of the method over SINGLE_LANE (sorted, sha256 of their lines), measured with
-the main checkout at 4882a37, before ``--fold`` existed: resume keys hash the request bodies."""
+TEXT_KEYS = (44, "1070d94aa80d47537035d7f16f63dcdd29ded9591483fdcfed1ddcdde2a9afb5")
+"""Resume keys of the method's text step over SINGLE_LANE (sorted, sha256 of their lines),
+measured with the main checkout at 4882a37, before ``--fold`` existed: resume keys hash the
+request bodies (all 71 keys hashed to a228082f... there)."""
+METHOD_KEYS = (71, "d6061912c148b5da6bdba301977f4e31e484f8f88d147154fa3bc6907d1969d8")
+"""All 71 keys since the opaque step's turn 1 asks the method's arithmetic prompt
+(``TURN1_TASK``, which changed the turn-1 and turn-2 bodies only; the text keys above did not
+move), measured on branch wt-eval at that change."""
 
 
 def _cfg(sim: SimServer, out: Path, models: tuple[str, ...], **kw: Any) -> EvalConfig:
@@ -154,6 +159,9 @@ def test_fold_adds_only_its_calls_resumes_and_keeps_the_method_bytes(
     # the method's requests are the bytes they were before the fold step existed
     digest = hashlib.sha256("\n".join(plain_keys).encode()).hexdigest()
     assert (len(plain_keys), digest) == METHOD_KEYS
+    text_keys = sorted(r["key"] for r in _calls(tmp_path / "plain") if r["step"] == "text")
+    text_digest = hashlib.sha256("\n".join(text_keys).encode()).hexdigest()
+    assert (len(text_keys), text_digest) == TEXT_KEYS
     # the same directory, now with the fold: the method's calls are all reused
     res = run_eval(_cfg(sim, tmp_path / "plain", SINGLE_LANE, fold=ON))
     fields = {m: len(_read_in_loop(m, "direct")) for m in SINGLE_LANE}

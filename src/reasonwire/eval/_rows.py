@@ -137,11 +137,14 @@ def _pick(at: list[Rec], lane: str) -> tuple[Rec | None, CallError | None]:
 
 
 def _opaque_cells(
-    recs: list[Rec], lane: str, th: Thresholds, word: str | None
+    recs: list[Rec], lane: str, th: Thresholds, word: str | None, t1_run: str | None = None
 ) -> tuple[dict[str, OpaqueEntry], list[RowError]]:
     """The opaque entries of ``lane``: turn-2 records replaying a turn 1 of this lane (their
-    ``t1_lane``; records written before it existed fall back to their own lane), each mode's
-    answer taken on this lane only, so verbatim and stripped compare one upstream."""
+    ``t1_lane``; records written before it existed fall back to their own lane) and, with
+    ``t1_run``, replaying that run's capture (their ``t1_run``: when no record names it, the
+    capture predates the field and the records that name no capture are its replays), each
+    mode's answer taken on this lane only, so verbatim and stripped compare one upstream and
+    one capture."""
     out: dict[str, OpaqueEntry] = {}
     errors: list[RowError] = []
     mine = [
@@ -149,6 +152,9 @@ def _opaque_cells(
         for r in recs
         if r.get("position") != "turn1" and (r.get("t1_lane") or r.get("lane")) in (None, lane)
     ]
+    if t1_run is not None:
+        named = any(r.get("t1_run") == t1_run for r in mine)
+        mine = [r for r in mine if r.get("t1_run") == (t1_run if named else None)]
     extras = sorted({str(r.get("extra") or "") for r in mine})
     for extra in extras:
         name = "replay" + (f"+{extra}" if extra else "")
@@ -243,10 +249,11 @@ def rows_of(
     rows = []
     for lane in lanes:
         # turn 1 of this lane: its carriers are what this lane's opaque cells replay
-        t1 = next((r for r in reversed(turn1s) if r.get("lane") == lane), None)
+        t1 = newest_capture([r for r in turn1s if r.get("lane") == lane])
         word = canary_in(str(t1.get("reasoning_excerpt") or "")) if t1 is not None else None
         text, wording, errs = _text_cells(text_recs, lane, canary, T, th, variants)
-        opaque, oerrs = _opaque_cells(op_recs, lane, th, word)
+        t1_run = None if t1 is None else t1.get("run_id")
+        opaque, oerrs = _opaque_cells(op_recs, lane, th, word, t1_run)
         not_direct = want_direct and lane != default_lane and (multi or default_lane not in lanes)
         unreached = (
             want_direct
@@ -287,6 +294,19 @@ def rows_of(
             )
         )
     return rows
+
+
+def newest_capture(turn1s: list[Rec]) -> Rec | None:
+    """The turn-1 capture a lane's row replays when several runs captured one (two runs
+    sharing ``--out``, or records of two machines put together): the newest, by the time its
+    record was written (``t``), the later line on a tie. Its ``run_id`` then selects the
+    turn-2 records that replay it (their ``t1_run``), so a delta never compares the verbatim
+    replay of one capture with the stripped replay of another."""
+    best: Rec | None = None
+    for r in turn1s:
+        if best is None or float(r.get("t") or 0.0) >= float(best.get("t") or 0.0):
+            best = r
+    return best
 
 
 _PRICE_ORDER = ("unknown", "listed", "billed", "free")

@@ -294,13 +294,14 @@ class Method:
 
     async def turn1(
         self, target: Target, state: _ModelState, lane: str | None
-    ) -> tuple[Turn, str, str] | str:
+    ) -> tuple[Turn, str, str, str] | str:
         """Turn 1 up the effort ladder (:meth:`ladder`) until it answers with a tool call and a
         carrier, on ``lane`` when given. The method raises the effort when turn 1 returns no
         carrier *or no tool call* (a reasoning model may answer in prose at a low effort and
         call the tool once it thinks more), so both climb; the walk ends at the top level,
         and the reason names that level and the ladder walked.
-        Returns (turn, effort, lane), or why there is nothing to replay
+        Returns (turn, effort, lane, the run id of the capture: a turn 1 answered from the
+        records of an earlier run keeps that run's), or why there is nothing to replay
         ("" after a budget stop: the stop is recorded already)."""
         why = "turn 1 gave nothing to replay"
         ladder = self.ladder(target)
@@ -318,7 +319,8 @@ class Method:
                 )
             turn = res.turn
             if turn.tool_calls and turn.carriers:
-                return turn, effort, str(res.lane)
+                assert res.record is not None
+                return turn, effort, str(res.lane), res.record.run_id
             why = (
                 f"no tool call at effort {effort}"
                 if not turn.tool_calls
@@ -355,7 +357,7 @@ class Method:
             if found:
                 self.note(target, "opaque", found + (f" (lane {lane})" if lane else ""))
             return
-        turn, effort, landed = found
+        turn, effort, landed, t1_run = found
         self.opaque_tried[(target.route.name, target.model)].add(landed)
         params = state.fix.apply(
             route_params(target.route, target.model, effort, self.cfg.max_tokens)
@@ -363,7 +365,9 @@ class Method:
         extras: dict[str, Mapping[str, Any]] = {"": {}}
         extras.update(OPAQUE_EXTRAS.get(target.route.dialect, {}))
         jobs = [
-            self.turn2(target, state, turn, effort, position, name, _merge(params, frag), landed)
+            self.turn2(
+                target, state, turn, effort, position, name, _merge(params, frag), landed, t1_run
+            )
             for position in POSITIONS
             for name, frag in extras.items()
         ]
@@ -379,6 +383,7 @@ class Method:
         extra: str,
         params: dict[str, Any],
         t1_lane: str,
+        t1_run: str,
     ) -> None:
         wording = state.wording.get(position, "probe")
         pin = t1_lane if target.route.lanes.prefixes else None
@@ -400,7 +405,7 @@ class Method:
                         variant=mode,
                         wording=wording,
                         effort=effort,
-                        transcript=tuple(self.fixture.around(msg, position, wording)),
+                        transcript=tuple(self.fixture.replay(msg, position, wording)),
                         tools=(TOOL,),
                         params=params,
                         fix=state.fix,
@@ -408,6 +413,7 @@ class Method:
                         keep_carriers=keep,
                         attempt=attempt,
                         t1_lane=t1_lane,
+                        t1_run=t1_run,
                     )
 
                 return cell

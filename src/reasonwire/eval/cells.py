@@ -21,7 +21,13 @@ from reasonwire.wire.model import ABSENT, JSON, Message, RequestOptions, ToolSpe
 from reasonwire.wire.registry import get_dialect
 
 FILTER_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
-"""Finish reasons that mean a safety layer replaced the answer."""
+"""Finish reasons that mean a safety layer replaced the answer, as the wire layer parses them
+into ``Turn.finish_reason`` (the provider's own word, so this is data, not a branch per
+provider): ``content_filter`` (Chat Completions ``finish_reason``), ``refusal`` (Anthropic
+``stop_reason`` since Claude 4: "Streaming refusals" in Anthropic's docs; the body may carry no
+``usage``), ``SAFETY`` (Gemini ``finishReason``). A call that ends in one is a refusal, handled
+like a ``403`` (:mod:`reasonwire.eval._steps`: the probe falls back to the neutral wording),
+with or without usage figures."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Cell:
     keep_carriers: bool = True
     attempt: int = 0
     t1_lane: str | None = None  # turn 2: the lane of the turn 1 whose carriers it replays
+    t1_run: str | None = None  # turn 2: the run id of that turn-1 capture
     fold_mode: str = ""  # fold step: "baseline" | "unfolded" | "folded"
     fold_id: str = ""  # fold step: the fold setup (``FoldTrace.fold_id``)
     fold: FoldSettings | None = None  # folded cells: the body goes through ``fold_request``
@@ -103,6 +110,7 @@ class Cell:
             extra=self.extra,
             attempt=self.attempt,
             t1_lane=ABSENT if self.t1_lane is None else self.t1_lane,
+            t1_run=ABSENT if self.t1_run is None else self.t1_run,
             params_sig=self.fix.signature(),
             fix_notes=self.fix.notes,
             fold_mode=self.fold_mode or ABSENT,

@@ -106,7 +106,13 @@ def run_command(
     ),
     want_direct: str = typer.Option("", help="Model ids that must reach the direct lane."),
     lane_attempts: int = typer.Option(8, help="Resamples per cell to reach a lane."),
-    opaque_min: int = typer.Option(25, help="Opaque: verbatim delta above this is consumed."),
+    opaque_min: int = typer.Option(
+        25,
+        help="Opaque: a verbatim-minus-stripped delta above N tokens is consumed. Default 25, "
+        "as the method says; the method's own harness uses 8, because some models emit only "
+        "~20 reasoning tokens.",
+        metavar="N",
+    ),
     consume_ratio: float = typer.Option(0.5, help="Text: delta >= ratio*T is consumed."),
     seed: int | None = typer.Option(None, help="Fixture seed (trace and canary)."),
     routes_file: Path | None = typer.Option(None, help="TOML file with [routes.NAME]."),

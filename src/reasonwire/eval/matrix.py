@@ -48,6 +48,8 @@ from reasonwire.method.verdicts import Thresholds
 
 _UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
 """Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
+_UNUSED_TURN1 = tuple(k for k in _UNUSED if k != "t")
+"""A turn-1 record keeps ``t``: the newest capture is the one a row replays (``_rows``)."""
 
 
 @dataclass(frozen=True)
@@ -118,10 +120,13 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
             keep = mine[k] = _shard_of(k, shards) == shard
         if not keep:
             continue
-        for unused in _UNUSED:
-            rec.pop(unused, None)
         if rec.get("position") != "turn1":
+            for unused in _UNUSED:
+                rec.pop(unused, None)
             rec.pop("carriers", None)
+        else:
+            for unused in _UNUSED_TURN1:
+                rec.pop(unused, None)
         groups[k].append(rec)
         spent += float(rec.get("cost_usd") or 0.0)
         ncalls += 1

@@ -45,8 +45,9 @@ RUNS = "runs.jsonl"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CellLabels(JSONRecord):
-    """What identifies a cell (see :mod:`reasonwire.eval.cells`); ``t1_lane`` (turn 2 only):
-    the lane of the turn 1 whose carriers it replays; ``params_sig`` the parameter fixes;
+    """What identifies a cell (see :mod:`reasonwire.eval.cells`); ``t1_lane`` and ``t1_run``
+    (turn 2 only): the lane and the run id of the turn-1 capture whose carriers it replays
+    (records written before ``t1_run`` existed lack it); ``params_sig`` the parameter fixes;
     ``fold_mode`` / ``fold_id`` (fold step only, ``eval run --fold``): ``baseline``,
     ``unfolded`` or ``folded``, and the fold setup the cell belongs to."""
 
@@ -61,6 +62,7 @@ class CellLabels(JSONRecord):
     extra: str
     attempt: int
     t1_lane: str = ABSENT
+    t1_run: str = ABSENT
     params_sig: str
     fix_notes: tuple[str, ...]
     fold_mode: str = ABSENT
