@@ -60,4 +60,22 @@ def count(dialect: str, raw: bytes) -> tuple[int, int, int]:
                     if "functionCall" in part:
                         k += _b(json.dumps(part["functionCall"].get("args", {}),
                                            separators=(",", ":"), ensure_ascii=False))  # fmt: skip
+        elif dialect == "interactions":
+            if p.get("event_type") == "step.start":
+                step = p.get("step") or {}
+                for item in step.get("summary") or []:
+                    r += _b(item.get("text"))
+                for item in step.get("content") or []:
+                    t += _b(item.get("text"))
+                if step.get("type") == "function_call" and step.get("arguments"):
+                    k += _b(json.dumps(step["arguments"], separators=(",", ":"),
+                                       ensure_ascii=False))  # fmt: skip
+            elif p.get("event_type") == "step.delta":
+                d = p.get("delta") or {}
+                if d.get("type") == "thought_summary":
+                    r += _b((d.get("content") or {}).get("text"))
+                elif d.get("type") == "text":
+                    t += _b(d.get("text"))
+                elif d.get("type") == "arguments_delta":
+                    k += _b(d.get("arguments"))
     return r, t, k

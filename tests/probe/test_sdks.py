@@ -209,3 +209,48 @@ def test_llama_server_stream(ledger: Path, capture: Capture) -> None:
     (row,) = rows(ledger)
     check_row(row, "chat", capture.bodies[0])
     assert row["usage"] is not None
+
+
+def test_google_genai_interactions_stream(
+    sim_server: SimServer, capture: Capture, ledger: Path
+) -> None:
+    """The Interactions API through google-genai: the summary counts as reasoning, the call's
+    streamed arguments as tool bytes; the follow-up's thought signature as re-sent opaque."""
+    from google import genai
+    from google.genai import types
+
+    http = httpx.Client(transport=ProbeTransport("s-int", ledger_dir=ledger, inner=capture))
+    client = genai.Client(
+        api_key=KEY,
+        http_options=types.HttpOptions(base_url=sim_server.root_url, httpx_client=http),
+    )
+    tools: Any = [{"type": "function", "name": "lookup", "parameters": {
+        "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}]  # fmt: skip
+    config: Any = {"thinking_level": "high", "thinking_summaries": "auto"}
+    signature, usage = "", None
+    for ev in client.interactions.create(
+        model="sim-gemini-interactions", input=TASK, tools=tools, generation_config=config,
+        stream=True, store=False,
+    ):  # fmt: skip
+        data = ev.model_dump(mode="json", exclude_none=True)
+        delta = data.get("delta") or {}
+        if delta.get("type") == "thought_signature":
+            signature = delta["signature"]
+        if data["event_type"] == "interaction.completed":
+            usage = data["interaction"]["usage"]
+    (row,) = rows(ledger)
+    check_row(row, "interactions", capture.bodies[0])
+    assert row["reasoningBytes"] > 0 and row["toolBytes"] > 0
+    assert usage is not None and billed_of(row) == usage["total_input_tokens"]
+    assert row["usage"]["totalTokens"] == usage["total_tokens"]
+
+    history: Any = [
+        {"type": "user_input", "content": [{"type": "text", "text": TASK}]},
+        {"type": "thought", "signature": signature},
+        {"type": "user_input", "content": [{"type": "text", "text": "and Paris?"}]},
+    ]
+    client.interactions.create(model="sim-gemini-interactions", input=history, store=False)
+    second = rows(ledger)[1]
+    assert second["sentReasoning"] == {
+        "thought_signature": {"bytes": len(signature.encode()), "count": 1, "opaque": True}
+    }
