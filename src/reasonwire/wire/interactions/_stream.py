@@ -45,12 +45,15 @@ from reasonwire.wire.model import (
 from reasonwire.wire.sse import SSEDecoder
 
 
-def _append_text(items: list[Any], piece: str) -> None:
+def _open_text(items: list[Any]) -> int:
+    """The index of the text item deltas grow: the last item when it is text, else a new
+    empty one appended."""
     last = items[-1] if items else None
-    if isinstance(last, dict) and last.get("type") == "text" and isinstance(last.get("text"), str):
-        items[-1] = {**last, "text": last["text"] + piece}
-    else:
-        items.append({"type": "text", "text": piece})
+    if not (
+        isinstance(last, dict) and last.get("type") == "text" and isinstance(last.get("text"), str)
+    ):
+        items.append({"type": "text", "text": ""})
+    return len(items) - 1
 
 
 class InteractionsStreamDecoder:
@@ -62,6 +65,9 @@ class InteractionsStreamDecoder:
         self._top: dict[str, Any] = {}
         self._steps: dict[int, dict[str, Any]] = {}
         self._args: dict[int, list[str]] = {}
+        # text pieces not yet joined: (step index, "content" | "summary") -> pieces
+        # (joined once, at step.stop or on assembly: appending to one string is quadratic)
+        self._grow: dict[tuple[int, str], list[str]] = {}
         self._call_no: dict[int, int] = {}
         self._events = 0
         self._finished = False
@@ -98,6 +104,7 @@ class InteractionsStreamDecoder:
         body.setdefault("status", "in_progress")
         steps: list[dict[str, Any]] = []
         for i in sorted(self._steps):
+            self._join(i, self._steps[i])
             try:
                 steps.append(self._finish_args(i, dict(self._steps[i])))
             except MalformedBody:  # a call cut mid-arguments keeps its placeholder
@@ -201,16 +208,15 @@ class InteractionsStreamDecoder:
             raise MalformedBody(f"interactions step.delta #{self._events} without a delta object")
         kind = delta.get("type")
         if kind == "text" and isinstance(delta.get("text"), str):
-            content = step["content"] = list(step.get("content") or [])
-            _append_text(content, delta["text"])
+            self._piece(index, step, "content", delta["text"])
             return [TextDelta(delta["text"])]
         if kind == "thought_summary" and isinstance(delta.get("content"), dict):
             item = delta["content"]
-            summary = step["summary"] = list(step.get("summary") or [])
             if item.get("type") == "text" and isinstance(item.get("text"), str):
-                _append_text(summary, item["text"])
+                self._piece(index, step, "summary", item["text"])
                 return [ReasoningDelta(item["text"])]
-            summary.append(item)
+            self._join(index, step)
+            step["summary"] = [*(step.get("summary") or []), item]
             return []
         if kind == "thought_signature" and isinstance(delta.get("signature"), str):
             step["signature"] = delta["signature"]
@@ -221,8 +227,27 @@ class InteractionsStreamDecoder:
             return [ToolCallDelta(number, None, None, delta["arguments"])]
         return []
 
+    def _piece(self, index: int, step: dict[str, Any], key: str, text: str) -> None:
+        grow = self._grow.get((index, key))
+        if grow is not None:
+            grow.append(text)
+            return
+        self._join(index, step)
+        items = step[key] = list(step.get(key) or [])
+        at = _open_text(items)
+        self._grow[(index, key)] = [items[at]["text"], text]
+
+    def _join(self, index: int, step: dict[str, Any]) -> None:
+        """Write the pending pieces of step ``index`` into its last text item."""
+        for key in ("content", "summary"):
+            grow = self._grow.pop((index, key), None)
+            if grow is not None:
+                items = step[key]
+                items[-1] = {**items[-1], "text": "".join(grow)}
+
     def _stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
         index, step = self._open(payload)
+        self._join(index, step)
         step = self._steps[index] = self._finish_args(index, step)
         self._args.pop(index, None)
         call = tool_call_of(step, index) if step.get("type") == "function_call" else None
