@@ -13,8 +13,8 @@ the dialect's opening and closing events and usage). It is fed in 64 KiB chunks 
   models), on the same bytes.
 
 The peer runs in the same process on the same bytes; the best of ``--repeat`` runs is kept.
-The target is ours >= 3x the SDK for chat and responses; the SDK line for anthropic and gemini
-is printed for comparison only. ``--profile DIALECT`` prints a cProfile of our decoder.
+The target is ours >= 3x the SDK for chat and responses; the SDK line for anthropic, gemini and
+interactions is printed for comparison only. ``--profile DIALECT`` prints a cProfile of our decoder.
 
     .venv/bin/python bench/bench_decode.py [--mb 50] [--repeat 3] [--profile chat]
 """
@@ -459,11 +459,80 @@ def build_gemini(target: int, rnd: random.Random) -> bytes:
     return ("".join(body) + "data: " + json.dumps(final) + "\r\n\r\n").encode("utf-8")
 
 
+def build_interactions(target: int, rnd: random.Random) -> bytes:
+    """The recorded Interactions stream's shape (cassettes-2026/vercel__google-interactions__
+    tool-call-step1.chunks.txt): created, a thought step (summary deltas, then its signature),
+    a model_output step of text deltas, completed with usage."""
+
+    def ev(payload: dict[str, object]) -> str:
+        return "data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n\n"
+
+    opened = [False]
+
+    def delta(piece: str, thinking: bool) -> str:
+        if thinking:
+            d = {"content": {"type": "text", "text": piece}, "type": "thought_summary"}
+            return ev({"index": 0, "delta": d, "event_type": "step.delta"})
+        head = ""
+        if not opened[0]:
+            opened[0] = True
+            sig = {"signature": "CiQBDDnWx" + "Q" * 600, "type": "thought_signature"}
+            head = (
+                ev({"index": 0, "delta": sig, "event_type": "step.delta"})
+                + ev({"index": 0, "event_type": "step.stop"})
+                + ev(
+                    {
+                        "index": 1,
+                        "step": {"type": "model_output", "content": []},
+                        "event_type": "step.start",
+                    }
+                )
+            )
+        return head + ev(
+            {"index": 1, "delta": {"text": piece, "type": "text"}, "event_type": "step.delta"}
+        )
+
+    iid = "v1_ChdVbXNIYXVEUkVacmpxdHNQb3JQeXlBRRIXVW1zSGF1RFJFWnJqcXRzUG9yUHl5QUU"
+    head = [
+        ev(
+            {
+                "interaction": {
+                    "id": iid,
+                    "status": "in_progress",
+                    "object": "interaction",
+                    "model": "gemini-3-flash",
+                },
+                "event_type": "interaction.created",
+            }
+        ),
+        ev({"index": 0, "step": {"type": "thought"}, "event_type": "step.start"}),
+    ]
+    body, _, _ = _fill(target, delta, rnd)
+    usage = {"total_tokens": 90053, "total_input_tokens": 53, "total_cached_tokens": 0,
+             "total_output_tokens": 50000, "total_tool_use_tokens": 0, "total_thought_tokens": 40000}  # fmt: skip
+    tail = [
+        ev({"index": 1, "event_type": "step.stop"}),
+        ev(
+            {
+                "interaction": {
+                    "id": iid,
+                    "status": "completed",
+                    "usage": usage,
+                    "object": "interaction",
+                },
+                "event_type": "interaction.completed",
+            }
+        ),
+    ]
+    return "".join(head + body + tail).encode("utf-8")
+
+
 BUILDERS: dict[str, Callable[[int, random.Random], bytes]] = {
     "chat": build_chat,
     "responses": build_responses,
     "anthropic": build_anthropic,
     "gemini": build_gemini,
+    "interactions": build_interactions,
 }
 
 
@@ -551,7 +620,7 @@ def main() -> None:
         f"best CPU time of {args.repeat} interleaved rounds (MB per CPU second)"
     )
     print(
-        f"{'dialect':<10} {'events':>8} {'ours MB/s':>10} {'sse+json':>10} {'sdk MB/s':>10} {'ours/sdk':>9}  target"
+        f"{'dialect':<12} {'events':>8} {'ours MB/s':>10} {'sse+json':>10} {'sdk MB/s':>10} {'ours/sdk':>9}  target"
     )
     for dialect in args.dialect or list(BUILDERS):
         data = BUILDERS[dialect](target, random.Random(7))
@@ -579,7 +648,7 @@ def main() -> None:
             else "(info)"
         )
         print(
-            f"{dialect:<10} {events:>8} {mb / t_ours:>10.1f} {mb / t_sse:>10.1f} "
+            f"{dialect:<12} {events:>8} {mb / t_ours:>10.1f} {mb / t_sse:>10.1f} "
             f"{mb / t_sdk:>10.1f} {ratio:>8.2f}x  {goal}"
         )
 
