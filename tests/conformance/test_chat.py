@@ -544,3 +544,47 @@ def test_absorb_leaves_the_recorded_streams_state(name: str) -> None:
         for c in chunks:
             bulk.absorb(c)  # type: ignore[attr-defined]
         assert bulk.assembled() == general.assembled()  # type: ignore[attr-defined]
+
+
+# -- cassettes-2026: Qwen3 (DashScope) and Magistral ------------------------------------------
+
+
+ALIBABA_JSON = "vercel__alibaba__alibaba-reasoning.json"
+ALIBABA_CHUNKS = "vercel__alibaba__alibaba-reasoning.chunks.txt"
+
+
+def test_qwen3_max_reasoning_content_body_and_stream() -> None:
+    """qwen3-max on DashScope's compatible mode: ``message.reasoning_content`` beside
+    ``content`` (MANIFEST); the stream opens with ``reasoning_content: ""`` and ends with a
+    ``finish_reason`` chunk, then a usage-only chunk with ``choices: []``."""
+    body = load_json(ALIBABA_JSON)
+    msg = body["choices"][0]["message"]
+    whole = D.parse_response(json.dumps(body).encode("utf-8"))
+    assert [c.kind for c in whole.carriers] == ["reasoning_content"]
+    assert whole.carriers[0].value == msg["reasoning_content"]
+    assert not whole.carriers[0].opaque
+    assert whole.reasoning_text == msg["reasoning_content"]
+    assert whole.text == msg["content"]
+    assert whole.usage is not None
+    assert (whole.usage.output, whole.usage.reasoning) == (
+        body["usage"]["completion_tokens"],
+        body["usage"]["completion_tokens_details"]["reasoning_tokens"],
+    )
+    [replayed] = D.replay(whole, profile="qwen")
+    assert replayed["reasoning_content"] is whole.carriers[0].value
+    assert replayed["reasoning_content"].encode("utf-8") == msg["reasoning_content"].encode("utf-8")
+
+    chunks = load_chunks(ALIBABA_CHUNKS)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    rc = "".join(d.get("reasoning_content") or "" for d in deltas)
+    text = "".join(d.get("content") or "" for d in deltas)
+    streamed, events = _stream_turn(chunks_as_sse(ALIBABA_CHUNKS))
+    assert [c.kind for c in streamed.carriers] == ["reasoning_content"]
+    assert streamed.reasoning_text == rc
+    assert streamed.text == text
+    assert "".join(e.text for e in events if e.type == "reasoning") == rc
+    assert streamed.finish_reason == "stop"
+    assert streamed.usage is not None and streamed.usage.raw == chunks[-1]["usage"]
+    assert streamed.usage.reasoning == chunks[-1]["usage"]["completion_tokens_details"][
+        "reasoning_tokens"
+    ]

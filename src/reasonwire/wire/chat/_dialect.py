@@ -89,6 +89,7 @@ class ChatDialect(Dialect):
         body["stream"] = options.stream
         if options.stream:
             body["stream_options"] = {"include_usage": True}
+        deep_merge(body, dict(prof.request_defaults))
         deep_merge(body, options.extra_body)
         return body
 
@@ -214,8 +215,12 @@ def _from_parts(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, J
                 call[TOOL_CALL_CARRIER] = extra[tc.id]
             calls.append(call)
         out["tool_calls"] = calls
-        for name in prof.required_on_tool_calls:
-            out.setdefault(name, "")
+        if not keep:
+            # Strip is a deliberate message without reasoning; the route still refuses a
+            # tool-call turn without the field, so it goes as "". A replay (keep) never pads:
+            # "" would pass the route's check and carry nothing (Profile.required_on_tool_calls).
+            for name in prof.required_on_tool_calls:
+                out.setdefault(name, "")
     return out
 
 
