@@ -303,9 +303,7 @@ FRESH_REQUESTS = {"pai__test_zai__test_zai_glm_5_3_reasoning_effort.yaml"}
 continuing the earlier one (GLM-5.3: request 2 sends the same lone user message with other
 thinking settings; see :func:`test_glm_5_3_requests_are_two_fresh_calls`)."""
 
-MULTI = [
-    n for n, (_, kinds) in CASSETTES.items() if len(kinds) > 1 and n not in FRESH_REQUESTS
-]
+MULTI = [n for n, (_, kinds) in CASSETTES.items() if len(kinds) > 1 and n not in FRESH_REQUESTS]
 
 
 @pytest.mark.parametrize("name", MULTI)
@@ -585,6 +583,7 @@ def test_qwen3_max_reasoning_content_body_and_stream() -> None:
     assert "".join(e.text for e in events if e.type == "reasoning") == rc
     assert streamed.finish_reason == "stop"
     assert streamed.usage is not None and streamed.usage.raw == chunks[-1]["usage"]
-    assert streamed.usage.reasoning == chunks[-1]["usage"]["completion_tokens_details"][
-        "reasoning_tokens"
-    ]
+    assert (
+        streamed.usage.reasoning
+        == chunks[-1]["usage"]["completion_tokens_details"]["reasoning_tokens"]
+    )

@@ -96,7 +96,10 @@ CHAT_PROFILES: Mapping[str, ChatProfile] = MappingProxyType(
                 "glm-5",
                 ("reasoning_content",),
                 (),
-                {"thinking": {"type": "enabled", "clear_thinking": False}, "reasoning_effort": LEVEL},
+                {
+                    "thinking": {"type": "enabled", "clear_thinking": False},
+                    "reasoning_effort": LEVEL,
+                },
                 note=(
                     "Z.ai GLM-5.x: reasoning_effort up to max beside preserved thinking "
                     "(clear_thinking false): the complete, unmodified reasoning comes back."
