@@ -99,6 +99,11 @@ CASSETTES: dict[str, tuple[str, list[set[str]]]] = {
         "zai",
         [{"reasoning_content"}],
     ),
+    # Magistral: thinking parts in a content list (route on the default profile)
+    "pai__test_mistral__test_mistral_model_thinking_part_iter.yaml": (
+        "default",
+        [{"thinking"}],
+    ),
 }
 
 MY_PATTERNS = (
@@ -107,6 +112,7 @@ MY_PATTERNS = (
     "pai__test_cerebras__*",
     "pai__test_openrouter__*",
     "pai__test_snowflake__*",
+    "pai__test_mistral__*",
 )
 
 
@@ -471,6 +477,10 @@ def _stream_bytes() -> dict[str, bytes]:
             assert it.response_text is not None
             out[name] = it.response_text.encode("utf-8")
     out["vercel"] = chunks_as_sse("vercel__deepseek__deepseek-tool-call.chunks.txt")
+    out["alibaba"] = chunks_as_sse(ALIBABA_CHUNKS)
+    [magistral] = load_cassette(MAGISTRAL)
+    assert magistral.response_text is not None
+    out[MAGISTRAL] = magistral.response_text.encode("utf-8")
     return out
 
 
@@ -587,3 +597,58 @@ def test_qwen3_max_reasoning_content_body_and_stream() -> None:
         streamed.usage.reasoning
         == chunks[-1]["usage"]["completion_tokens_details"]["reasoning_tokens"]
     )
+
+
+MAGISTRAL = "pai__test_mistral__test_mistral_model_thinking_part_iter.yaml"
+
+
+def test_magistral_thinking_parts_stream() -> None:
+    """magistral-medium streams ``delta.content`` as a string or as a LIST of parts; the
+    thinking parts are ``{"type": "thinking", "thinking": [{"type": "text", "text"}]}``
+    (MANIFEST). Expectations read off the chunks: the visible text is every string piece and
+    text part, the reasoning every thinking part's inner text, in order."""
+    [it] = load_cassette(MAGISTRAL)
+    assert it.response_text is not None
+    chunks = _payloads(it.response_text)
+    visible: list[str] = []
+    thought: list[str] = []
+    for c in chunks:
+        content = c["choices"][0]["delta"].get("content") if c.get("choices") else None
+        if isinstance(content, str):
+            visible.append(content)
+        for part in content if isinstance(content, list) else ():
+            if part["type"] == "thinking":
+                thought.extend(t["text"] for t in part["thinking"])
+            else:
+                visible.append(part["text"])
+    assert thought and visible  # the recording holds both
+    turn, events = _stream_turn(it.response_text.encode("utf-8"))
+    assert turn.text == "".join(visible)
+    assert turn.reasoning_text == "".join(thought)
+    assert "".join(e.text for e in events if e.type == "reasoning") == "".join(thought)
+    assert "".join(e.text for e in events if e.type == "text") == "".join(visible)
+    [carrier] = turn.carriers
+    assert (carrier.kind, carrier.opaque, carrier.path) == (
+        "thinking",
+        False,
+        "choices[0].message.content[0]",
+    )
+    assert carrier.value == {
+        "type": "thinking",
+        "thinking": [{"type": "text", "text": "".join(thought)}],
+    }
+    assert turn.finish_reason == "stop"
+    assert turn.usage is not None and turn.usage.raw == chunks[-1]["usage"]
+    assert turn.usage.reasoning is None  # Mistral reports no reasoning_tokens
+    # the stream Turn equals the Turn of the same answer as one body (Mistral's list form)
+    whole = D.parse_response(json.dumps(turn.raw))
+    assert (whole.text, whole.reasoning_text) == (turn.text, turn.reasoning_text)
+    assert [c.value for c in whole.carriers] == [carrier.value]
+    # replay: the thinking part goes back in place; strip leaves the text part only
+    [msg] = D.replay(turn)
+    assert msg["content"] == [carrier.value, {"type": "text", "text": "".join(visible)}]
+    assert msg["content"][0] is carrier.value
+    [stripped] = D.strip(turn)
+    assert stripped["content"] == [{"type": "text", "text": "".join(visible)}]
+    [other] = D.replay(turn, profile="deepseek")  # a route that does not read thinking parts
+    assert other["content"] == stripped["content"]

@@ -48,6 +48,8 @@ CARRIERS = (
     CarrierKind("reasoning", False, "choices[0].message.reasoning"),
     CarrierKind("reasoning_details", False, "choices[0].message.reasoning_details"),
     CarrierKind("extra_content", True, "choices[0].message.tool_calls[i].extra_content"),
+    # Mistral's Magistral: thinking parts of a content list (readable text, sent back in place)
+    CarrierKind("thinking", False, "choices[0].message.content[i](type=thinking)"),
 )
 
 FOLD_WHERE = MappingProxyType(
