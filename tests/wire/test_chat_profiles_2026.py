@@ -138,20 +138,28 @@ def test_kimi_requires_reasoning_content_on_tool_call_turns_and_keeps_it_across_
 
 
 @pytest.mark.parametrize("profile", ["kimi", "deepseek", "deepseek-v4"])
-def test_replay_never_pads_a_required_reasoning_field(profile: str) -> None:
-    """Kept reasoning goes back as it was; a tool-call turn without any is NOT given "" (it
-    would pass the check and carry nothing). Strip, the deliberate message without
-    reasoning, does send "" so that the route accepts it."""
+def test_replay_never_pads_a_received_tool_call_turn(profile: str) -> None:
+    """Received reasoning goes back as it came; a received tool-call message that came
+    WITHOUT reasoning_content is not given "" (it would pass the check and carry nothing).
+    A message built from neutral parts has nothing to carry and is sent with "" so that the
+    route accepts it (the harness's arm without reasoning; foreign history); strip too."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    with_rc = {"role": "assistant", "content": None, "reasoning_content": "R", "tool_calls": [call]}
+    without = {"role": "assistant", "content": None, "tool_calls": [call]}
+    for message in (with_rc, without):
+        turn = D.parse_response({"choices": [{"index": 0, "message": message}]})
+        [sent] = D.replay(turn, profile=profile)
+        assert sent.get("reasoning_content") == message.get("reasoning_content")
+        body = D.build_request(
+            [User("q"), turn.as_message(), ToolResult("c1", "f", "x")],
+            RequestOptions(model="m"),
+            profile=profile,
+        )
+        assert body["messages"][1].get("reasoning_content") == message.get("reasoning_content")
     [kept] = D.replay(_tool_turn("R"), profile=profile)
     assert kept["reasoning_content"] == "R"
-    [bare] = D.replay(_tool_turn(None), profile=profile)
-    assert "reasoning_content" not in bare
-    body = D.build_request(
-        [User("q"), _tool_turn(None), ToolResult("c1", "f", "x")],
-        RequestOptions(model="m"),
-        profile=profile,
-    )
-    assert "reasoning_content" not in body["messages"][1]
+    [built] = D.replay(_tool_turn(None), profile=profile)
+    assert built["reasoning_content"] == ""
     [stripped] = D.strip(_tool_turn("R"), profile=profile)
     assert stripped["reasoning_content"] == ""
 

@@ -45,11 +45,12 @@ class Profile:
     """The output-length field the route understands (some refuse ``max_tokens``)."""
     required_on_tool_calls: tuple[str, ...] = ()
     """Carrier fields the route requires on every assistant message with tool calls. Why:
-    DeepSeek and Kimi K2 thinking answer 400 without them. Replay never invents one: a
-    message sent with its carriers carries the value received (or none, and the server's
-    refusal says so); padding it with ``""`` would pass the check and carry nothing. Only
-    :meth:`~reasonwire.wire.dialect.Dialect.strip` (a deliberate message without reasoning,
-    the harness's control arm) sends ``""`` so that the route accepts it."""
+    DeepSeek and Kimi K2 thinking answer 400 without them. A received message is never
+    padded: its reasoning goes back as it came, and one that came without goes back without
+    (``""`` would pass the check and carry nothing, hiding that reasoning was lost; such
+    routes also set :attr:`keeps_across_turns` so nothing is dropped). Only a message built
+    from neutral parts, which has no such field to carry (foreign history, the harness's
+    arms without reasoning, strip), sends ``""`` so that the route accepts it."""
     replay_drop: tuple[str, ...] = ()
     """Keys of a received assistant message the route documents must not be sent back
     (everything else is replayed as received, in order). Why: a raw replay keeps vendor

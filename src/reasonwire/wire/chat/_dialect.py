@@ -227,12 +227,12 @@ def _from_parts(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, J
                 call[TOOL_CALL_CARRIER] = extra[tc.id]
             calls.append(call)
         out["tool_calls"] = calls
-        if not keep:
-            # Strip is a deliberate message without reasoning; the route still refuses a
-            # tool-call turn without the field, so it goes as "". A replay (keep) never pads:
-            # "" would pass the route's check and carry nothing (Profile.required_on_tool_calls).
-            for name in prof.required_on_tool_calls:
-                out.setdefault(name, "")
+        # A message built here had no such field to carry (neutral or foreign history, the
+        # harness's arms without reasoning); the route refuses a tool-call turn without it,
+        # so it goes as "". A received message is never padded (_from_native): its reasoning
+        # goes back as it came (Profile.required_on_tool_calls).
+        for name in prof.required_on_tool_calls:
+            out.setdefault(name, "")
     return out
 
 
