@@ -86,6 +86,24 @@ CASSETTES: dict[str, tuple[str, list[set[str]]]] = {
         "snowflake",
         [{"reasoning_details"}, set()],
     ),
+    # cassettes-2026/
+    "pai__test_openrouter__test_openrouter_with_reasoning.yaml": (
+        "openrouter",
+        [{"reasoning", "reasoning_details"}],
+    ),
+    "pai__test_zai__test_zai_glm_5_3_reasoning_effort.yaml": (
+        "zai",
+        [{"reasoning_content"}] * 2,
+    ),
+    "pai__test_zai__test_zai_thinking_stream.yaml": (
+        "zai",
+        [{"reasoning_content"}],
+    ),
+    # Magistral: thinking parts in a content list (route on the default profile)
+    "pai__test_mistral__test_mistral_model_thinking_part_iter.yaml": (
+        "default",
+        [{"thinking"}],
+    ),
 }
 
 MY_PATTERNS = (
@@ -94,14 +112,11 @@ MY_PATTERNS = (
     "pai__test_cerebras__*",
     "pai__test_openrouter__*",
     "pai__test_snowflake__*",
+    "pai__test_mistral__*",
 )
 
 
-GAPS_2026 = {
-    "pai__test_openrouter__test_openrouter_with_reasoning.yaml",
-    "pai__test_zai__test_zai_glm_5_3_reasoning_effort.yaml",
-    "pai__test_zai__test_zai_thinking_stream.yaml",
-}
+GAPS_2026: set[str] = set()
 """cassettes-2026 Chat recordings whose expectations are not written yet (issue 24, point 4):
 their parse test is a strict xfail, so it turns into a failure the day it passes."""
 
@@ -289,7 +304,12 @@ def _effort_of(request: dict[str, Any]) -> str | None:
     return None
 
 
-MULTI = [n for n, (_, kinds) in CASSETTES.items() if len(kinds) > 1]
+FRESH_REQUESTS = {"pai__test_zai__test_zai_glm_5_3_reasoning_effort.yaml"}
+"""Multi-request recordings whose later requests start a new conversation instead of
+continuing the earlier one (GLM-5.3: request 2 sends the same lone user message with other
+thinking settings; see :func:`test_glm_5_3_requests_are_two_fresh_calls`)."""
+
+MULTI = [n for n, (_, kinds) in CASSETTES.items() if len(kinds) > 1 and n not in FRESH_REQUESTS]
 
 
 @pytest.mark.parametrize("name", MULTI)
@@ -387,7 +407,8 @@ def test_stream_assembles_recorded_final_state(name: str) -> None:
         pieces = [d[field] for d in deltas if isinstance(d.get(field), str)]
         carrier = [c for c in turn.carriers if c.kind == field]
         assert [c.value for c in carrier] == (["".join(pieces)] if pieces else [])
-    finals = [c["choices"][0]["finish_reason"] for c in chunks if c.get("choices")]
+    # Z.ai chunks leave finish_reason out until the last one (not even ``null``)
+    finals = [c["choices"][0].get("finish_reason") for c in chunks if c.get("choices")]
     assert turn.finish_reason == next(f for f in finals if f is not None)
     assert turn.usage is not None
     assert turn.usage.raw == next(c["usage"] for c in reversed(chunks) if c.get("usage"))
@@ -456,6 +477,10 @@ def _stream_bytes() -> dict[str, bytes]:
             assert it.response_text is not None
             out[name] = it.response_text.encode("utf-8")
     out["vercel"] = chunks_as_sse("vercel__deepseek__deepseek-tool-call.chunks.txt")
+    out["alibaba"] = chunks_as_sse(ALIBABA_CHUNKS)
+    [magistral] = load_cassette(MAGISTRAL)
+    assert magistral.response_text is not None
+    out[MAGISTRAL] = magistral.response_text.encode("utf-8")
     return out
 
 
@@ -527,3 +552,103 @@ def test_absorb_leaves_the_recorded_streams_state(name: str) -> None:
         for c in chunks:
             bulk.absorb(c)  # type: ignore[attr-defined]
         assert bulk.assembled() == general.assembled()  # type: ignore[attr-defined]
+
+
+# -- cassettes-2026: Qwen3 (DashScope) and Magistral ------------------------------------------
+
+
+ALIBABA_JSON = "vercel__alibaba__alibaba-reasoning.json"
+ALIBABA_CHUNKS = "vercel__alibaba__alibaba-reasoning.chunks.txt"
+
+
+def test_qwen3_max_reasoning_content_body_and_stream() -> None:
+    """qwen3-max on DashScope's compatible mode: ``message.reasoning_content`` beside
+    ``content`` (MANIFEST); the stream opens with ``reasoning_content: ""`` and ends with a
+    ``finish_reason`` chunk, then a usage-only chunk with ``choices: []``."""
+    body = load_json(ALIBABA_JSON)
+    msg = body["choices"][0]["message"]
+    whole = D.parse_response(json.dumps(body).encode("utf-8"))
+    assert [c.kind for c in whole.carriers] == ["reasoning_content"]
+    assert whole.carriers[0].value == msg["reasoning_content"]
+    assert not whole.carriers[0].opaque
+    assert whole.reasoning_text == msg["reasoning_content"]
+    assert whole.text == msg["content"]
+    assert whole.usage is not None
+    assert (whole.usage.output, whole.usage.reasoning) == (
+        body["usage"]["completion_tokens"],
+        body["usage"]["completion_tokens_details"]["reasoning_tokens"],
+    )
+    [replayed] = D.replay(whole, profile="qwen")
+    assert replayed["reasoning_content"] is whole.carriers[0].value
+    assert replayed["reasoning_content"].encode("utf-8") == msg["reasoning_content"].encode("utf-8")
+
+    chunks = load_chunks(ALIBABA_CHUNKS)
+    deltas = [c["choices"][0]["delta"] for c in chunks if c["choices"]]
+    rc = "".join(d.get("reasoning_content") or "" for d in deltas)
+    text = "".join(d.get("content") or "" for d in deltas)
+    streamed, events = _stream_turn(chunks_as_sse(ALIBABA_CHUNKS))
+    assert [c.kind for c in streamed.carriers] == ["reasoning_content"]
+    assert streamed.reasoning_text == rc
+    assert streamed.text == text
+    assert "".join(e.text for e in events if e.type == "reasoning") == rc
+    assert streamed.finish_reason == "stop"
+    assert streamed.usage is not None and streamed.usage.raw == chunks[-1]["usage"]
+    assert (
+        streamed.usage.reasoning
+        == chunks[-1]["usage"]["completion_tokens_details"]["reasoning_tokens"]
+    )
+
+
+MAGISTRAL = "pai__test_mistral__test_mistral_model_thinking_part_iter.yaml"
+
+
+def test_magistral_thinking_parts_stream() -> None:
+    """magistral-medium streams ``delta.content`` as a string or as a LIST of parts; the
+    thinking parts are ``{"type": "thinking", "thinking": [{"type": "text", "text"}]}``
+    (MANIFEST). Expectations read off the chunks: the visible text is every string piece and
+    text part, the reasoning every thinking part's inner text, in order."""
+    [it] = load_cassette(MAGISTRAL)
+    assert it.response_text is not None
+    chunks = _payloads(it.response_text)
+    visible: list[str] = []
+    thought: list[str] = []
+    for c in chunks:
+        content = c["choices"][0]["delta"].get("content") if c.get("choices") else None
+        if isinstance(content, str):
+            visible.append(content)
+        for part in content if isinstance(content, list) else ():
+            if part["type"] == "thinking":
+                thought.extend(t["text"] for t in part["thinking"])
+            else:
+                visible.append(part["text"])
+    assert thought and visible  # the recording holds both
+    turn, events = _stream_turn(it.response_text.encode("utf-8"))
+    assert turn.text == "".join(visible)
+    assert turn.reasoning_text == "".join(thought)
+    assert "".join(e.text for e in events if e.type == "reasoning") == "".join(thought)
+    assert "".join(e.text for e in events if e.type == "text") == "".join(visible)
+    [carrier] = turn.carriers
+    assert (carrier.kind, carrier.opaque, carrier.path) == (
+        "thinking",
+        False,
+        "choices[0].message.content[0]",
+    )
+    assert carrier.value == {
+        "type": "thinking",
+        "thinking": [{"type": "text", "text": "".join(thought)}],
+    }
+    assert turn.finish_reason == "stop"
+    assert turn.usage is not None and turn.usage.raw == chunks[-1]["usage"]
+    assert turn.usage.reasoning is None  # Mistral reports no reasoning_tokens
+    # the stream Turn equals the Turn of the same answer as one body (Mistral's list form)
+    whole = D.parse_response(json.dumps(turn.raw))
+    assert (whole.text, whole.reasoning_text) == (turn.text, turn.reasoning_text)
+    assert [c.value for c in whole.carriers] == [carrier.value]
+    # replay: the thinking part goes back in place; strip leaves the text part only
+    [msg] = D.replay(turn)
+    assert msg["content"] == [carrier.value, {"type": "text", "text": "".join(visible)}]
+    assert msg["content"][0] is carrier.value
+    [stripped] = D.strip(turn)
+    assert stripped["content"] == [{"type": "text", "text": "".join(visible)}]
+    [other] = D.replay(turn, profile="deepseek")  # a route that does not read thinking parts
+    assert other["content"] == stripped["content"]

@@ -426,7 +426,14 @@ def _replay_holds_carriers(turn: Turn) -> None:
     assert not any(p.get("thought") for p in stripped["parts"])
     assert not any("thoughtSignature" in p for p in stripped["parts"])
     assert len(stripped["parts"]) == len(parts) - sum(c.kind == "thought" for c in turn.carriers)
-    assert all("thoughtSignature" in p for p in parts if "functionCall" in p)
+    # Each part goes back exactly as received: a signature where one came, none where none
+    # came (Gemini 3 parallel calls sign only the first functionCall; a copied signature on
+    # the others is not what was received).
+    received = turn.native.items
+    assert len(parts) == len(received)
+    for mine, theirs in zip(parts, received, strict=True):
+        assert mine is theirs
+        assert ("thoughtSignature" in mine) == ("thoughtSignature" in theirs)
 
 
 @pytest.mark.parametrize(("label", "data"), STREAMS, ids=STREAM_IDS)
@@ -434,24 +441,7 @@ def test_stream_replay_keeps_carriers(label: str, data: bytes) -> None:
     _replay_holds_carriers(_decode(data)[0])
 
 
-PARALLEL_ONE_SIGNATURE = "pai__test_google__test_google_instructions_only_with_tool_calls.yaml#0"
-"""Gemini 3 parallel functionCall parts where only the first carries thoughtSignature: replay
-does not yet keep that layout (issue 24, point 4); a strict xfail until it does."""
-
-
-@pytest.mark.parametrize(
-    ("label", "body"),
-    [
-        pytest.param(
-            *b,
-            marks=pytest.mark.xfail(strict=True, reason="issue 24: parallel calls, one signature"),
-        )
-        if b[0] == PARALLEL_ONE_SIGNATURE
-        else b
-        for b in BODIES
-    ],
-    ids=[b[0] for b in BODIES],
-)
+@pytest.mark.parametrize(("label", "body"), BODIES, ids=[b[0] for b in BODIES])
 def test_body_replay_keeps_carriers(label: str, body: Any) -> None:
     raw = json.dumps(body, ensure_ascii=False)
     turn = DIALECT.parse_response(raw)
@@ -460,3 +450,62 @@ def test_body_replay_keeps_carriers(label: str, body: Any) -> None:
     replayed = json.dumps(DIALECT.replay(turn.as_message()), ensure_ascii=False)
     for c in turn.carriers:
         assert json.dumps(c.value, ensure_ascii=False) in replayed
+
+
+PARALLEL = "pai__test_google__test_google_instructions_only_with_tool_calls.yaml"
+"""Gemini 3 tool loop whose first answer holds three parallel functionCall parts, only the
+first signed (MANIFEST; Google, https://ai.google.dev/gemini-api/docs/thought-signatures:
+"parallel function calls: only the first functionCall part has the signature ... you must
+return the signature in the exact part where it was received")."""
+
+
+def test_parallel_calls_one_signature_replayed_as_received_through_the_loop() -> None:
+    """Requests 2..5 of the recording, rebuilt from our replay of responses 1..N: the model
+    contents have the recorded parts, keys and signature positions (the SDK re-encodes
+    signatures, so bytes are compared with :func:`same_signature`)."""
+    interactions = corpus.load_cassette(PARALLEL)
+    first = interactions[0].response_json["candidates"][0]["content"]["parts"]
+    signed = ["thoughtSignature" in p for p in first if "functionCall" in p]
+    assert signed == [True, False, False]  # read off the recording
+    req0 = interactions[0].request
+    transcript: list[Any] = [
+        System(req0["systemInstruction"]["parts"][0]["text"]),
+        User(req0["contents"][0]["parts"][0]["text"]),
+    ]
+    for n in range(len(interactions) - 1):
+        turn = DIALECT.parse_response(interactions[n].response_json)
+        transcript.append(turn.as_message())
+        recorded_next = interactions[n + 1].request["contents"]
+        # contents: user, then (model, user of functionResponses) per step
+        results = recorded_next[2 + 2 * n]["parts"]
+        for call, result in zip(turn.tool_calls, results, strict=True):
+            value = result["functionResponse"]["response"]["return_value"]
+            transcript.append(ToolResult(call.id, call.name, value))
+        body = DIALECT.build_request(transcript, RequestOptions(model="gemini-3-flash-preview"))
+        ours, theirs = body["contents"], recorded_next
+        assert [c["role"] for c in ours] == [c["role"] for c in theirs]
+        for mine, recorded in zip(ours, theirs, strict=True):
+            if recorded["role"] == "model":
+                _assert_parts_match(mine["parts"], recorded["parts"])
+        # the parallel step: the first call signed with the received string, the others bare
+        step = ours[1]["parts"]
+        assert step[0]["thoughtSignature"] == first[0]["thoughtSignature"]
+        assert [("thoughtSignature" in p) for p in step] == signed
+
+
+def test_signature_on_a_plain_text_part_is_kept_in_replay() -> None:
+    """The thinking_part recording's answer is [thought, text + thoughtSignature]: the
+    signature rides on a visible text part (Google: a response without a function call
+    carries its signature on the last part; "pass it back exactly as received"). Replay
+    keeps it on that text part; the recorded follow-up sent it there too."""
+    first, second = corpus.load_cassette(THINKING)
+    parts = first.response_json["candidates"][0]["content"]["parts"]
+    text_part = parts[-1]
+    assert "thoughtSignature" in text_part and text_part.get("thought") is not True
+    assert isinstance(text_part.get("text"), str) and "functionCall" not in text_part
+    turn = DIALECT.parse_response(first.response_json)
+    (content,) = DIALECT.replay(turn)
+    assert content["parts"][-1]["thoughtSignature"] == text_part["thoughtSignature"]
+    assert content["parts"][-1]["text"] == text_part["text"]
+    recorded = second.request["contents"][1]["parts"][-1]
+    assert same_signature(recorded["thoughtSignature"], text_part["thoughtSignature"])

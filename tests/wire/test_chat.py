@@ -100,7 +100,16 @@ def test_effort_is_expressed_per_profile(
 @pytest.mark.parametrize("profile", sorted(chat.CHAT_PROFILES))
 def test_no_effort_sends_no_reasoning_option(profile: str, level: str | None) -> None:
     body = D.build_request([User("hi")], RequestOptions(model="m", effort=level), profile=profile)
-    assert body == {"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": False}
+    # MiniMax's only default is where thinking comes back, not whether or how much:
+    # reasoning_split true puts it in reasoning_details instead of inline <think> text
+    # (https://platform.minimaxi.com/docs/api-reference/text-openai-api).
+    split = {"reasoning_split": True} if profile == "minimax" else {}
+    assert body == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": False,
+        **split,
+    }
 
 
 def test_unknown_profile_is_a_config_error() -> None:
@@ -212,7 +221,9 @@ def _native_turn() -> Any:
         ("openrouter", {"reasoning", "reasoning_details"}),
         ("deepseek", {"reasoning_content"}),
         ("llamacpp", {"reasoning_content"}),
-        ("vllm", {"reasoning", "reasoning_content"}),
+        # vLLM renamed reasoning_content to reasoning ("To migrate, directly replace
+        # reasoning_content with reasoning", https://docs.vllm.ai/en/v0.26.0/features/reasoning_outputs/)
+        ("vllm", {"reasoning"}),
         ("gemini-openai", set()),
     ],
 )

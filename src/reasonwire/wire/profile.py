@@ -38,12 +38,19 @@ class Profile:
     vendor is ``reasoning: {effort}`` or ``thinking: {type}`` on another."""
     effort_value: JSON = LEVEL
     """The value put at :attr:`effort_path` (:data:`LEVEL` stands for the level; a dict is
-    deep-merged with what is there)."""
+    deep-merged with what is there). With an empty path a dict merges at the body's root
+    (DeepSeek V4: ``thinking`` and ``reasoning_effort`` together); ``None`` sends no effort
+    field (a route whose model always thinks and documents no effort control)."""
     max_tokens_field: str = "max_tokens"
     """The output-length field the route understands (some refuse ``max_tokens``)."""
     required_on_tool_calls: tuple[str, ...] = ()
-    """Carrier fields the route requires on every assistant message with tool calls; a
-    message built without one sends it as ``""``. Why: DeepSeek answers 400 without it."""
+    """Carrier fields the route requires on every assistant message with tool calls. Why:
+    DeepSeek and Kimi K2 thinking answer 400 without them. A received message is never
+    padded: its reasoning goes back as it came, and one that came without goes back without
+    (``""`` would pass the check and carry nothing, hiding that reasoning was lost; such
+    routes also set :attr:`keeps_across_turns` so nothing is dropped). Only a message built
+    from neutral parts, which has no such field to carry (foreign history, the harness's
+    arms without reasoning, strip), sends ``""`` so that the route accepts it."""
     replay_drop: tuple[str, ...] = ()
     """Keys of a received assistant message the route documents must not be sent back
     (everything else is replayed as received, in order). Why: a raw replay keeps vendor
@@ -65,8 +72,20 @@ class Profile:
     """Vendor request fields that set reasoning or the model, beyond the dialect's own
     inventory. Why: the gateway strips every one of them; the route fragment is the only
     source of effort."""
+    effort_levels: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Requested effort level -> the level the server runs, as the vendor documents its own
+    mapping (the request carries the level as written). Empty: each level runs as written.
+    Why: a ladder that climbs levels must know which requested levels the server treats as
+    one (DeepSeek V4 runs ``medium`` as ``high``)."""
+    source: str = ""
+    """Where this vendor's facts are documented (URLs, recordings). Why: every wire fact
+    cites its source, so a changed vendor behaviour can be checked against it."""
     note: str = ""
     """One line for people: what this vendor does."""
+
+    def effective_level(self, level: str) -> str:
+        """The level the server runs when asked for ``level`` (:attr:`effort_levels`)."""
+        return self.effort_levels.get(level, level)
 
     def returns_field(self, name: str) -> bool:
         """True when a replay to this route carries the field ``name``."""
@@ -82,9 +101,16 @@ class Profile:
     def layer(self, over: Profile) -> Profile:
         """This profile with ``over``'s explicitly set fields on top (controls accumulate)."""
         changes: dict[str, Any] = {}
+        # Effort is one fact, a path and the value put there: a layer that sets either sets
+        # both (``effort_path=()`` with a dict value merges at the body's root; a ``None``
+        # value sends no effort field at all).
+        effort = any(getattr(over, n) != _DEFAULTS[n] for n in _EFFORT_FIELDS)
         for f in dataclasses.fields(Profile):
             value = getattr(over, f.name)
-            if f.name == "controls":
+            if f.name in _EFFORT_FIELDS:
+                if effort:
+                    changes[f.name] = value
+            elif f.name == "controls":
                 if value:
                     changes["controls"] = self.controls + tuple(
                         c for c in value if c not in self.controls
@@ -114,6 +140,8 @@ def _fill(template: JSON, level: str) -> JSON:
         return {k: _fill(v, level) for k, v in template.items()}
     return template
 
+
+_EFFORT_FIELDS = ("effort_path", "effort_value")
 
 _DEFAULTS: dict[str, Any] = {
     f.name: getattr(Profile(), f.name) for f in dataclasses.fields(Profile)

@@ -19,7 +19,12 @@ from typing import Any
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat import _facts, _hidden
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TEXT_KINDS, TOOL_CALL_CARRIER
-from reasonwire.wire.chat._parse import load_body, turn_from_body
+from reasonwire.wire.chat._parse import (
+    THINKING_PART,
+    is_thinking_part,
+    load_body,
+    turn_from_body,
+)
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
@@ -89,6 +94,7 @@ class ChatDialect(Dialect):
         body["stream"] = options.stream
         if options.stream:
             body["stream_options"] = {"include_usage": True}
+        deep_merge(body, dict(prof.request_defaults))
         deep_merge(body, options.extra_body)
         return body
 
@@ -149,7 +155,8 @@ def _assistant(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, JS
 def _from_native(src: Mapping[str, JSON], prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
     """The assistant message as received: every key, in order, the same value objects.
 
-    Left out: reasoning fields when stripping or when the profile does not return them, a
+    Left out: reasoning fields (Magistral ``thinking`` parts of a ``content`` list too) when
+    stripping or when the profile does not return them, a
     ``null`` reasoning field (llama.cpp answers it with 500), the keys the profile documents
     must not be sent back (``replay_drop``), an empty or null ``tool_calls``, and, when
     stripping, each tool call's ``extra_content``. A ``null`` content without tool calls is
@@ -166,6 +173,12 @@ def _from_native(src: Mapping[str, JSON], prof: ChatProfile, *, keep: bool) -> d
             continue  # documented drops; an empty tool_calls list is a 400 on OpenAI
         elif key == "content" and value is None and not has_calls:
             out[key] = ""
+        elif key == "content" and isinstance(value, list) and any(map(is_thinking_part, value)):
+            if keep and prof.returns_field(THINKING_PART):
+                out[key] = value  # Magistral thinking parts go back in place, as received
+            else:
+                visible = [p for p in value if not is_thinking_part(p)]
+                out[key] = visible if visible else (None if has_calls else "")
         elif key == "tool_calls" and has_calls and not keep:
             assert isinstance(value, list)
             out[key] = [
@@ -214,6 +227,10 @@ def _from_parts(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, J
                 call[TOOL_CALL_CARRIER] = extra[tc.id]
             calls.append(call)
         out["tool_calls"] = calls
+        # A message built here had no such field to carry (neutral or foreign history, the
+        # harness's arms without reasoning); the route refuses a tool-call turn without it,
+        # so it goes as "". A received message is never padded (_from_native): its reasoning
+        # goes back as it came (Profile.required_on_tool_calls).
         for name in prof.required_on_tool_calls:
             out.setdefault(name, "")
     return out

@@ -48,6 +48,8 @@ CARRIERS = (
     CarrierKind("reasoning", False, "choices[0].message.reasoning"),
     CarrierKind("reasoning_details", False, "choices[0].message.reasoning_details"),
     CarrierKind("extra_content", True, "choices[0].message.tool_calls[i].extra_content"),
+    # Mistral's Magistral: thinking parts of a content list (readable text, sent back in place)
+    CarrierKind("thinking", False, "choices[0].message.content[i](type=thinking)"),
 )
 
 FOLD_WHERE = MappingProxyType(
@@ -66,14 +68,35 @@ FOLD_WHERE = MappingProxyType(
 _OAI = "OpenAI Chat Completions reference"
 _OR = "OpenRouter docs (reasoning tokens; model routing; provider routing)"
 _VLLM = "vLLM / SGLang OpenAI-compatible server docs"
+_DEEPSEEK = "https://api-docs.deepseek.com/guides/thinking_mode"
+_ZAI = "https://docs.z.ai/guides/capabilities/thinking-mode"
+_MINIMAX = "https://platform.minimaxi.com/docs/api-reference/text-openai-api"
 CONTROLS = (
-    Control(("reasoning_effort",), _OAI, "effort level (none|minimal|low|medium|high|xhigh)"),
+    Control(
+        ("reasoning_effort",),
+        f"{_OAI}; DeepSeek V4 ({_DEEPSEEK}); Z.ai GLM-5.x ({_ZAI})",
+        "effort level (none|minimal|low|medium|high|xhigh; max on DeepSeek V4 and GLM-5.x)",
+    ),
     Control(("reasoning",), _OR, "effort, max_tokens budget, exclude, enabled"),
     Control(("include_reasoning",), _OR, "legacy switch for returning reasoning"),
     Control(("models",), _OR, "fallback model list: changes which model runs"),
     Control(("provider",), _OR, "provider routing preferences: changes which upstream runs"),
     Control(("route",), _OR, "legacy fallback routing switch"),
-    Control(("thinking",), "DeepSeek thinking mode; Z.ai GLM thinking", "thinking on/off"),
+    Control(
+        ("thinking",),
+        f"DeepSeek thinking mode ({_DEEPSEEK}); Z.ai GLM thinking ({_ZAI}); Kimi K2.5",
+        "thinking on/off ({type: enabled|disabled}); Z.ai also clear_thinking",
+    ),
+    Control(
+        ("thinking", "clear_thinking"),
+        f"Z.ai preserved thinking ({_ZAI})",
+        "false: earlier turns' reasoning is kept and must come back complete",
+    ),
+    Control(
+        ("reasoning_split",),
+        f"MiniMax OpenAI-compatible API ({_MINIMAX})",
+        "true: thinking in reasoning_details; else inline <think> in content",
+    ),
     Control(("enable_thinking",), "Qwen (DashScope) compatible mode", "thinking switch"),
     Control(("thinking_budget",), "Qwen (DashScope) compatible mode", "thinking token budget"),
     Control(("chat_template_kwargs",), _VLLM, "template switches and budgets"),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
+from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, thinking_text
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON, Turn
 from reasonwire.wire.vault import Lookup, present, sized, text_key
@@ -69,6 +70,10 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
                     out.append(SentCarrier(kind, sized(detail[key]), opaque))
             if present(detail.get("signature")):
                 out.append(SentCarrier(kind + ".signature", sized(detail["signature"]), True))
+        content = msg.get("content")
+        for part in content if isinstance(content, list) else ():
+            if is_thinking_part(part) and present(thinking_text(part)):
+                out.append(SentCarrier(THINKING_PART, sized(thinking_text(part)), False))
         for call in msg.get("tool_calls") or ():
             if isinstance(call, dict) and present(call.get(TOOL_CALL_CARRIER)):
                 out.append(SentCarrier(TOOL_CALL_CARRIER, sized(call[TOOL_CALL_CARRIER]), True))

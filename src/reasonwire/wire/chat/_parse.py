@@ -15,6 +15,11 @@ Carrier rules (documented here because replay depends on them):
   any entry is, because the list must then go back byte for byte.
 - ``tool_calls[i].extra_content`` (Gemini's ``google.thought_signature``): an opaque carrier
   tied to that tool call's id.
+- ``content[i]`` of ``type: "thinking"`` (Mistral's Magistral: ``content`` is a list of
+  parts, ``{"type": "thinking", "thinking": [{"type": "text", "text": ..}]}`` then text
+  parts): a readable carrier per part, the part object as received; its text is the joined
+  text of its inner parts (https://docs.mistral.ai/inference/conversations/reasoning;
+  recording ``pai__test_mistral__test_mistral_model_thinking_part_iter.yaml``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 MESSAGE_PATH = "choices[0].message"
+THINKING_PART = "thinking"
+"""The ``type`` (and carrier kind) of a Magistral thinking part in a ``content`` list."""
 _TEXT_FIELDS = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_KEYS = ("text", "summary")
 
@@ -78,6 +85,23 @@ def details_text(details: list[JSON]) -> str:
     return "".join(parts)
 
 
+def is_thinking_part(part: JSON) -> bool:
+    """True for a Magistral ``{"type": "thinking", ...}`` part of a ``content`` list."""
+    return isinstance(part, dict) and part.get("type") == THINKING_PART
+
+
+def thinking_text(part: Mapping[str, JSON]) -> str:
+    """The text of a thinking part: its inner text parts joined (or a plain string)."""
+    inner = part.get(THINKING_PART)
+    if isinstance(inner, str):
+        return inner
+    if isinstance(inner, list):
+        return "".join(
+            p["text"] for p in inner if isinstance(p, dict) and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
 def message_carriers(message: Mapping[str, JSON], base: str = MESSAGE_PATH) -> tuple[Carrier, ...]:
     """Every carrier on an assistant message, values as received (the same objects)."""
     out: list[Carrier] = []
@@ -96,6 +120,15 @@ def message_carriers(message: Mapping[str, JSON], base: str = MESSAGE_PATH) -> t
                     text=details_text(value) or None,
                 )
             )
+    content = message.get("content")
+    if isinstance(content, list):
+        for i, part in enumerate(content):
+            if is_thinking_part(part):
+                assert isinstance(part, dict)
+                text = thinking_text(part)
+                out.append(
+                    Carrier("chat", THINKING_PART, f"{base}.content[{i}]", part, False, text=text)
+                )
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         for i, call in enumerate(calls):
@@ -119,9 +152,12 @@ def reasoning_text(carriers: tuple[Carrier, ...]) -> str:
 
     Gateways send the same thought twice (``reasoning`` and ``reasoning_details`` on
     OpenRouter); taking one source in a fixed order (``reasoning_content``, ``reasoning``,
-    ``reasoning_details``) avoids doubling it.
+    ``reasoning_details``, then Magistral thinking parts) avoids doubling it. Thinking
+    parts are one source: all of them, joined in order.
     """
     for carrier in carriers:
+        if carrier.kind == THINKING_PART and carrier.text:
+            return "".join(c.text or "" for c in carriers if c.kind == THINKING_PART)
         if carrier.kind != TOOL_CALL_CARRIER and carrier.text:
             return carrier.text
     return ""
@@ -133,7 +169,9 @@ def visible_text(content: JSON) -> str:
         return content
     if isinstance(content, list):
         return "".join(
-            p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and not is_thinking_part(p) and isinstance(p.get("text"), str)
         )
     return ""
 

@@ -14,6 +14,12 @@ Assembly rules:
   (``extra_content``) takes its first non-null value. ``index`` itself addresses the delta
   and is not part of the assembled tool call.
 - ``reasoning_details``: merged by :class:`DetailsMerger` (see there).
+- ``content`` as a list of parts (Mistral's Magistral): ``text`` parts join the visible text
+  like string pieces; ``thinking`` parts' inner text joins one thinking text. When any
+  thinking part arrived, the assembled ``content`` is the non-streaming body's list form:
+  one ``{"type": "thinking", "thinking": [{"type": "text", "text": ..}]}`` part, then one
+  ``{"type": "text", "text": ..}`` part when there is visible text (Magistral streams its
+  thinking first: recording ``pai__test_mistral__test_mistral_model_thinking_part_iter``).
 - Terminal: ``data: [DONE]`` or a non-null ``finish_reason``. A stream with neither is
   truncated. An ``{"error": ...}`` payload yields a StreamError event, and close() then raises
   TruncatedStream carrying the partial turn: the answer did not complete.
@@ -33,9 +39,12 @@ import orjson
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
 from reasonwire.wire.chat._parse import (
+    THINKING_PART,
     arguments_text,
     details_text,
+    is_thinking_part,
     parse_usage,
+    thinking_text,
     turn_from_body,
 )
 from reasonwire.wire.model import (
@@ -217,6 +226,7 @@ class ChatStreamDecoder:
         self._top: dict[str, JSON] | None = None
         self._role: JSON = None
         self._content: list[str] | None = None
+        self._thinking: list[str] | None = None  # Magistral thinking parts' text pieces
         self._reasoning: dict[str, list[str]] = {}
         self._details: DetailsMerger | None = None
         self._order: list[str] = []
@@ -281,9 +291,17 @@ class ChatStreamDecoder:
 
     def assembled(self) -> dict[str, JSON]:
         """The state so far in the non-streaming body's shape."""
+        text = "".join(self._content) if self._content is not None else None
+        content: JSON = text
+        if self._thinking is not None:
+            thought = {"type": "text", "text": "".join(self._thinking)}
+            parts: list[JSON] = [{"type": THINKING_PART, THINKING_PART: [thought]}]
+            if text:
+                parts.append({"type": "text", "text": text})
+            content = parts
         message: dict[str, JSON] = {
             "role": self._role if self._role is not None else "assistant",
-            "content": "".join(self._content) if self._content is not None else None,
+            "content": content,
         }
         for name in self._order:
             if name == "reasoning_details":
@@ -509,16 +527,30 @@ class ChatStreamDecoder:
             out.append(ReasoningDelta(reasoning_piece))
         content = get("content")
         if type(content) is str:
-            if self._content is None:
-                self._content = []
-            self._content.append(content)
-            if content:
-                out.append(TextDelta(content))
+            self._text_piece(content, out)
+        elif type(content) is list:
+            for part in content:
+                if is_thinking_part(part):
+                    piece = thinking_text(part)
+                    if self._thinking is None:
+                        self._thinking = []
+                    self._thinking.append(piece)
+                    if piece:
+                        out.append(ReasoningDelta(piece))
+                elif isinstance(part, dict) and type(part.get("text")) is str:
+                    self._text_piece(part["text"], out)
         calls = get("tool_calls")
         if type(calls) is list:
             for position, call in enumerate(calls):
                 if isinstance(call, dict):
                     out.append(self._tool_call(call, position))
+
+    def _text_piece(self, content: str, out: list[StreamEvent]) -> None:
+        if self._content is None:
+            self._content = []
+        self._content.append(content)
+        if content:
+            out.append(TextDelta(content))
 
     def _reasoning_piece(self, name: str, value: str) -> None:
         pieces = self._reasoning.get(name)

@@ -7,7 +7,12 @@ Replay rules:
 
 - A Gemini assistant turn (``native.dialect == "gemini"``) goes back as
   ``{"role": "model", "parts": [...]}`` with the parts exactly as received: the same dict
-  objects, every ``thoughtSignature`` on the part it came on, thought parts in place.
+  objects, every ``thoughtSignature`` on the part it came on, thought parts in place. Gemini 3
+  signs only the FIRST of parallel ``functionCall`` parts; the others go back without one
+  (never a copy), and a signature on a plain text part stays on that text part (Google,
+  https://ai.google.dev/gemini-api/docs/thought-signatures: "return the signature in the
+  exact part where it was received"; recording
+  ``pai__test_google__test_google_instructions_only_with_tool_calls.yaml``).
 - :meth:`GeminiDialect.strip` drops thought parts and removes ``thoughtSignature`` from the
   remaining parts (copies of those parts; the received ones are never modified).
 - Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
