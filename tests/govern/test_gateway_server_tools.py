@@ -15,6 +15,7 @@ adaptive + ``output_config.effort`` from 4.6), and the client's own reasoning co
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -220,9 +221,9 @@ def _with_conv(body: dict[str, Any], conv: str) -> dict[str, Any]:
 
 def _stream_reply(text: str) -> Reply:
     raw = text.encode("utf-8")
-    cuts = list(range(0, len(raw), 97)) + [len(raw)]  # splits inside events and UTF-8
+    cuts = [*range(0, len(raw), 97), len(raw)]  # splits inside events and UTF-8
     return Reply(
-        chunks=[raw[a:b] for a, b in zip(cuts, cuts[1:], strict=False)],
+        chunks=[raw[a:b] for a, b in itertools.pairwise(cuts)],
         content_type="text/event-stream",
     )
 
@@ -295,9 +296,7 @@ def test_stream_follow_up_carries_the_server_tool_blocks_and_the_vaulted_thinkin
     world.upstream.plan(conv, _stream_reply(it.response_text), _json_reply(_final_answer()))
     status, raw = world.post(it.request["model"], conv, _with_conv(it.request, conv))
     assert status == 200
-    seen_by_client = assembled(
-        [Event(n, d.decode()) for n, d in client_events(raw) if n != "ping"]
-    )
+    seen_by_client = assembled([Event(n, d.decode()) for n, d in client_events(raw) if n != "ping"])
     original = assembled(recorded)
     assert seen_by_client == [visible_block(b) for b in original]  # the rule, per block
 
@@ -332,9 +331,7 @@ def test_json_server_tool_blocks_pass_and_the_recorded_turn_2_reaches_upstream(
 ) -> None:
     first, second = load_cassette(ADVISOR)
     conv = new_conv()
-    world.upstream.plan(
-        conv, _json_reply(first.response_json), _json_reply(second.response_json)
-    )
+    world.upstream.plan(conv, _json_reply(first.response_json), _json_reply(second.response_json))
     status, raw = world.post(first.request["model"], conv, _with_conv(first.request, conv))
     assert status == 200
     content = json.loads(raw)["content"]
