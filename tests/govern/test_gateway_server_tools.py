@@ -368,7 +368,7 @@ def test_forged_server_tool_blocks_carry_nothing_unnamed(world: World) -> None:
     """A client's server-tool blocks pass in an assistant turn only, and only with their
     named fields: an extra field (where reasoning could ride) is dropped, and so is a
     server-tool block in a user turn, where no model ever put one."""
-    first, second = load_cassette(ADVISOR)
+    _, second = load_cassette(ADVISOR)
     conv = new_conv()
     body = _with_conv(second.request, conv)
     blocks = [dict(b) for b in _assistant_blocks(second.request)]
