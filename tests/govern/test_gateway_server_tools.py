@@ -220,8 +220,10 @@ def test_stream_follow_up_carries_the_server_tool_blocks_and_the_vaulted_thinkin
     original = assembled(recorded)
     assert seen_by_client == [visible_block(b) for b in original]  # the rule, per block
 
+    (delta,) = [e.data["delta"] for e in recorded if e.data["type"] == "message_delta"]
     follow = {
         **_with_conv(it.request, conv),
+        "container": delta["container"]["id"],  # the SDK's way to reuse the container
         "stream": False,
         "messages": [
             *it.request["messages"],
@@ -233,6 +235,7 @@ def test_stream_follow_up_carries_the_server_tool_blocks_and_the_vaulted_thinkin
     assert status == 200
     second = world.seen(conv)[1]
     assert _assistant_blocks(second.body) == original
+    assert second.body["container"] == delta["container"]["id"]
     for block in original:
         if block["type"] in SERVER_TOOL_TYPES:
             assert orjson.dumps(block) in second.raw  # unchanged, byte for byte
