@@ -166,3 +166,57 @@ def test_follow_up_equals_the_recorded_second_request(serve: Any) -> None:
     for key_ in ("model", "max_tokens", "tools", "stream"):
         assert ours[key_] == second.request[key_]
     assert "thinking" not in ours
+
+
+# -- adaptive thinking on the simulator ------------------------------------------------------
+
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+"""The anthropic SDK's ``OutputConfigParam.effort`` values (2.16.0: "Valid values are `low`,
+`medium`, `high`, `xhigh`, or `max`")."""
+
+
+@pytest.mark.parametrize("effort", [*EFFORTS, "minimal", "maximum"])
+def test_simulator_takes_the_documented_effort_levels_only(sim_server: Any, effort: str) -> None:
+    """The agent sends adaptive thinking + ``output_config.effort`` for a level outside the
+    budget table; the simulator accepts the five documented values and refuses any other."""
+    import httpx
+
+    from reasonwire.errors import BadRequest
+
+    sent: list[Any] = []
+    with httpx.Client(event_hooks={"request": [lambda r: sent.append(r)]}) as c:
+        model = agent.anthropic(
+            "sim-claude",
+            effort=effort,
+            base_url=sim_server.root_url,
+            key=key,
+            http_client=c,
+            retries=FAST,
+        )
+        bot = agent.Agent(model)
+        if effort in EFFORTS:
+            assert bot.run("What is 2 + 2?").answer
+        else:
+            with pytest.raises(BadRequest, match=r"output_config\.effort"):
+                bot.run("What is 2 + 2?")
+    body = json.loads(sent[0].content)
+    if effort not in ("low", "medium", "high"):  # the agent's budget table covers those
+        assert body["thinking"] == {"type": "adaptive"}
+        assert body["output_config"] == {"effort": effort}
+
+
+def test_simulator_refuses_a_budget_on_adaptive_thinking(sim_server: Any) -> None:
+    from reasonwire.errors import BadRequest
+
+    model = agent.anthropic(
+        "sim-claude",
+        effort="adaptive",
+        base_url=sim_server.root_url,
+        key=key,
+        retries=FAST,
+        extra_body={"thinking": {"budget_tokens": 2048}},
+    )
+    with pytest.raises(BadRequest, match="budget_tokens"):
+        agent.Agent(model).run("What is 2 + 2?")
+    ok = agent.anthropic("sim-claude", effort="adaptive", base_url=sim_server.root_url, key=key)
+    assert agent.Agent(ok).run("What is 2 + 2?").answer
