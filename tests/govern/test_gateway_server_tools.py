@@ -396,3 +396,41 @@ def test_forged_server_tool_blocks_carry_nothing_unnamed(world: World) -> None:
     want = json.loads(json.dumps(second.request["messages"]))
     want[1]["content"] = [b for b in want[1]["content"] if b["type"] != "thinking"]
     assert up.body["messages"] == want
+
+
+def test_the_anthropic_sdk_reads_the_governed_server_tool_stream(world: World) -> None:
+    """The official SDK (its beta client, as the recording's client used) accumulates the
+    projected stream into the recorded message: server-tool blocks as received, thinking with
+    its signature and no text."""
+    import anthropic
+
+    (it,) = load_cassette(STREAM)
+    assert it.response_text is not None
+    original = assembled(sse_events(it.response_text))
+    conv = new_conv()
+    world.upstream.plan(conv, _stream_reply(it.response_text))
+    token = project(
+        world.gateway.registry,
+        world.gateway.policy,
+        world.ring,
+        conversation_id=conv,
+        task_id="task-" + conv,
+        runtime_id=RUNTIME[0],
+        runtime_version=RUNTIME[1],
+        route_id="anthropic/" + it.request["model"],
+        requested="medium",
+    )
+    client = anthropic.Anthropic(
+        base_url=world.url,
+        api_key="runtime-holds-no-provider-key",
+        max_retries=0,
+        default_headers={HEADER: token, CONVERSATION_HEADER: conv},
+    )
+    request = {k: v for k, v in _with_conv(it.request, conv).items() if k != "stream"}
+    with client.beta.messages.stream(**request) as stream:
+        message = stream.get_final_message()
+    got = [b.model_dump(exclude_none=True) for b in message.content]
+    want = [visible_block(b) for b in original]
+    assert [b["type"] for b in got] == [b["type"] for b in want]
+    for ours, theirs in zip(got, want, strict=True):
+        assert {k: ours[k] for k in theirs} == theirs  # the SDK may add defaults (citations)
