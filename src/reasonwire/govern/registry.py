@@ -94,7 +94,8 @@ class RuntimeAdapter:
 @dataclass(frozen=True)
 class RouteRegistration:
     """An exact provider/model route. ``levels`` maps each qualified level to the body
-    fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``).
+    fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``);
+    :func:`dialect_levels` gives the dialect's own fragments for the route's model.
 
     The gateway authenticates upstream with the key in environment variable
     ``credential_env`` (read at call time), sent as ``auth_header: auth_scheme key``."""
