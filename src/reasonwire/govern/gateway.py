@@ -10,11 +10,12 @@ the route's fragment for the resolved level, folds long replayed reasoning text 
 route's fold settings say so (off by default: :mod:`.upstream_fold`), and calls the upstream
 with its own credential (read at call time; the runtime never sees it). What the client
 receives is the dialect's visible projection (an allow-list: text, tool calls, usage, ids,
-finish reasons and the opaque carriers the vault keys on; see :mod:`reasonwire.wire.vault`
-for the design), in JSON, in streams and in errors: an upstream error reaches the client as
-the gateway's own error object, never the upstream body. Every call, refusals included,
-leaves an evidence row, and no upstream call is made before its row exists in memory (a
-last-resort handler records it).
+finish reasons, the opaque carriers the vault keys on, and blocks of tools the provider runs
+itself, such as Claude's ``server_tool_use`` and its results, which are not reasoning; see
+:mod:`reasonwire.wire.vault` for the design), in JSON, in streams and in errors: an
+upstream error reaches the client as the gateway's own error object, never the upstream
+body. Every call, refusals included, leaves an evidence row, and no upstream call is made
+before its row exists in memory (a last-resort handler records it).
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied

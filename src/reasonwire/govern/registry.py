@@ -94,7 +94,8 @@ class RuntimeAdapter:
 @dataclass(frozen=True)
 class RouteRegistration:
     """An exact provider/model route. ``levels`` maps each qualified level to the body
-    fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``).
+    fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``);
+    :func:`dialect_levels` gives the dialect's own fragments for the route's model.
 
     The gateway authenticates upstream with the key in environment variable
     ``credential_env`` (read at call time), sent as ``auth_header: auth_scheme key``."""
@@ -131,6 +132,42 @@ class RouteRegistration:
     provider must get its reasoning whole is pinned off with ``FoldSettings()``. Not part of
     :func:`~reasonwire.govern.validator.mapping_id`: the fold changes what history is
     replayed, not what a level means on the wire, so setting it needs no re-qualification."""
+
+
+def dialect_levels(
+    dialect: DialectName, model: str, levels: tuple[Level, ...] = LEVELS
+) -> dict[Level, dict[str, Any]]:
+    """Each level's route fragment as the dialect itself writes that effort for ``model``:
+    the reasoning-control fields (the dialect's controls inventory) of a request it builds at
+    that level, nothing else.
+
+    Why: what a level means on the wire can depend on the model, not only on the dialect (on
+    Anthropic, Claude 4.6 and later take ``thinking: {"type": "adaptive"}`` with
+    ``output_config: {"effort": level}``, earlier models a ``budget_tokens``; the newest
+    refuse the budget form with a 400). Deriving fragments from the dialect's own mapping
+    keeps a registered route in step with it instead of a table written per route."""
+    from reasonwire.wire.model import RequestOptions, User
+    from reasonwire.wire.registry import get_dialect
+
+    d = get_dialect(dialect)
+    out: dict[Level, dict[str, Any]] = {}
+    for level in levels:
+        body = d.build_request([User("")], RequestOptions(model=model, effort=level))
+        fragment: dict[str, Any] = {}
+        for control in d.controls:
+            if control.header:
+                continue
+            node: Any = body
+            for key in control.path:
+                node = node.get(key) if isinstance(node, dict) else None
+            if node is None:
+                continue
+            into = fragment
+            for key in control.path[:-1]:
+                into = into.setdefault(key, {})
+            into[control.path[-1]] = node
+        out[level] = fragment
+    return out
 
 
 @dataclass

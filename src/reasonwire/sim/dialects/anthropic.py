@@ -52,6 +52,40 @@ def _thinking_on(body: dict[str, Any]) -> bool:
     return isinstance(t, dict) and t.get("type") in ("enabled", "adaptive")
 
 
+EFFORTS = ("low", "medium", "high", "xhigh", "max")
+"""``output_config.effort`` values the API takes: anthropic SDK 2.16.0 ``OutputConfigParam``
+("Valid values are `low`, `medium`, `high`, `xhigh`, or `max`"); recorded: ``high``
+(``cassettes-2026/..._opus_46_adaptive_thinking_accepts_tool_output(unified).yaml``) and
+``xhigh`` (``..._opus_5_features.yaml``)."""
+
+
+def check_thinking(body: dict[str, Any]) -> None:
+    """400 for an adaptive ``thinking`` with a ``budget_tokens`` (adaptive thinking takes its
+    depth from ``output_config.effort``: the SDK's ``ThinkingConfigAdaptiveParam`` has only
+    ``type`` and ``display``, and clients that left the budget in got a 400 on every call, per
+    github.com/sherifkozman/the-llm-council release v0.7.11) and for an effort level
+    outside :data:`EFFORTS`."""
+    thinking = body.get("thinking")
+    if (
+        isinstance(thinking, dict)
+        and thinking.get("type") == "adaptive"
+        and "budget_tokens" in thinking
+    ):
+        raise SimError(
+            400,
+            "thinking.budget_tokens: not permitted with thinking.type adaptive (its depth "
+            "is output_config.effort)",
+            param="thinking.budget_tokens",
+        )
+    config = body.get("output_config")
+    effort = config.get("effort") if isinstance(config, dict) else None
+    if effort is not None and effort not in EFFORTS:
+        allowed = ", ".join(f"'{e}'" for e in EFFORTS)
+        raise SimError(
+            400, f"output_config.effort: Input should be {allowed}", param="output_config.effort"
+        )
+
+
 def read(
     body: dict[str, Any], beh: Behaviour, state: SimState, model: str
 ) -> tuple[Seen, str, str, bool]:
@@ -146,6 +180,7 @@ def handle(
     body: dict[str, Any], beh: Behaviour, state: SimState, model: str, stream: bool
 ) -> Reply:
     check_params(body, beh.reject_params)
+    check_thinking(body)
     seen, task, last, fresh = read(body, beh, state, model)
     p = plan(state.seed, task, last, fresh, _tools(body), seen, beh.reasons)
     if not _thinking_on(body):

@@ -95,14 +95,34 @@ def uses_adaptive_effort(model: str) -> bool:
 
 
 _REF = "Anthropic Messages API reference (extended thinking, effort)"
+_DISPLAY = (
+    "anthropic SDK 2.16.0 ThinkingConfigAdaptiveParam/EnabledParam.display (docs: "
+    "platform.claude.com/docs/en/build-with-claude/thinking#controlling-thinking-display); "
+    "omitted is the Opus 4.7 default (github.com/anthropics/claude-code/issues/49268)"
+)
+_BETA = (
+    "Anthropic beta headers; redact-thinking-2026-02-12 sent by Claude Code (shared/WIRE.md, "
+    "'The 2026 wire')"
+)
 CONTROLS = (
+    # Listed before ``thinking`` so the evidence names it when a client sends it (the whole
+    # ``thinking`` object goes next anyway).
+    Control(("thinking", "display"), _DISPLAY, "thinking text shown: summarized | omitted"),
     Control(("thinking",), _REF, "thinking: enabled|adaptive|disabled, budget_tokens"),
     Control(("output_config", "effort"), _REF, "effort level"),
-    Control(("anthropic-beta",), "Anthropic beta headers", "enables features", header=True),
+    Control(
+        ("anthropic-beta",),
+        _BETA,
+        "enables features, redact-thinking-* among them (hides thinking text)",
+        header=True,
+    ),
 )
-"""Reasoning controls of Anthropic Messages. Beta headers are never forwarded (the gateway
-passes ``anthropic-version`` only); every other top-level field outside the request shape is
-dropped."""
+"""Reasoning controls of Anthropic Messages. ``thinking.display`` decides what thinking text
+comes back (``summarized`` | ``omitted``): a visibility control of the reasoning, so a
+governed client's is stripped like the rest of ``thinking`` (the route's fragment may set
+one). Beta headers are never forwarded (the gateway passes ``anthropic-version`` only; a
+route's own ``headers`` may set one), so a client's ``redact-thinking-*`` beta never reaches
+the upstream; every other top-level field outside the request shape is dropped."""
 
 FORWARDED_HEADERS = ("anthropic-version",)
 
@@ -170,9 +190,86 @@ _USER_BLOCKS: dict[str, Obj] = {
     ),
 }
 _BLOCK_USER = Tagged(_USER_BLOCKS)
+
+# -- server tools ---------------------------------------------------------------------------
+# Blocks of tools Anthropic runs itself: a ``server_tool_use`` (its input streams as
+# ``input_json_delta``) and the tool's ``*_tool_result``. They are not reasoning: a governed
+# client sees them as received and sends them back in the assistant turn (the API needs them
+# there to continue). Recorded: ``cassettes-2026/pai__test_anthropic__test_anthropic_code_
+# execution_tool_stream.yaml`` (server_tool_use ``bash_code_execution``, a
+# ``bash_code_execution_tool_result`` holding a ``bash_code_execution_result``, a message
+# ``container``, ``usage.server_tool_use``) and ``..._advisor_tool_message_replay.yaml``
+# (server_tool_use ``advisor``, an ``advisor_tool_result`` holding an ``advisor_result``,
+# replayed verbatim in turn 2). The error and redacted variants of those two results and the
+# ``caller`` field are the anthropic SDK's (2.16.0) types ``BashCodeExecutionToolResultBlock``,
+# ``BetaAdvisorToolResultBlock``, ``BetaAdvisorRedactedResultBlock`` (an opaque
+# ``encrypted_content`` to round-trip verbatim, like ``redacted_thinking``),
+# ``ServerToolUseBlock``. Typed field by field, never ``Anything``: a result is model or tool
+# output that reaches the client, so nothing unnamed may ride in it.
+
+SERVER_TOOL_BLOCKS = (
+    "server_tool_use",
+    "bash_code_execution_tool_result",
+    "advisor_tool_result",
+)
+"""Server-tool block types the request and visible shapes describe (the recorded ones)."""
+
+_CALLER = Obj({"type": Str(), "tool_id": Str()})
+_SERVER_TOOL_USE = Obj(
+    {"type": Str(), "id": Str(), "name": Str(), "input": Anything(), "caller": _CALLER},
+    frozenset({"id", "name"}),
+)
+_BASH_RESULT = Tagged(
+    {
+        "bash_code_execution_result": Obj(
+            {
+                "type": Str(),
+                "stdout": Str(),
+                "stderr": Str(),
+                "return_code": Int(),
+                "content": ListOf(
+                    Tagged({"bash_code_execution_output": Obj({"type": Str(), "file_id": Str()})})
+                ),
+            }
+        ),
+        "bash_code_execution_tool_result_error": Obj({"type": Str(), "error_code": Str()}),
+    }
+)
+_ADVISOR_RESULT = Tagged(
+    {
+        # The advisor model's answer to the executor: visible model text, not its reasoning.
+        "advisor_result": Obj(
+            {"type": Str(), "text": Str(text=True), "stop_reason": Nullable(Str())}
+        ),
+        "advisor_redacted_result": Obj(
+            {"type": Str(), "encrypted_content": Str(), "stop_reason": Nullable(Str())}
+        ),
+        "advisor_tool_result_error": Obj({"type": Str(), "error_code": Str()}),
+    }
+)
+
+
+def _result(content: Tagged) -> Obj:
+    return Obj(
+        {"type": Str(), "tool_use_id": Str(), "content": content},
+        frozenset({"tool_use_id", "content"}),
+    )
+
+
+_SERVER_BLOCKS: dict[str, Obj] = {
+    "server_tool_use": _SERVER_TOOL_USE,
+    "bash_code_execution_tool_result": _result(_BASH_RESULT),
+    "advisor_tool_result": _result(_ADVISOR_RESULT),
+}
+assert tuple(_SERVER_BLOCKS) == SERVER_TOOL_BLOCKS
+_CONTAINER = Obj({"id": Str(), "expires_at": Str()})
+"""The code-execution container of a message (recorded in the stream's ``message_delta``);
+a client reuses it by id in its next request (the SDK's ``container`` parameter)."""
+
 _BLOCK_ASSISTANT = Tagged(
     {
         **_USER_BLOCKS,
+        **_SERVER_BLOCKS,
         # Looked up in the vault by signature; never forwarded as the client sent it.
         "thinking": Obj({"type": Str(), "thinking": Str(), "signature": Str()}),
         "redacted_thinking": Obj({"type": Str(), "data": Str()}),
@@ -208,6 +305,9 @@ REQUEST = Obj(
         "service_tier": Str(),
         "thinking": Anything(),
         "output_config": Obj({"effort": Anything(), "format": Anything()}),
+        # A container id to reuse (the SDK's ``MessageCreateParamsContainerParam``: a string,
+        # or container params); not a reasoning control.
+        "container": OneOf((Str(), Obj({"id": Str(), "skills": Anything()}))),
     },
     frozenset({"model", "messages", "max_tokens"}),
 )
@@ -221,6 +321,7 @@ _BLOCK_OUT = Tagged(
         # Opaque parts only: the signature stays, the text is never present.
         "thinking": Obj({"type": Str(), "thinking": Blank(), "signature": Str()}),
         "redacted_thinking": Obj({"type": Str(), "data": Str()}),
+        **_SERVER_BLOCKS,
     }
 )
 _USAGE = Obj(
@@ -236,6 +337,9 @@ _USAGE = Obj(
             }
         ),
         "service_tier": Nullable(Str()),
+        "server_tool_use": Obj(
+            {"web_search_requests": Nullable(Int()), "web_fetch_requests": Nullable(Int())}
+        ),
     }
 )
 VISIBLE = Obj(
@@ -248,10 +352,12 @@ VISIBLE = Obj(
         "stop_reason": Nullable(Str()),
         "stop_sequence": Nullable(Str()),
         "usage": _USAGE,
+        "container": Nullable(_CONTAINER),
     }
 )
 """What a governed client sees of a message: text, tool_use, thinking blocks as signature
-only (the SDK keeps the block so the client can return it), redacted thinking, usage."""
+only (the SDK keeps the block so the client can return it), redacted thinking, server-tool
+blocks as received, the container, usage."""
 
 ERROR_TYPES = frozenset(
     {
@@ -288,7 +394,13 @@ STREAM_EVENT = Tagged(
         "message_delta": Obj(
             {
                 "type": Str(),
-                "delta": Obj({"stop_reason": Nullable(Str()), "stop_sequence": Nullable(Str())}),
+                "delta": Obj(
+                    {
+                        "stop_reason": Nullable(Str()),
+                        "stop_sequence": Nullable(Str()),
+                        "container": Nullable(_CONTAINER),
+                    }
+                ),
                 "usage": _USAGE,
             }
         ),
