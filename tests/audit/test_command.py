@@ -126,3 +126,29 @@ def test_cli_writes_the_three_reports(tmp_path: Path) -> None:
     assert "| framework |" in (out / "audit.md").read_text()
     exchanges = list((out / "exchanges").glob("*.jsonl"))
     assert exchanges and DUMMY_KEY not in exchanges[0].read_text()
+
+
+def test_google_genai_interactions_program_keeps_its_signatures() -> None:
+    """The Interactions API through google-genai, store=false, every step resent: the thought
+    signature is kept and the loop is accepted; the twin that drops the thought steps is
+    refused by the documented signature rule (400) and the signature reported dropped."""
+    script = str(SCRIPTS / "google_interactions_stateless.py")
+    run = audit_command([sys.executable, script])
+    assert run.exit_code == 0
+    reqs = [r for r in run.trace.requests if r.dialect]
+    assert [(r.status, r.dialect) for r in reqs] == [(200, "interactions")] * 2
+    assert [(o.atom.kind, o.status) for o in reqs[1].observations] == [
+        ("thought_signature", "kept")
+    ]
+    (cell,) = build_document([run])["matrix"]["cells"]
+    assert (cell["column"], cell["verdict"]) == ("interactions store=false", "kept")
+
+    broken = audit_command([sys.executable, script, "--strip"], label="strip")
+    assert broken.exit_code != 0
+    reqs = [r for r in broken.trace.requests if r.dialect]
+    assert [r.status for r in reqs] == [200, 400]
+    assert [(o.atom.kind, o.status) for o in reqs[1].observations] == [
+        ("thought_signature", "dropped")
+    ]
+    (cell,) = build_document([broken])["matrix"]["cells"]
+    assert cell["verdict"] == "rejected"
