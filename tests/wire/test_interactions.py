@@ -119,3 +119,17 @@ def test_an_unknown_input_step_is_refused_not_dropped() -> None:
 
     with pytest.raises(ShapeError, match=r"input\[0\]"):
         D.validate_request({"model": "m", "input": [{"type": "secret_step", "x": 1}]})
+
+
+def test_cached_tokens_are_part_of_the_prompt_and_tool_use_is_billed_input() -> None:
+    """The SDK's ``Usage`` docs: ``total_input_tokens`` is the "number of tokens in the prompt",
+    ``total_cached_tokens`` the "number of tokens in the cached part of the prompt", and
+    ``total_tool_use_tokens`` the tokens "present in tool-use prompt(s)" (input the API adds).
+    So billed input = prompt + tool use, of which the cached part is a cache read."""
+    body = {"object": "interaction", "status": "completed", "steps": [], "usage": {
+        "total_input_tokens": 100, "total_cached_tokens": 60, "total_tool_use_tokens": 7,
+        "total_output_tokens": 5, "total_thought_tokens": 3, "total_tokens": 115}}  # fmt: skip
+    usage = D.parse_response(body).usage
+    assert usage is not None
+    assert (usage.input_uncached, usage.cache_read, usage.billed_input) == (47, 60, 107)
+    assert (usage.output, usage.reasoning) == (8, 3)
