@@ -652,3 +652,21 @@ def test_magistral_thinking_parts_stream() -> None:
     assert stripped["content"] == [{"type": "text", "text": "".join(visible)}]
     [other] = D.replay(turn, profile="deepseek")  # a route that does not read thinking parts
     assert other["content"] == stripped["content"]
+
+
+def test_glm_5_3_requests_are_two_fresh_calls() -> None:
+    """GLM-5.3: request 2 is not a continuation of request 1 (it sends the same lone user
+    message again, with ``thinking: {clear_thinking: false}`` only and no reasoning_effort),
+    so there is no replay to compare; each answer carries its own reasoning_content."""
+    first, second = load_cassette("pai__test_zai__test_zai_glm_5_3_reasoning_effort.yaml")
+    assert first.request["messages"] == second.request["messages"]
+    assert [m["role"] for m in second.request["messages"]] == ["user"]
+    assert first.request["reasoning_effort"] == "max"
+    assert first.request["thinking"] == {"type": "enabled", "clear_thinking": False}
+    assert second.request["thinking"] == {"clear_thinking": False}
+    assert "reasoning_effort" not in second.request
+    for it in (first, second):
+        turn = _turn(it)
+        rc = _recorded_message(it)["reasoning_content"]
+        assert [c.value for c in turn.carriers] == [rc]
+        assert turn.reasoning_text == rc

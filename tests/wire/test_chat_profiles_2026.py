@@ -261,3 +261,24 @@ def test_clear_thinking_alone_is_stripped_too() -> None:
         {"model": "m", "messages": [], "thinking": {"clear_thinking": False}}
     )
     assert "thinking" not in out and removed == {"thinking": {"clear_thinking": False}}
+
+
+# -- Magistral thinking parts (https://docs.mistral.ai/inference/conversations/reasoning) --------
+
+
+def test_magistral_json_body_thinking_parts_and_the_probe_count() -> None:
+    """A non-streamed Magistral message: ``content`` is [thinking part, text part]; the
+    thinking part is a readable carrier, the text part the visible text, and a request that
+    sends the message back is counted by the probe with the thinking text's UTF-8 size."""
+    thinking = {
+        "type": "thinking",
+        "thinking": [{"type": "text", "text": "ab"}, {"type": "text", "text": "ç"}],
+    }
+    message = {"role": "assistant", "content": [thinking, {"type": "text", "text": "hi"}]}
+    turn = D.parse_response({"choices": [{"index": 0, "message": message}]})
+    assert turn.text == "hi"
+    assert turn.reasoning_text == "abç"
+    [c] = turn.carriers
+    assert (c.kind, c.value, c.opaque) == ("thinking", thinking, False)
+    [sent] = D.request_carriers({"messages": [{"role": "user", "content": "q"}, message]})
+    assert (sent.kind, sent.size, sent.opaque) == ("thinking", len("abç".encode()), False)
