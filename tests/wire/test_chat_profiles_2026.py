@@ -282,3 +282,13 @@ def test_magistral_json_body_thinking_parts_and_the_probe_count() -> None:
     assert (c.kind, c.value, c.opaque) == ("thinking", thinking, False)
     [sent] = D.request_carriers({"messages": [{"role": "user", "content": "q"}, message]})
     assert (sent.kind, sent.size, sent.opaque) == ("thinking", len("abç".encode()), False)
+
+
+def test_builtin_vendor_routes_use_their_2026_profiles() -> None:
+    """A user who names the vendor's route gets the vendor's documented behaviour without
+    naming a profile (each profile's source is tested above)."""
+    from reasonwire.routes import BUILTIN_ROUTES
+
+    assert {n: BUILTIN_ROUTES[n].profile for n in ("moonshot", "zai", "dashscope", "minimax")} == {
+        "moonshot": "kimi", "zai": "zai", "dashscope": "qwen", "minimax": "minimax"
+    }  # fmt: skip
