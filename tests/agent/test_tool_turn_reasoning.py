@@ -98,3 +98,37 @@ def test_reasoning_content_rides_on_every_tool_call_turn_and_is_never_padded(
     assert "reasoning_content" not in calls_by_id["c2"][0]
     # no assistant message anywhere carries an invented empty reasoning_content
     assert not any(m.get("reasoning_content") == "" for body in sent for m in body["messages"])
+
+
+def test_kimi_loop_on_the_simulator_and_its_refusal_of_a_bare_tool_call_turn() -> None:
+    """The simulated Kimi (``sim-kimi``, WIRE.md's 2026 rule): the agent's loop carries
+    reasoning_content and is accepted; the same request with the field removed is refused
+    with Kimi's own words; padded with "" it passes and carries nothing."""
+    from reasonwire.sim.server import SimServer
+
+    seen: list[bytes] = []
+    with (
+        SimServer(seed=0) as sim,
+        httpx.Client(event_hooks={"request": [lambda r: seen.append(r.content)]}) as http,
+    ):
+        model = agent.openai_compatible(
+            base_url=sim.base_url, model="sim-kimi", profile="kimi", effort="high",
+            http_client=http,
+        )  # fmt: skip
+
+        def lookup(city: str) -> str:
+            """Look a city up."""
+            return f"{city}: found"
+
+        result = agent.Agent(model, tools=[lookup]).run("Find Oslo with lookup.")
+        assert result.answer
+        body = json.loads(seen[1])
+        (turn,) = [m for m in body["messages"] if m.get("tool_calls")]
+        assert turn["reasoning_content"]
+        url = sim.base_url + "/chat/completions"
+        del turn["reasoning_content"]
+        refused = httpx.post(url, json=body)
+        assert refused.status_code == 400
+        assert "reasoning_content is missing in assistant tool call message" in refused.text
+        turn["reasoning_content"] = ""
+        assert httpx.post(url, json=body).status_code == 200

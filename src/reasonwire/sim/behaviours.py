@@ -61,6 +61,7 @@ class Behaviour:
     id_prefix: str = ""
     reject_params: Mapping[str, str] = field(default_factory=dict)  # key path -> message
     require_after_tool: bool = False
+    missing_message: str = ""  # the vendor's own 400 text when require_after_tool trips
     tool_turns_only: bool = False
     null_500: bool = False
     refuse_probe: bool = False
@@ -159,6 +160,22 @@ _ALL: tuple[Behaviour, ...] = (
         emits=("reasoning_content",),
         require_after_tool=True,
         tool_turns_only=True,
+    ),
+    Behaviour(
+        "sim-kimi",
+        "chat",
+        "Kimi K2 thinking: an assistant tool-call turn without reasoning_content is a 400; a "
+        'turn padded with "" passes the check and carries nothing; reasoning_content is read',
+        f"{_W26}: 'an assistant tool-call turn without reasoning_content is refused (\"thinking "
+        'is enabled but reasoning_content is missing in assistant tool call message"); clients '
+        'that pad it with "" or " " pass the check and carry nothing\'',
+        _t(reasoning_content=(C, C), reasoning=(D, D), reasoning_details=(D, D)),
+        emits=("reasoning_content",),
+        require_after_tool=True,
+        missing_message=(
+            "thinking is enabled but reasoning_content is missing in assistant tool call "
+            "message at index {i}"
+        ),
     ),
     Behaviour(
         "sim-llamacpp",

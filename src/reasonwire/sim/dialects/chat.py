@@ -88,8 +88,9 @@ def read(body: dict[str, Any], beh: Behaviour, state: SimState) -> tuple[Seen, s
                 if fld == "reasoning_content" and beh.require_after_tool and calls:
                     raise SimError(
                         400,
-                        "Missing `reasoning_content` field in the assistant message at message "
-                        f"index {i}. For more information, please refer to "
+                        beh.missing_message.format(i=i)
+                        or "Missing `reasoning_content` field in the assistant message at "
+                        f"message index {i}. For more information, please refer to "
                         "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls",
                         param="messages",
                     )
