@@ -14,6 +14,10 @@ forwarded them as the client wrote them. ``tool_result.content`` is typed for th
 Found by the hostile-upstream properties (``tests/govern/test_hostile_properties.py``):
 ``usage.cache_creation`` is typed (the two ephemeral token counts) instead of any value, so an
 upstream cannot carry text to the client through it.
+
+Server tools (issue 24): ``server_tool_use`` and the ``*_tool_result`` blocks of tools the
+API runs itself are not reasoning; both shapes carry them as received, in assistant turns
+only (see "server tools" below, and ``tests/govern/test_gateway_server_tools.py``).
 """
 
 from __future__ import annotations
@@ -204,8 +208,9 @@ _BLOCK_USER = Tagged(_USER_BLOCKS)
 # ``caller`` field are the anthropic SDK's (2.16.0) types ``BashCodeExecutionToolResultBlock``,
 # ``BetaAdvisorToolResultBlock``, ``BetaAdvisorRedactedResultBlock`` (an opaque
 # ``encrypted_content`` to round-trip verbatim, like ``redacted_thinking``),
-# ``ServerToolUseBlock``. Typed field by field, never ``Anything``: a result is model or tool
-# output that reaches the client, so nothing unnamed may ride in it.
+# ``ServerToolUseBlock``. Typed field by field (only a tool's ``input`` is any JSON, as for
+# ``tool_use``): a result is model or tool output that reaches the client, so nothing unnamed
+# may ride in it.
 
 SERVER_TOOL_BLOCKS = (
     "server_tool_use",
