@@ -14,6 +14,10 @@ forwarded them as the client wrote them. ``tool_result.content`` is typed for th
 Found by the hostile-upstream properties (``tests/govern/test_hostile_properties.py``):
 ``usage.cache_creation`` is typed (the two ephemeral token counts) instead of any value, so an
 upstream cannot carry text to the client through it.
+
+Server tools (issue 24): ``server_tool_use`` and the ``*_tool_result`` blocks of tools the
+API runs itself are not reasoning; both shapes carry them as received, in assistant turns
+only (see "server tools" below, and ``tests/govern/test_gateway_server_tools.py``).
 """
 
 from __future__ import annotations
@@ -204,17 +208,23 @@ _BLOCK_USER = Tagged(_USER_BLOCKS)
 # ``caller`` field are the anthropic SDK's (2.16.0) types ``BashCodeExecutionToolResultBlock``,
 # ``BetaAdvisorToolResultBlock``, ``BetaAdvisorRedactedResultBlock`` (an opaque
 # ``encrypted_content`` to round-trip verbatim, like ``redacted_thinking``),
-# ``ServerToolUseBlock``. Typed field by field, never ``Anything``: a result is model or tool
-# output that reaches the client, so nothing unnamed may ride in it.
+# ``ServerToolUseBlock``. Typed field by field (only a tool's ``input`` is any JSON, as for
+# ``tool_use``): a result is model or tool output that reaches the client, so nothing unnamed
+# may ride in it.
 
 SERVER_TOOL_BLOCKS = (
     "server_tool_use",
     "bash_code_execution_tool_result",
     "advisor_tool_result",
+    "web_search_tool_result",
+    "code_execution_tool_result",
 )
-"""Server-tool block types the request and visible shapes describe (the recorded ones)."""
+"""Server-tool block types the request and visible shapes describe: the recorded ones, then
+web search and the older code execution tool (not recorded here: the anthropic SDK 2.16.0
+types ``WebSearchToolResultBlock``, ``CodeExecutionToolResultBlock``)."""
 
 _CALLER = Obj({"type": Str(), "tool_id": Str()})
+_ERROR = Obj({"type": Str(), "error_code": Str()})
 _SERVER_TOOL_USE = Obj(
     {"type": Str(), "id": Str(), "name": Str(), "input": Anything(), "caller": _CALLER},
     frozenset({"id", "name"}),
@@ -232,7 +242,7 @@ _BASH_RESULT = Tagged(
                 ),
             }
         ),
-        "bash_code_execution_tool_result_error": Obj({"type": Str(), "error_code": Str()}),
+        "bash_code_execution_tool_result_error": _ERROR,
     }
 )
 _ADVISOR_RESULT = Tagged(
@@ -244,12 +254,59 @@ _ADVISOR_RESULT = Tagged(
         "advisor_redacted_result": Obj(
             {"type": Str(), "encrypted_content": Str(), "stop_reason": Nullable(Str())}
         ),
-        "advisor_tool_result_error": Obj({"type": Str(), "error_code": Str()}),
+        "advisor_tool_result_error": _ERROR,
     }
 )
 
 
-def _result(content: Tagged) -> Obj:
+_WEB_SEARCH_RESULT = OneOf(
+    (
+        ListOf(
+            Tagged(
+                {
+                    "web_search_result": Obj(
+                        {
+                            "type": Str(),
+                            "url": Str(),
+                            "title": Str(),
+                            # Opaque: the page text the model read, returned for replay.
+                            "encrypted_content": Str(),
+                            "page_age": Nullable(Str()),
+                        }
+                    )
+                }
+            )
+        ),
+        Tagged({"web_search_tool_result_error": _ERROR}),
+    )
+)
+_OUTPUT = ListOf(Tagged({"code_execution_output": Obj({"type": Str(), "file_id": Str()})}))
+_CODE_RESULT = Tagged(
+    {
+        "code_execution_result": Obj(
+            {
+                "type": Str(),
+                "stdout": Str(),
+                "stderr": Str(),
+                "return_code": Int(),
+                "content": _OUTPUT,
+            }
+        ),
+        "encrypted_code_execution_result": Obj(
+            {
+                "type": Str(),
+                "encrypted_stdout": Str(),
+                "stderr": Str(),
+                "return_code": Int(),
+                "content": _OUTPUT,
+            }
+        ),
+        "code_execution_tool_result_error": _ERROR,
+    }
+)
+
+
+def _result(content: Tagged | OneOf) -> Obj:
     return Obj(
         {"type": Str(), "tool_use_id": Str(), "content": content},
         frozenset({"tool_use_id", "content"}),
@@ -260,6 +317,16 @@ _SERVER_BLOCKS: dict[str, Obj] = {
     "server_tool_use": _SERVER_TOOL_USE,
     "bash_code_execution_tool_result": _result(_BASH_RESULT),
     "advisor_tool_result": _result(_ADVISOR_RESULT),
+    "web_search_tool_result": Obj(
+        {
+            "type": Str(),
+            "tool_use_id": Str(),
+            "content": _WEB_SEARCH_RESULT,
+            "caller": _CALLER,
+        },
+        frozenset({"tool_use_id", "content"}),
+    ),
+    "code_execution_tool_result": _result(_CODE_RESULT),
 }
 assert tuple(_SERVER_BLOCKS) == SERVER_TOOL_BLOCKS
 _CONTAINER = Obj({"id": Str(), "expires_at": Str()})
