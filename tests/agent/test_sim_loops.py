@@ -20,7 +20,7 @@ from reasonwire import agent
 from reasonwire.http import encode_body
 from reasonwire.sim.server import SimServer
 from reasonwire.wire.model import Carrier
-from tests.agent.conftest import SIM_MODELS, TOOLS, Recorder
+from tests.agent.conftest import FAST, SIM_MODELS, TOOLS, Recorder, key
 
 
 def _run(
@@ -187,3 +187,22 @@ def test_second_user_turn_starts_from_the_neutral_transcript(
     for m in second.transcript:
         assert getattr(m, "carriers", ()) == () and getattr(m, "native", None) is None
     assert first.transcript == second.transcript[:6]
+
+
+def test_opus_47_takes_effort_as_adaptive_and_refuses_a_budget(sim_server: SimServer) -> None:
+    """Claude Opus 4.7 refuses ``enabled`` + ``budget_tokens`` with a 400 (WIRE.md, the 2026
+    wire; Bedrock's "Adaptive thinking" page): the agent asks it for effort as adaptive thinking
+    with ``output_config.effort``, and the loop completes; the budget form is refused."""
+    rec = Recorder()
+    model = agent.anthropic(
+        "claude-opus-4-7-sim", effort="high", base_url=sim_server.root_url, key=key,
+        http_client=rec.client(), retries=FAST,
+    )  # fmt: skip
+    result = agent.Agent(model, tools=TOOLS).run("Find Oslo with lookup.")
+    assert result.answer
+    first = rec.json(0)
+    assert (first["thinking"], first["output_config"]) == ({"type": "adaptive"}, {"effort": "high"})
+    budget = {**first, "thinking": {"type": "enabled", "budget_tokens": 2048}}
+    budget.pop("output_config")
+    refused = _post(rec, 0, encode_body(budget))
+    assert refused.status_code == 400 and "thinking.type.adaptive" in refused.text

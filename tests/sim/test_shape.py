@@ -202,7 +202,15 @@ def sim_traffic(c: httpx.Client, dialect: str) -> tuple[list[Any], list[list[Any
                             "max_tokens": 100,
                             "stream": stream,
                             "tools": tools,
-                            "thinking": {"type": "enabled", "budget_tokens": 50},
+                            # Opus 4.7 refuses the budget form (WIRE.md, the 2026 wire)
+                            **(
+                                {
+                                    "thinking": {"type": "adaptive"},
+                                    "output_config": {"effort": "high"},
+                                }
+                                if "opus-4-7" in model
+                                else {"thinking": {"type": "enabled", "budget_tokens": 50}}
+                            ),
                             "messages": [{"role": "user", "content": text}],
                         },
                         stream,

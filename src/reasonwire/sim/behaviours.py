@@ -327,6 +327,25 @@ _ALL: tuple[Behaviour, ...] = (
         emits=("thinking",),
     ),
     Behaviour(
+        "claude-opus-4-7-sim",
+        "anthropic",
+        "Claude Opus 4.7 and later: `thinking.type: enabled` with budget_tokens is a 400; "
+        "adaptive thinking with output_config.effort is the only form",
+        f'{_W26}: \'thinking: {{"type": "adaptive"}} with output_config: {{"effort": ...}} is '
+        "the effort control of the newest models; enabled + budget_tokens is deprecated there "
+        "and refused with a 400 on some' (Opus 4.7: the Bedrock page cited at "
+        "wire/anthropic/_facts.py ADAPTIVE_SINCE)",
+        _t(thinking=(C, D), redacted_thinking=(C, D)),
+        emits=("thinking",),
+        reject_params=MappingProxyType(
+            {
+                "thinking.budget_tokens": "thinking.type.enabled is not supported for this "
+                "model. Use thinking.type.adaptive and output_config.effort to control "
+                "thinking behavior.",
+            }
+        ),
+    ),
+    Behaviour(
         "sim-claude-redacted",
         "anthropic",
         "answers with redacted_thinking blocks (opaque data, unsealed when replayed)",
