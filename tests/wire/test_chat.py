@@ -577,3 +577,16 @@ def test_raw_replay_keeps_every_received_key_in_order(profile: str) -> None:
         del expected["reasoning_content"]  # OpenRouter reads reasoning / reasoning_details only
     assert list(msg) == list(expected) and msg == expected
     assert msg["thinking_blocks"] is message["thinking_blocks"]
+
+
+def test_built_replay_puts_a_tool_calls_extra_content_back() -> None:
+    """A chat turn rebuilt from its neutral parts (no native message: e.g. history saved as
+    parts) still sends each tool call's ``extra_content`` (Gemini's OpenAI-compatible thought
+    signature) on that call: Google's compatibility docs require the signature back on the
+    call it came on."""
+    turn, message = _native_turn()
+    built = Assistant(text=turn.text, tool_calls=turn.tool_calls, carriers=turn.carriers)
+    body = D.build_request([User("q"), built], RequestOptions(model="m"))
+    (call,) = body["messages"][1]["tool_calls"]
+    assert call["extra_content"] == message["tool_calls"][0]["extra_content"]
+    assert call["id"] == "t1"
