@@ -1,14 +1,29 @@
 """The simulator's designed truth as verdicts (shared by the ground-truth tests).
 
 The truth is the sim's own data (``BEHAVIOURS[model].truth``: per carrier kind, consumed /
-dropped / rejected in the loop and across turns; ``lanes`` for a lane-switching route).
+dropped / rejected in the loop and across turns; ``lanes`` for a lane-switching route). The
+two positions become one verdict by the method's table, written out here as literals (not by
+the method's own ``combine``, which the harness under test uses).
 """
 
 from __future__ import annotations
 
 from reasonwire.eval.embedded import SIM_LANES
-from reasonwire.method.verdicts import combine
 from reasonwire.sim.behaviours import Behaviour
+
+VERDICT: dict[tuple[str, str], str] = {
+    # (in the loop, across turns) -> the verdict word: a refusal in either position wins, then
+    # where the carrier was read (the vocabulary in method/verdicts.py, its docstrings)
+    ("consumed", "consumed"): "consumes-all-turns",
+    ("consumed", "dropped"): "in-loop-only",
+    ("dropped", "consumed"): "cross-turn-only",
+    ("dropped", "dropped"): "accepted-ignored",
+    ("rejected", "consumed"): "rejected",
+    ("rejected", "dropped"): "rejected",
+    ("consumed", "rejected"): "rejected",
+    ("dropped", "rejected"): "rejected",
+    ("rejected", "rejected"): "rejected",
+}
 
 # text variant -> the sim truth keys whose carriers it sends
 VARIANT_KEYS = {
@@ -31,7 +46,7 @@ def expected(beh: Behaviour, keys: tuple[str, ...]) -> str | None:
             return "rejected"
         return "consumed" if "consumed" in vals else "dropped"
 
-    return combine(pos([t.in_loop for t in truths]), pos([t.cross_turn for t in truths]))
+    return VERDICT[pos([t.in_loop for t in truths]), pos([t.cross_turn for t in truths])]
 
 
 def opaque_expected(beh: Behaviour) -> str | None:
