@@ -13,6 +13,7 @@ import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from reasonwire._extras import MissingExtra, missing_extra, require
+from reasonwire.version import version
 
 if TYPE_CHECKING:
     import typer
@@ -63,19 +64,6 @@ _EXTRA_OF = {name: extra for name, _, extra, _ in _GROUPS}
 # runs on the core; only its embedded default (simulator, local server) needs the [eval] extra,
 # and says so when it starts them.
 _START_OF = {"eval": "cli"}
-
-
-def version() -> str:
-    """The installed distribution's version, else the source tree's ``__version__``."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as dist_version
-
-    try:
-        return dist_version("reasonwire")
-    except PackageNotFoundError:
-        from reasonwire import __version__
-
-        return __version__
 
 
 def build_app(only: str | None = None) -> typer.Typer:

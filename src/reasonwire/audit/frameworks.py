@@ -247,7 +247,7 @@ def installed_versions(fw: Framework, python: Path) -> dict[str, Any]:
     except (ValueError, IndexError):
         found = {"error": (proc.stderr or "")[-300:]}
     if fw.venv is None:
-        from reasonwire.cli import version
+        from reasonwire.version import version
 
         found["reasonwire"] = version()
     found["pins"] = list(fw.requirements)

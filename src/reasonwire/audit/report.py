@@ -155,7 +155,7 @@ def build_document(
     note: str = "",
 ) -> dict[str, Any]:
     """The whole ``reasonwire.audit/1`` document (see :mod:`reasonwire.audit`)."""
-    from reasonwire.cli import version
+    from reasonwire.version import version
 
     cells: list[dict[str, Any]] = []
     for i, run in enumerate(runs):
