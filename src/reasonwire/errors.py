@@ -132,6 +132,18 @@ class ServerError(ProviderError):
     """5xx."""
 
 
+class StreamFailed(ProviderError):
+    """The provider reported an error inside a stream whose HTTP status was 200."""
+
+
+class ToolLoopLimit(ReasonwireError):
+    """The model kept calling tools past ``max_rounds``."""
+
+
+class TemplateRenderError(ConfigError):
+    """A chat template refused the messages or failed to render; ``str()`` is its message."""
+
+
 def provider_error_for(status: int) -> type[ProviderError]:
     """The exception class for an HTTP error status."""
     if status == 429:

@@ -36,7 +36,7 @@ from reasonwire.agent.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from reasonwire.agent.loop import Agent, ToolLoopLimit
+from reasonwire.agent.loop import Agent
 from reasonwire.agent.models import (
     CONVENTIONS,
     DOTENV_FALLBACK,
@@ -55,7 +55,7 @@ from reasonwire.agent.policy import CrossTurnPolicy
 from reasonwire.agent.session import Prepared, Session
 from reasonwire.agent.strategy import Strategy, strategy_for
 from reasonwire.agent.tools import Tool, spec_from_callable, tool
-from reasonwire.agent.transport import StreamFailed
+from reasonwire.errors import StreamFailed, ToolLoopLimit
 
 __all__ = [
     "CONVENTIONS",

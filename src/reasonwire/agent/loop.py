@@ -46,7 +46,7 @@ from reasonwire.agent.policy import CrossTurnPolicy
 from reasonwire.agent.session import Session
 from reasonwire.agent.tools import Tool, arun_call, as_tools, run_call
 from reasonwire.agent.transport import EventSink, asend, send
-from reasonwire.errors import ReasonwireError
+from reasonwire.errors import ToolLoopLimit
 from reasonwire.http import make_async_client
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import (
@@ -61,10 +61,6 @@ from reasonwire.wire.model import (
     Turn,
     User,
 )
-
-
-class ToolLoopLimit(ReasonwireError):
-    """The model kept calling tools past ``max_rounds``."""
 
 
 def _neutral(msg: Message) -> Message:
@@ -387,4 +383,4 @@ class Agent:
         return self.astream_session(self.session(user_text), on_event=on_event)
 
 
-__all__ = ["Agent", "RunResult", "ToolLoopLimit"]
+__all__ = ["Agent", "RunResult"]

@@ -16,16 +16,12 @@ import httpx
 
 from reasonwire.agent.models import Model
 from reasonwire.agent.session import Prepared
-from reasonwire.errors import ProviderError, TruncatedStream
+from reasonwire.errors import StreamFailed, TruncatedStream
 from reasonwire.http import apost_json, astream_post, post_json, stream_post
 from reasonwire.wire.dialect import StreamDecoder
 from reasonwire.wire.model import Done, StreamError, StreamEvent, Turn
 
 EventSink = Callable[[StreamEvent], None]
-
-
-class StreamFailed(ProviderError):
-    """The provider reported an error inside a stream whose HTTP status was 200."""
 
 
 def _drain(events: list[StreamEvent], on_event: EventSink | None, state: list[Turn]) -> None:
@@ -94,4 +90,4 @@ async def asend(
     return _finish(decoder, on_event, done)
 
 
-__all__ = ["EventSink", "StreamFailed", "asend", "send"]
+__all__ = ["EventSink", "asend", "send"]

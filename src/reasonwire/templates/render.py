@@ -28,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 from reasonwire._extras import MissingExtra
-from reasonwire.errors import ConfigError
+from reasonwire.errors import TemplateRenderError
 
 try:
     import jinja2
@@ -39,10 +39,6 @@ try:
     from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 except ModuleNotFoundError as _exc:  # one line naming the extra, not a bare ImportError
     raise MissingExtra.of("templates", _exc) from None
-
-
-class TemplateRenderError(ConfigError):
-    """A chat template refused the messages or failed to render; ``str()`` is its message."""
 
 
 class _RaisedByTemplate(Exception):

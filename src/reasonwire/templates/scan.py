@@ -34,13 +34,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reasonwire.errors import TemplateRenderError
 from reasonwire.method.verdicts import Verdict, combine, outcome_at
 from reasonwire.templates._counters import VOCAB_MAP, Counter, CounterPool
 from reasonwire.templates._shapes import SHAPES, Shape, apply_shape, shape_kwargs
 from reasonwire.templates._sources import TemplateSource, corpus_sources, resolve_sources
 from reasonwire.templates.fixture import FIELDS, POSITIONS, TOOLS, Fixture
 from reasonwire.templates.render import (
-    TemplateRenderError,
     render_chat_template,
     render_llama_cpp_compat,
     variables_read,
