@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ with _lock(Path(sys.argv[1]), quiet=False):
 """
 
 
+@pytest.mark.timeout(60)  # a waiter that never says it waits: fail, do not hang
 def test_second_builder_waits_for_the_lock(tmp_path: Path) -> None:
     lock = tmp_path / "build.lock"
     with build._lock(lock, quiet=True):
@@ -31,11 +31,12 @@ def test_second_builder_waits_for_the_lock(tmp_path: Path) -> None:
             stderr=subprocess.PIPE,
             text=True,
         )
-        time.sleep(1.0)
+        assert waiter.stderr is not None
+        said = waiter.stderr.readline()  # returns once the waiter has found the lock held
+        assert "waiting for another process building llama-server" in said
         assert waiter.poll() is None, "the second process must block while the lock is held"
-    out, err = waiter.communicate(timeout=30)
+    out, _ = waiter.communicate(timeout=30)
     assert out.strip() == "acquired"
-    assert "waiting for another process building llama-server" in err
 
 
 def test_killed_build_leftovers_are_not_trusted(
