@@ -28,6 +28,15 @@ event is a ``finishReason`` on ``candidates[0]``; a stream that ends without one
 
 Function-call arguments streamed in pieces (Gemini 3 ``partialArgs`` / ``willContinue``) are
 not assembled: such parts are kept as received.
+
+Fast path (SSE): nearly every chunk of a long answer is the same bytes around a different
+text piece (one candidate, one plain text part merging into the open part, the same usage,
+version and id). Once such a chunk has gone through the general path, its bytes before and
+after the piece are kept as a learned shape; a later payload that starts and ends with them and
+whose middle holds no quote, backslash or control byte is that same JSON with another string,
+so its piece is appended and its delta emitted without parsing (the general path would record
+the same top-level and candidate values, which are those very bytes). A shape applies only
+while the part it grows is open with the same ``thought`` flag.
 """
 
 from __future__ import annotations
@@ -63,6 +72,7 @@ from reasonwire.wire.model import (
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _PLAIN_TEXT_KEYS = frozenset({"text", "thought"})
+_CONTROL = bytes(range(32))
 _MERGE_TARGET_KEYS = frozenset({"text", "thought", "thoughtSignature"})
 _WS = b" \t\r\n"
 
@@ -89,6 +99,7 @@ class GeminiStreamDecoder:
         self._last_usage: JSON = None
         self._grow: list[str] | None = None  # text pieces merged into the last part
         self._guard = jsonload.StreamGuard()
+        self._shape: tuple[bytes, bytes, bool] | None = None  # (prefix, suffix, thought)
 
     # -- bytes -------------------------------------------------------------------------------
 
@@ -151,37 +162,112 @@ class GeminiStreamDecoder:
     # -- payloads ----------------------------------------------------------------------------
 
     def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
-        payloads: list[JSON] = []
+        """Each event through the learned shape where it fits (module docstring), else
+        parsed and taken by :meth:`_chunk`; a uniform chunk that was parsed teaches the
+        shape for the part it grows."""
+        out: list[StreamEvent] = []
         for raw, name, _, _ in events:
-            try:
-                payloads.append(loads(raw))
+            shape = self._shape
+            if shape is not None and self._grow is not None:
+                piece = self._piece(raw, shape)
+                if piece is not None:
+                    self._payloads += 1
+                    self._grow.append(piece)
+                    out.append(ReasoningDelta(piece) if shape[2] else TextDelta(piece))
+                    continue
+            payload = self._parse(raw, name, loads)
+            if payload is None:
                 continue
-            except ValueError:
-                pass
-            data = raw.decode("utf-8", "replace").strip()
-            if not data or data == "[DONE]":
-                continue
-            try:
-                payloads.append(json.loads(data))
-            except json.JSONDecodeError as exc:
-                event = name.decode("utf-8", "replace") if name else "message"
-                raise MalformedBody(
-                    f"gemini SSE event #{self._payloads + len(payloads) + 1} "
-                    f"({event!r}) is not JSON: {exc.msg}: {data[:80]!r}"
-                ) from None
-        return self._payloads_in(payloads)
+            out.extend(self._payload_in(payload))
+            if self._grow is not None and (
+                shape is None or shape[2] is not bool(self._parts[-1].get("thought"))
+            ):
+                self._learn(raw, payload)
+        return out
+
+    def _piece(self, raw: bytes, shape: tuple[bytes, bytes, bool]) -> str | None:
+        """The text piece of ``raw`` when it is the learned shape around a plain string."""
+        prefix, suffix, thought = shape
+        end = len(raw) - len(suffix)
+        if (
+            end <= len(prefix)
+            or not raw.startswith(prefix)
+            or not raw.endswith(suffix)
+            or bool(self._parts[-1].get("thought")) is not thought
+        ):
+            return None
+        mid = raw[len(prefix) : end]
+        if b'"' in mid or b"\\" in mid or len(mid.translate(None, _CONTROL)) != len(mid):
+            return None
+        try:
+            return mid.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def _learn(self, raw: bytes, payload: JSON) -> None:
+        """Keep the bytes around this payload's piece as the shape, when the payload is the
+        uniform kind (module docstring) and its piece sits once, plainly, in its bytes."""
+        if type(payload) is not dict or "error" in payload or b"\\" in raw:
+            return
+        cands = payload.get("candidates")
+        if type(cands) is not list or len(cands) != 1 or type(cands[0]) is not dict:
+            return
+        cand = cands[0]
+        content = cand.get("content")
+        parts = content.get("parts") if type(content) is dict else None
+        if type(parts) is not list or len(parts) != 1 or type(parts[0]) is not dict:
+            return
+        part = parts[0]
+        text = part.get("text")
+        if (
+            cand.get("finishReason") is not None
+            or cand.get("index", 0) != 0
+            or not isinstance(text, str)
+            or not text
+            or not part.keys() <= _PLAIN_TEXT_KEYS
+            or type(part.get("thought", False)) is not bool
+            or bool(part.get("thought")) is not bool(self._parts[-1].get("thought"))
+        ):
+            return
+        needle = b'"' + text.encode("utf-8") + b'"'
+        if raw.count(needle) != 1:
+            return
+        at = raw.index(needle) + 1
+        prefix, suffix = raw[:at], raw[at + len(needle) - 2 :]
+        self._shape = (prefix, suffix, bool(part.get("thought")))
+
+    def _parse(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], Any]) -> JSON:
+        """One SSE payload; None for a blank one or ``[DONE]``."""
+        try:
+            return loads(raw)
+        except ValueError:
+            pass
+        data = raw.decode("utf-8", "replace").strip()
+        if not data or data == "[DONE]":
+            return None
+        try:
+            return json.loads(data)
+        except json.JSONDecodeError as exc:
+            event = name.decode("utf-8", "replace") if name else "message"
+            raise MalformedBody(
+                f"gemini SSE event #{self._payloads + 1} ({event!r}) is not JSON: {exc.msg}: "
+                f"{data[:80]!r}"
+            ) from None
 
     def _payloads_in(self, payloads: list[JSON]) -> list[StreamEvent]:
         out: list[StreamEvent] = []
         for payload in payloads:
-            self._payloads += 1
-            if not isinstance(payload, dict):
-                raise MalformedBody(
-                    f"gemini stream payload #{self._payloads} must be a JSON object, "
-                    f"got {type(payload).__name__}"
-                )
-            out.extend(self._chunk(payload))
+            out.extend(self._payload_in(payload))
         return out
+
+    def _payload_in(self, payload: JSON) -> list[StreamEvent]:
+        self._payloads += 1
+        if not isinstance(payload, dict):
+            raise MalformedBody(
+                f"gemini stream payload #{self._payloads} must be a JSON object, "
+                f"got {type(payload).__name__}"
+            )
+        return self._chunk(payload)
 
     def _chunk(self, payload: dict[str, Any]) -> list[StreamEvent]:
         if "error" in payload:
