@@ -33,13 +33,16 @@ STREAM = b"".join(
     [
         *(chunk({"text": t, "thought": True}) for t in THOUGHTS),
         *(chunk({"text": t}) for t in TEXTS),
+        chunk({"text": " odd", "extra": "x"}),  # not plain: a part of its own
         chunk({"text": " late"}, usage=LATE),
         chunk({"text": " end", "thoughtSignature": "c2ln"}, usage=LATE, finish=True),
     ]
 )
 FINAL_PARTS = [
     {"text": "".join(THOUGHTS), "thought": True},
-    {"text": "".join(TEXTS) + " late"},
+    {"text": "".join(TEXTS)},
+    {"text": " odd", "extra": "x"},
+    {"text": " late"},
     {"text": " end", "thoughtSignature": "c2ln"},
 ]
 
@@ -57,7 +60,7 @@ def decode(data: bytes, step: int) -> tuple[list[Any], Any]:
 def test_pieces_merge_by_the_rule_at_any_split(step: int) -> None:
     events, _ = decode(STREAM, step)
     assert [e.text for e in events if isinstance(e, ReasoningDelta)] == THOUGHTS
-    assert [e.text for e in events if isinstance(e, TextDelta)] == [*TEXTS, " late", " end"]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == [*TEXTS, " odd", " late", " end"]
     done = events[-1]
     assert isinstance(done, Done)
     assert D.replay(done.turn) == [{"role": "model", "parts": FINAL_PARTS}]
@@ -71,3 +74,15 @@ def test_the_fast_path_is_taken_on_a_long_uniform_run() -> None:
     dec = D.stream_decoder()
     dec.feed(STREAM[: STREAM.rindex(b"data: ", 0, STREAM.index(b"word 5"))])
     assert dec._shape is not None and dec._shape[2] is False
+
+
+def test_a_piece_that_is_also_a_key_teaches_no_shape() -> None:
+    """Hostile: the text "parts" also sits in the bytes as a key, so a shape cut there would
+    take a later chunk whose key was renamed for a text piece. The rule: a piece that is not
+    once in its bytes teaches nothing, and the renamed chunk adds no text."""
+    opening = chunk({"text": "a"}) + chunk({"text": "parts"})
+    renamed = chunk({"text": "parts"}).replace(b'"parts":[', b'"xyz":[', 1)
+    events, _ = decode(opening + renamed + chunk({"text": "!"}, finish=True), 4096)
+    assert [e.text for e in events if isinstance(e, TextDelta)] == ["a", "parts", "!"]
+    done = events[-1]
+    assert isinstance(done, Done) and done.turn.text == "aparts!"

@@ -187,15 +187,10 @@ class GeminiStreamDecoder:
 
     def _piece(self, raw: bytes, shape: tuple[bytes, bytes, bool]) -> str | None:
         """The text piece of ``raw`` when it is the learned shape around a plain string."""
-        prefix, suffix, thought = shape
+        prefix, suffix, _ = shape
         end = len(raw) - len(suffix)
-        if (
-            end <= len(prefix)
-            or not raw.startswith(prefix)
-            or not raw.endswith(suffix)
-            or bool(self._parts[-1].get("thought")) is not thought
-        ):
-            return None
+        if end <= len(prefix) or not raw.startswith(prefix) or not raw.endswith(suffix):
+            return None  # (equal bytes around a clean middle: the same part, the same flag)
         mid = raw[len(prefix) : end]
         if b'"' in mid or b"\\" in mid or len(mid.translate(None, _CONTROL)) != len(mid):
             return None
