@@ -243,11 +243,17 @@ class ChatStreamDecoder:
     # -- public -------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
+        """Events of ``data``. A batch whose events all have one learned shape (the long runs
+        of reasoning, then of text, that make up an answer) is taken by :meth:`_run`; any
+        other batch by the general path, which also learns the shapes."""
         out: list[StreamEvent] = []
         loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
-        if events:
-            self._events(events, loads, out)
+        if not events or self._run(events, out):
+            return out
+        self._events(events, loads, out)
+        if len(self._shapes) < _MAX_SHAPES and self._top is not None:
+            self._learn(events)
         return out
 
     def absorb(self, data: bytes) -> None:
@@ -391,6 +397,52 @@ class ChatStreamDecoder:
             text = self._content
             thought = self._reasoning.get("reasoning_content")
         self._events_seen = base + len(events)
+
+    def _run(self, events: list[RawEvent], out: list[StreamEvent]) -> bool:
+        """Take a batch whose payloads are all one learned shape, with its events in order
+        (the pieces and deltas :meth:`_events` would give); False to decline. The proof is
+        :meth:`_bulk`'s, for one shape: every payload starts with its prefix and ends with
+        its suffix, and the joined bytes hold only the shape's quotes and no backslash or
+        control byte but the joining newlines, so each middle is a plain string."""
+        if not self._shapes or self._done:
+            return False
+        datas = list(map(_FIRST, events))
+        n = len(datas)
+        first = datas[0]
+        for shape in self._shapes:
+            if first.startswith(shape.prefix):
+                break
+        else:
+            return False
+        if (
+            sum(map(bytes.startswith, datas, repeat(shape.prefix))) != n
+            or sum(map(bytes.endswith, datas, repeat(shape.suffix))) != n
+            or min(map(len, datas)) < len(shape.prefix) + len(shape.suffix)
+        ):
+            return False
+        mids = b"\n".join(map(bytes.__getitem__, datas, repeat(shape.cut)))
+        if (
+            b'"' in mids
+            or b"\\" in mids
+            or len(mids) - len(mids.translate(None, _CONTROL)) != n - 1
+        ):
+            return False
+        try:
+            pieces = mids.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            return False
+        if shape.field == "content":
+            target = self._content
+            delta: Callable[[str], StreamEvent] = TextDelta
+        else:
+            target = self._reasoning.get(shape.field)
+            delta = ReasoningDelta
+        if target is None:
+            return False
+        target.extend(pieces)
+        out.extend(map(delta, filter(None, pieces)))
+        self._events_seen += n
+        return True
 
     def _bulk(self, events: list[RawEvent]) -> bool:
         """Take ``events`` in bulk when every one has a learned shape; False to decline."""
