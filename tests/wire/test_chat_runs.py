@@ -32,6 +32,7 @@ STREAM = b"".join(
         ev({"role": "assistant", "content": ""}),
         *(ev({"reasoning_content": t}) for t in THINK),
         *(ev({"content": t}) for t in TEXT),
+        ev({"content": " tail", "x_note": "b"}),  # another key beside the string: not a run
         ev(
             {},
             finish="stop",
@@ -50,13 +51,17 @@ def test_runs_give_the_rule_s_events_and_turn(step: int) -> None:
         events += dec.feed(STREAM[i : i + step])
     events += dec.close()
     assert [e.text for e in events if isinstance(e, ReasoningDelta)] == THINK
-    assert [e.text for e in events if isinstance(e, TextDelta)] == [t for t in TEXT if t]
+    assert [e.text for e in events if isinstance(e, TextDelta)] == [
+        *(t for t in TEXT if t),
+        " tail",
+    ]
     done = events[-1]
     assert isinstance(done, Done)
     assert done.turn.reasoning_text == "".join(THINK)
-    assert done.turn.text == "".join(TEXT)
+    assert done.turn.text == "".join(TEXT) + " tail"
     (message,) = D.replay(done.turn)
-    assert message["reasoning_content"] == "".join(THINK) and message["content"] == "".join(TEXT)
+    assert message["reasoning_content"] == "".join(THINK)
+    assert message["content"] == "".join(TEXT) + " tail"
 
 
 def test_the_run_path_is_taken_on_long_runs() -> None:
