@@ -1,10 +1,11 @@
 """Secret detection and redaction scale linearly: the detector against a plain regex pass.
 
 The detector (``reasonwire.secrets_scan.scan_text``, ``reasonwire.credentials.redact``) runs
-on every body the audit, the probe and the gateway keep. A quadratic pattern on a hostile input (long runs of a key
-prefix, base64 without end) would stall them. For each input shape the detector's time at
-1x, 4x and 16x the input is printed with its growth ratio, beside a baseline of the same
-bytes (one ``re.finditer`` of a plain token pattern over the text): linear is ~4x per step.
+on every body the audit, the probe and the gateway keep. A quadratic pattern on a hostile
+input (long runs of a key prefix, base64 without end) would stall them. For each input shape
+the detector's time at 1x, 4x and 16x the input is printed with its growth ratio, beside a
+baseline of the same bytes (one ``re.finditer`` of a plain token pattern over the text):
+linear is ~4x per step.
 
     .venv/bin/python bench/bench_secrets.py [--kb 250]
 """

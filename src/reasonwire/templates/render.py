@@ -123,13 +123,28 @@ _COMPAT_ENV = _environment(compat=True)
 
 
 @lru_cache(maxsize=512)
+def _parsed(template: str, compat: bool) -> tuple[jinja2.nodes.Template, frozenset[str]]:
+    """The template's syntax tree and the variables it reads, from one parse. Why: a scan
+    both compiles every template and asks what it reads; parsing is most of either cost.
+    The variables are taken before the tree is compiled (compiling may rewrite it)."""
+    env = _COMPAT_ENV if compat else _HF_ENV
+    try:
+        tree = env.parse(template)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+    return tree, frozenset(jinja2.meta.find_undeclared_variables(tree))
+
+
+@lru_cache(maxsize=512)
 def compile_template(template: str, *, compat: bool = False) -> jinja2.Template:
     """Compile once per template text (a scan renders each template dozens of times)."""
     env = _COMPAT_ENV if compat else _HF_ENV
+    tree, _ = _parsed(template, compat)
     try:
-        return env.from_string(template)
+        code = env.compile(tree)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+    return env.template_class.from_code(env, code, env.make_globals(None))
 
 
 def variables_read(template: str) -> frozenset[str]:
@@ -137,8 +152,8 @@ def variables_read(template: str) -> frozenset[str]:
     ``clear_thinking`` ...). Why: a server setting that reaches templates as a variable
     changes a verdict only where the template reads it; the report names those."""
     try:
-        return frozenset(jinja2.meta.find_undeclared_variables(_COMPAT_ENV.parse(template)))
-    except jinja2.TemplateSyntaxError:
+        return _parsed(template, False)[1]
+    except TemplateRenderError:
         return frozenset()
 
 
