@@ -46,7 +46,7 @@ def scan_command(
         list[str] | None,
         typer.Argument(
             help=".jinja files, tokenizer_config.json, model dirs or local HF cache model ids "
-            "(default: the 71 llama.cpp corpus templates)",
+            "(default: the 70 llama.cpp corpus templates)",
         ),
     ] = None,
     out: Annotated[Path, typer.Option("--out", help="where templates.md/.json go")] = Path(

@@ -26,7 +26,7 @@ class TemplateSource:
 
 
 def corpus_sources() -> list[TemplateSource]:
-    """The llama.cpp template corpus (the 71 ``.jinja`` files of the pinned sdist)."""
+    """The llama.cpp template corpus (the 70 ``.jinja`` files of the pinned sdist)."""
     from reasonwire.llamacpp.sdist import templates_dir
 
     return [_jinja_source(p) for p in sorted(templates_dir().glob("*.jinja"))]
