@@ -26,7 +26,8 @@ METHOD_EXAMPLE: dict[str, Any] = {
               "cacheWriteTokens": 0, "reasoningTokens": 50},
 }  # fmt: skip
 OUR_KEYS = ["dialect", "stream", "status", "httpStatus", "toolBytes", "wireBytes",
-            "sentReasoningBytes", "sentReasoning", "durationMs"]  # fmt: skip
+            "sentReasoningBytes", "sentReasoning", "sentCarriers", "producedCarriers",
+            "durationMs"]  # fmt: skip
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 

@@ -28,12 +28,13 @@ from reasonwire._httpcompat import (
     SYNC_TRANSPORTS,
     package_of,
 )
+from reasonwire.probe.carriers import Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
     arelay,
     make_writer,
-    parse_request_body,
     relay,
+    request_side,
 )
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
 from reasonwire.wire.model import DialectName
@@ -77,11 +78,13 @@ class _Probe:
         purpose: str | None,
         ledger_dir_: str | os.PathLike[str] | None,
         provider: str | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
         self.session_id = session_id
         self.purpose = purpose
         self._ledger_dir = ledger_dir_
         self.provider = provider
+        self.tokenizer = tokenizer
 
     def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
@@ -99,13 +102,14 @@ class _Probe:
                 content: bytes | None = request.content
             except Exception:  # a streamed upload that was not read: no request side
                 content = None
-            body, sent = parse_request_body(content, dialect)
+            body, sent, entries = request_side(content, dialect, self.tokenizer)
             return (
                 {
                     "dialect": dialect,
                     "provider": provider,
                     "model": found.model_in_request(request.url.path, body),
                     "sent": sent,
+                    "sent_entries": entries,
                 },
                 settings,
             )
@@ -210,6 +214,8 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     ``ledger_dir``, else ``$REASONWIRE_HOME/probe``, else the user data directory.
     ``provider`` names the route in the rows (default: the built-in route whose base URL the
     call goes to, else the host), e.g. a custom route's name so ``fold plan`` can match it.
+    ``tokenizer`` is the route's own token counter, when known: re-sent reasoning text is then
+    counted in tokens (measured) instead of estimated from its bytes.
     """
 
     def __init__(
@@ -219,10 +225,11 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
         provider: str | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:
@@ -260,10 +267,11 @@ class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
         provider: str | None = None,
+        tokenizer: Tokenizer | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:
