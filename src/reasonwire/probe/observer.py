@@ -31,9 +31,9 @@ of it); ``totalTokens`` and ``reasoningTokens`` are the provider's own figures a
 when it did not report them (never computed). ``sentCarriers`` lists each carrier the request
 sent back (kind, bytes, opaque, digest; a text carrier's ``tokenCount`` when the route's
 tokenizer was given) and ``producedCarriers`` each opaque carrier the answer returned (kind,
-bytes, digests): the report ties the two by digest (:mod:`reasonwire.probe.carriers`). Rows written before this schema (``uncached``,
-``cacheRead``, ``billedInput``..., ``+00:00``) stay readable: see
-:func:`reasonwire.probe.ledger.row_usage`.
+bytes, digests): the report ties the two by digest (:mod:`reasonwire.probe.carriers`).
+Rows written before this schema (``uncached``, ``cacheRead``, ``billedInput``...,
+``+00:00``) stay readable: see :func:`reasonwire.probe.ledger.row_usage`.
 """
 
 from __future__ import annotations
