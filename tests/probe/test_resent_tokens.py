@@ -5,8 +5,9 @@ and the share's bound on ledgers built by hand.
 Expected figures come from the recordings through a small oracle of this file (plain YAML/JSON
 and SSE reading; a later request's reasoning item is the one an answer produced when its
 ``id`` is that answer's reasoning item's), never from the probe, the report or the wire
-decoders: a re-sent reasoning item counts the ``output_tokens_details.reasoning_tokens`` of the call whose answer held it, and
-billed input is the recorded ``input_tokens`` (OpenAI's count includes ``cached_tokens``).
+decoders: a re-sent reasoning item counts the ``output_tokens_details.reasoning_tokens`` of
+the call whose answer held it, and billed input is the recorded ``input_tokens`` (OpenAI's
+count includes ``cached_tokens``).
 """
 
 from __future__ import annotations
