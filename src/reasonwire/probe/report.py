@@ -329,6 +329,9 @@ def _chart(session: str, calls: list[CallFigures]) -> str:
         f'<line class="axis" x1="{PAD_L}" y1="{PAD_T}" x2="{PAD_L}" y2="{PAD_T + inner_h}"/>',
         f'<text class="label" x="{PAD_L - 4}" y="{PAD_T + 4}" text-anchor="end">{top}</text>',
         f'<text class="label" x="{PAD_L - 4}" y="{PAD_T + inner_h}" text-anchor="end">0</text>',
+        f'<text class="label" x="12" y="{PAD_T + inner_h / 2:.0f}" text-anchor="middle" '
+        f'transform="rotate(-90 12 {PAD_T + inner_h / 2:.0f})">tokens</text>',
+        f'<text class="label" x="{PAD_L - 4}" y="{CHART_H - 10}" text-anchor="end">call</text>',
     ]
     for i, c in enumerate(calls):
         x = PAD_L + slot * i + (slot - bar) / 2
