@@ -22,7 +22,7 @@ Ledger row (one JSON line per model call), the method's keys first, in this orde
                "cacheWriteTokens", "reasoningTokens"},          # omitted without usage
      ...our keys: "dialect", "stream", "status", "httpStatus", "toolBytes", "wireBytes",
      "sentReasoningBytes", "sentReasoning", "sentCarriers", "producedCarriers",
-     "durationMs", "error", "probeError"}
+     "requestModel", "responseModel", "durationMs", "error", "probeError"}
 
 ``ts`` is the call's start in UTC with milliseconds and ``Z``. ``inputTokens`` is uncached
 input only; billed input = ``inputTokens + cacheReadTokens + cacheWriteTokens``. The four
@@ -32,6 +32,8 @@ when it did not report them (never computed). ``sentCarriers`` lists each carrie
 sent back (kind, bytes, opaque, digest; a text carrier's ``tokenCount`` when the route's
 tokenizer was given) and ``producedCarriers`` each opaque carrier the answer returned (kind,
 bytes, digests): the report ties the two by digest (:mod:`reasonwire.probe.carriers`).
+``model`` is the answer's model, else the request's; ``requestModel`` and ``responseModel``
+keep each apart (``None`` when not known), for the OTel GenAI attributes.
 Rows written before this schema (``uncached``, ``cacheRead``, ``billedInput``...,
 ``+00:00``) stay readable: see :func:`reasonwire.probe.ledger.row_usage`.
 """
@@ -353,6 +355,8 @@ class CallObserver:
                 "sentReasoning": sent_row(self.sent),
                 "sentCarriers": self.sent_entries,
                 "producedCarriers": produced,
+                "requestModel": self.model,
+                "responseModel": turn.model if turn is not None else None,
                 "durationMs": round(((self.ended or time.time()) - self.started) * 1000, 1),
             }
         )
