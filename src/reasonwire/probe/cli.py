@@ -106,3 +106,38 @@ def report(
     if html_out is not None:
         note += f" HTML report: {html_out}"
     console.print(note)
+
+
+@app.command("otel")
+def otel(
+    endpoint: str = typer.Option(
+        ..., "--endpoint", help="OTLP/HTTP base URL, e.g. http://127.0.0.1:4318"
+    ),
+    directory: str | None = typer.Option(
+        None, "--dir", help="ledger directory (default: $REASONWIRE_HOME/probe)"
+    ),
+    session: str | None = typer.Option(None, "--session", help="only this session's rows"),
+    service_name: str = typer.Option("reasonwire-probe", "--service-name"),
+    archives: bool = typer.Option(True, "--archives/--no-archives", help="include archives"),
+) -> None:
+    """Export the ledger's rows as OpenTelemetry spans (GenAI semantic conventions) over
+    OTLP/HTTP; needs the 'otel' extra."""
+    from reasonwire._extras import MissingExtra
+
+    path = Path(ledger_dir(directory))
+    if directory is not None and not path.is_dir():
+        typer.echo(f"reasonwire probe otel: no ledger directory at {path}", err=True)
+        raise typer.Exit(2)
+    rows = read_rows(path, include_archives=archives).rows
+    if session is not None:
+        rows = [r for r in rows if r.get("sessionId") == session]
+    try:
+        from reasonwire.probe.otel import export_rows
+
+        sent = export_rows(rows, endpoint, service_name=service_name)
+    except MissingExtra as exc:
+        typer.echo(f"reasonwire: {exc}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"{sent} of {len(rows)} span(s) exported to {endpoint}")
+    if sent != len(rows):
+        raise typer.Exit(1)

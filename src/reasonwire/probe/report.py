@@ -62,6 +62,8 @@ class CallFigures:
     unattributed_opaque_bytes: int = 0
     attributed_carriers: int = 0
     capped: bool = False
+    row_index: int = -1
+    """Where the row was in the rows given to :func:`analyse`."""
 
     @property
     def resent(self) -> float:
@@ -230,14 +232,17 @@ def _session_calls(session: str, rows: list[dict[str, Any]]) -> list[CallFigures
 def analyse(rows: Iterable[dict[str, Any]]) -> Analysis:
     """Per-call figures (sessions in first-seen order, calls by start time) and one group per
     (session, provider, model), in first-seen order."""
-    by_session: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_session.setdefault(str(row.get("sessionId") or "-"), []).append(row)
+    by_session: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    for i, row in enumerate(rows):
+        by_session.setdefault(str(row.get("sessionId") or "-"), []).append((i, row))
     out = Analysis()
     groups: dict[tuple[str, str, str], Group] = {}
     for session, srows in by_session.items():
-        ordered = sorted(srows, key=lambda r: str(r.get("ts") or ""))  # stable: file order
+        indexed = sorted(srows, key=lambda ir: str(ir[1].get("ts") or ""))  # stable
+        ordered = [r for _, r in indexed]
         calls = _session_calls(session, ordered)
+        for (i, _), fig in zip(indexed, calls, strict=True):
+            fig.row_index = i
         out.calls.extend(calls)
         for row, fig in zip(ordered, calls, strict=True):
             key = (session, fig.provider, fig.model)
