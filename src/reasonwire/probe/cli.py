@@ -118,6 +118,7 @@ def otel(
     ),
     session: str | None = typer.Option(None, "--session", help="only this session's rows"),
     service_name: str = typer.Option("reasonwire-probe", "--service-name"),
+    timeout: float = typer.Option(10.0, "--timeout", help="seconds per export, retries included"),
     archives: bool = typer.Option(True, "--archives/--no-archives", help="include archives"),
 ) -> None:
     """Export the ledger's rows as OpenTelemetry spans (GenAI semantic conventions) over
@@ -134,7 +135,7 @@ def otel(
     try:
         from reasonwire.probe.otel import export_rows
 
-        sent = export_rows(rows, endpoint, service_name=service_name)
+        sent = export_rows(rows, endpoint, service_name=service_name, timeout=timeout)
     except MissingExtra as exc:
         typer.echo(f"reasonwire: {exc}", err=True)
         raise typer.Exit(2) from None
