@@ -309,3 +309,39 @@ def test_a_refused_re_send_adds_to_neither_side(tmp_path: Path) -> None:
     assert sum(g["billed_input"] for g in groups) == billed
     assert all(g["resent_share_of_billed_input"] in (0, None) for g in groups)
     assert sum(g["resent_reasoning_tokens"] for g in groups) == 0
+
+
+def test_text_carrier_with_the_routes_tokenizer_equals_the_servers_delta(
+    sim_server: Any, tmp_path: Path
+) -> None:
+    """The simulator counts prompt tokens with its own tokenizer (reasonwire.sim.tokens):
+    given that tokenizer, the probe's measured re-sent figure is the server's own
+    ``prompt_tokens`` delta between the same turn sent without and with the carrier. Without
+    it, the figure is bytes / 4 and labelled estimated."""
+    import httpx
+
+    from reasonwire.probe import ProbeTransport, Tokenizer
+    from reasonwire.sim import tokens
+
+    trace = "Let me think about the lookup carefully: first the key, then the value."
+    base: list[dict[str, Any]] = [{"role": "user", "content": "hello there"}]
+    plain = [*base, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "more"}]
+    carried = [*base, {"role": "assistant", "content": "ok", "reasoning_content": trace},
+               {"role": "user", "content": "more"}]  # fmt: skip
+    prompt = {}
+    for session, tok in (("tok", Tokenizer("sim", tokens.count)), ("est", None)):
+        transport = ProbeTransport(session, ledger_dir=tmp_path, tokenizer=tok)
+        with httpx.Client(transport=transport, base_url=sim_server.base_url,
+                          headers={"authorization": "Bearer sk-test"}) as http:  # fmt: skip
+            for name, messages in (("plain", plain), ("carried", carried)):
+                resp = http.post("/chat/completions",
+                                 json={"model": "sim-chat-all", "messages": messages})  # fmt: skip
+                assert resp.status_code == 200, resp.text
+                prompt[(session, name)] = resp.json()["usage"]["prompt_tokens"]
+    delta = prompt[("tok", "carried")] - prompt[("tok", "plain")]
+    assert delta > 0
+    calls = {(c["session"], c["index"]): c for c in _report(tmp_path)["calls"]}
+    assert calls[("tok", 2)]["resent_measured"] == delta
+    assert calls[("tok", 2)]["resent_estimated"] == 0
+    assert calls[("est", 2)]["resent_measured"] == 0
+    assert calls[("est", 2)]["resent_estimated"] == len(trace.encode()) / 4
