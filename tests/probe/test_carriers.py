@@ -85,3 +85,14 @@ def test_the_walk_stops_at_its_node_limit(
     body: Any = {"a": ["z" * 20]}
     (e,) = sent_carriers(body, [SentCarrier("sig", 20, True)])
     assert ("digest" in e) is found
+
+
+def test_both_base64_alphabets_give_one_digest() -> None:
+    """A signature sent back in the URL-safe alphabet (``-_``, no padding) is the carrier the
+    answer held in the standard one (``+/``, padded)."""
+    std, urlsafe = "Ab+/Cd+/Ef+/Gh+/Ij==", "Ab-_Cd-_Ef-_Gh-_Ij"
+    (made,) = produced_carriers(_turn(Carrier("gemini", "thoughtSignature", "p", std, True)))
+    (sent,) = sent_carriers({"s": urlsafe}, [SentCarrier("thoughtSignature", 18, True)])
+    assert made["digests"] == [sent["digest"]] == [_d("Ab+/Cd+/Ef+/Gh+/Ij")]
+    (other,) = sent_carriers({"s": "Ab-_Cd-_Ef-_Gh-_Ik"}, [SentCarrier("t", 18, True)])
+    assert other["digest"] != sent["digest"]

@@ -345,3 +345,31 @@ def test_text_carrier_with_the_routes_tokenizer_equals_the_servers_delta(
     assert calls[("tok", 2)]["resent_estimated"] == 0
     assert calls[("est", 2)]["resent_measured"] == 0
     assert calls[("est", 2)]["resent_estimated"] == len(trace.encode()) / 4
+
+
+GEMINI = "pai__test_google__test_google_model_thinking_part.yaml"
+
+
+def test_a_gemini_signature_is_not_its_producers_thoughts(tmp_path: Path) -> None:
+    """The recording: after an answer of N thought tokens the next call's input grew by less
+    than N plus the answer's text tokens, so the re-sent thoughtSignature is not billed as the
+    thoughts. It is tied (re-encoded in the URL-safe alphabet by the client) and left
+    unattributed; the thought text re-sent beside it is estimated at bytes / 4."""
+    first, second = load_cassette(GEMINI)
+    u1, u2 = first.response_json["usageMetadata"], second.response_json["usageMetadata"]
+    growth = u2["promptTokenCount"] - u1["promptTokenCount"]
+    assert growth < u1["thoughtsTokenCount"] + u1["candidatesTokenCount"]
+    parts = [p for c in second.request["contents"] if c.get("role") == "model"
+             for p in c["parts"]]  # fmt: skip
+    thought = sum(len(p["text"].encode()) for p in parts if p.get("thought"))
+    signature = sum(len(p["thoughtSignature"].encode()) for p in parts if "thoughtSignature" in p)
+    assert thought > 0 and signature > 0
+    for it in (first, second):
+        list(observe_bytes([json.dumps(it.response_json).encode()], dialect="gemini",
+                           session_id="g", stream=False, ledger_dir=tmp_path,
+                           request_body=json.dumps(it.request).encode()))  # fmt: skip
+    call2 = _report(tmp_path)["calls"][1]
+    assert call2["billed_input"] == u2["promptTokenCount"]
+    assert call2["resent_measured"] == 0
+    assert call2["resent_estimated"] == thought / 4
+    assert call2["unattributed_opaque_bytes"] == signature
