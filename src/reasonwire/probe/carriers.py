@@ -18,8 +18,9 @@ digested (the encrypted blob, the signature, the item id, the readable summary o
 text it holds), so a request that re-sends any of them is tied to the carrier.
 
 Digests are the first 16 hex digits of SHA-256 (never the value: the ledger holds no
-reasoning). A text carrier is counted in tokens with the route's tokenizer when the caller
-gives one (:class:`Tokenizer`), else only its bytes are kept and the report estimates.
+reasoning), see :func:`digest`. A text carrier is counted in tokens with the route's
+tokenizer when the caller gives one (:class:`Tokenizer`), else only its bytes are kept and
+the report estimates.
 """
 
 from __future__ import annotations
@@ -49,9 +50,18 @@ class Tokenizer:
     count: Callable[[str], int]
 
 
+_URLSAFE = str.maketrans("-_", "+/")
+
+
 def digest(text: str) -> str:
-    """The ledger's digest of a carrier string: 16 hex digits of SHA-256 of its UTF-8."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    """The ledger's digest of a carrier string: 16 hex digits of SHA-256 of its UTF-8, read
+    in one base64 alphabet: ``-``/``_`` as ``+``/``/`` and trailing ``=`` dropped. Why: a
+    client may send a signature back re-encoded in the URL-safe alphabet (the pydantic-ai
+    Gemini recording ``pai__test_google__test_google_model_thinking_part.yaml`` returns
+    ``thoughtSignature`` with ``-``/``_`` where the answer had ``+``/``/``); both are the
+    same carrier."""
+    norm = text.translate(_URLSAFE).rstrip("=")
+    return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _utf8_len(text: str) -> int:

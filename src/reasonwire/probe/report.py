@@ -10,11 +10,12 @@ Re-sent reasoning in tokens, per call (:func:`analyse`), each figure labelled:
 - An **opaque** carrier (``encrypted_content``, a signature) is tied by digest to the earlier
   call of the same session that produced it (:mod:`reasonwire.probe.carriers`) and counts that
   call's ``reasoningTokens``: *measured* when that call produced one opaque carrier, split by
-  byte size and *estimated* when it produced several. Text parts re-sent with it (a summary,
-  a thinking block's text) are covered by that figure and not counted again. When the
-  producing call reported no reasoning tokens, the carrier's re-sent text is counted as a
-  text carrier; an opaque carrier with no producer in the ledger (or no text) is left
-  *unattributed* and shown in bytes.
+  byte size and *estimated* when it produced several (kinds the recordings show are not
+  billed that way, :data:`NOT_REASONING_TOKENS`, are left out of this). Text parts re-sent
+  with it (a summary, a thinking block's text) are covered by that figure and not counted
+  again. When the producing call reported no reasoning tokens, or the carrier is of such a
+  kind, its re-sent text is counted as a text carrier; an opaque carrier with no producer
+  in the ledger (or no text) is left *unattributed* and shown in bytes.
 - A **text** carrier counts the tokens the route's own tokenizer gave when the row was written
   (*measured*), else its bytes / :data:`BYTES_PER_TOKEN` (*estimated*).
 - A call's re-sent reasoning is capped at its billed input (measured first, then estimated),
@@ -28,7 +29,7 @@ as inline SVG in one self-contained HTML page.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -37,6 +38,18 @@ from reasonwire.probe.ledger import row_usage
 BYTES_PER_TOKEN = 4.0
 """Bytes of reasoning text per token used for the estimate (a common figure for English
 text with BPE tokenizers; CJK text has fewer bytes per token, so more tokens than estimated)."""
+
+
+NOT_REASONING_TOKENS: Mapping[str, str] = {
+    "thoughtSignature": (
+        "pai__test_google__test_google_model_thinking_part.yaml: after an answer of 1001 "
+        "thought and 736 text tokens, the next call's input grew by 1251 tokens, so the "
+        "re-sent signature does not bring the thoughts back as input"
+    ),
+}
+"""Opaque carrier kinds the recordings show are *not* billed as their producer's reasoning
+tokens when re-sent (kind -> the evidence). Such a carrier is tied to its producer but left
+unattributed (bytes); the reasoning text re-sent beside it counts as a text carrier."""
 
 
 def _int(value: Any) -> int:
@@ -187,10 +200,11 @@ def _session_calls(session: str, rows: list[dict[str, Any]]) -> list[CallFigures
         measured = estimated = 0.0
         for (p, c), entries in tied.items():
             producer = calls[p]
-            carriers = _produced(rows[p])
-            if producer.reasoning_tokens is not None:
+            carrier = _produced(rows[p])[c]
+            carriers = [e for e in _produced(rows[p]) if e.get("kind") not in NOT_REASONING_TOKENS]
+            if producer.reasoning_tokens is not None and carrier in carriers:
                 total = sum(_int(e.get("bytes")) for e in carriers)
-                share = _int(carriers[c].get("bytes")) / total if total > 0 else 1 / len(carriers)
+                share = _int(carrier.get("bytes")) / total if total > 0 else 1 / len(carriers)
                 tokens = producer.reasoning_tokens * share
                 if len(carriers) == 1:
                     measured += tokens
