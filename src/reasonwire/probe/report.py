@@ -168,14 +168,23 @@ def _text_tokens(entry: dict[str, Any]) -> tuple[float, bool]:
     return _int(entry.get("bytes")) / BYTES_PER_TOKEN, False
 
 
-def _session_calls(session: str, rows: list[dict[str, Any]]) -> list[CallFigures]:
-    """Re-sent reasoning per call of one session (rows in the order the calls started)."""
-    registry: dict[str, tuple[int, int]] = {}
-    calls: list[CallFigures] = []
-    for idx, row in enumerate(rows):
+class SessionAttribution:
+    """Re-sent reasoning per call of one session, one row at a time (:meth:`add`), in the
+    order the calls started (the report) or ended (a live export: a carrier can only be sent
+    back once the call that produced it has ended, so either order ties the same carriers).
+    Keeps, per call, only its reasoning tokens and its produced carriers' digests."""
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self._registry: dict[str, tuple[int, int]] = {}
+        self._produced: list[list[dict[str, Any]]] = []
+        self._reasoning: list[int | None] = []
+
+    def add(self, row: dict[str, Any]) -> CallFigures:
+        idx = len(self._produced)
         usage = row_usage(row)
         fig = CallFigures(
-            session=session,
+            session=self.session,
             index=idx + 1,
             ts=str(row.get("ts") or ""),
             provider=str(row.get("provider") or "-"),
@@ -192,20 +201,20 @@ def _session_calls(session: str, rows: list[dict[str, Any]]) -> list[CallFigures
             else:
                 fig.sent_text_bytes += _int(entry.get("bytes"))
             d = entry.get("digest")
-            hit = registry.get(d) if isinstance(d, str) else None
+            hit = self._registry.get(d) if isinstance(d, str) else None
             if hit is not None:
                 tied.setdefault(hit, []).append(entry)
             else:
                 loose.append(entry)
         measured = estimated = 0.0
         for (p, c), entries in tied.items():
-            producer = calls[p]
-            carrier = _produced(rows[p])[c]
-            carriers = [e for e in _produced(rows[p]) if e.get("kind") not in NOT_REASONING_TOKENS]
-            if producer.reasoning_tokens is not None and carrier in carriers:
+            reasoning = self._reasoning[p]
+            carrier = self._produced[p][c]
+            carriers = [e for e in self._produced[p] if e.get("kind") not in NOT_REASONING_TOKENS]
+            if reasoning is not None and carrier in carriers:
                 total = sum(_int(e.get("bytes")) for e in carriers)
                 share = _int(carrier.get("bytes")) / total if total > 0 else 1 / len(carriers)
-                tokens = producer.reasoning_tokens * share
+                tokens = reasoning * share
                 if len(carriers) == 1:
                     measured += tokens
                 else:
@@ -235,12 +244,20 @@ def _session_calls(session: str, rows: list[dict[str, Any]]) -> list[CallFigures
             measured = min(measured, float(fig.billed_input))
             estimated = min(estimated, fig.billed_input - measured)
         fig.resent_measured, fig.resent_estimated = measured, estimated
-        calls.append(fig)
-        for c, carrier in enumerate(_produced(row)):
-            for d in carrier.get("digests") or ():
+        produced = _produced(row)
+        self._produced.append(produced)
+        self._reasoning.append(fig.reasoning_tokens)
+        for c, entry in enumerate(produced):
+            for d in entry.get("digests") or ():
                 if isinstance(d, str):
-                    registry.setdefault(d, (idx, c))
-    return calls
+                    self._registry.setdefault(d, (idx, c))
+        return fig
+
+
+def _session_calls(session: str, rows: list[dict[str, Any]]) -> list[CallFigures]:
+    """Re-sent reasoning per call of one session (rows in the order the calls started)."""
+    attribution = SessionAttribution(session)
+    return [attribution.add(row) for row in rows]
 
 
 def analyse(rows: Iterable[dict[str, Any]]) -> Analysis:
