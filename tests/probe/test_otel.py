@@ -305,3 +305,47 @@ def test_spans_in_arize_phoenix(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
         log.close()
+
+
+def test_live_export_from_the_transport(
+    receiver: _Receiver, sim_server: Any, tmp_path: Path
+) -> None:
+    """``ProbeTransport(on_row=LiveExporter(url))`` over a two-turn stateless Responses
+    session on the simulator: a span per call once its row is written, the second carrying
+    the first answer's reasoning tokens as its re-sent reasoning (figures read from the
+    simulator's own answers)."""
+    from reasonwire.probe import ProbeTransport, flush
+    from reasonwire.probe.otel import LiveExporter
+
+    live = LiveExporter(receiver.url, service_name="live")
+    kw: dict[str, Any] = {"model": "sim-gpt", "store": False,
+                          "include": ["reasoning.encrypted_content"],
+                          "reasoning": {"effort": "medium", "summary": "auto"}}  # fmt: skip
+    transport = ProbeTransport("live-s", ledger_dir=tmp_path, on_row=live)
+    with httpx.Client(transport=transport, base_url=sim_server.base_url,
+                      headers={"authorization": "Bearer sk-test"}) as http:  # fmt: skip
+        first = http.post("/responses", json={"input": "What is 2+2?", **kw}).json()
+        history = [{"role": "user", "content": "What is 2+2?"}, *first["output"],
+                   {"role": "user", "content": "And 3+3?"}]  # fmt: skip
+        second = http.post("/responses", json={"input": history, **kw}).json()
+    assert any(o["type"] == "reasoning" for o in first["output"])
+    assert flush(timeout=30)  # the rows handed to the exporter so far
+    live.shutdown()
+    spans = [
+        {a.key: _value(a.value) for a in span.attributes}
+        for _, _, msg in receiver.requests
+        for rs in msg.resource_spans
+        for ss in rs.scope_spans
+        for span in ss.spans
+    ]
+    assert len(spans) == 2
+    by_input = {s[GENAI["input"]]: s for s in spans}
+    s1 = by_input[first["usage"]["input_tokens"]]
+    s2 = by_input[second["usage"]["input_tokens"]]
+    assert s1["reasonwire.resent_reasoning.measured_tokens"] == 0
+    assert s2["reasonwire.resent_reasoning.measured_tokens"] == float(
+        first["usage"]["output_tokens_details"]["reasoning_tokens"]
+    )
+    assert s2[GENAI["response_model"]] == second["model"]
+    assert s1[GENAI["reasoning"]] == first["usage"]["output_tokens_details"]["reasoning_tokens"]
+    assert s2[GENAI["conversation"]] == "live-s"

@@ -16,6 +16,7 @@ from typing import overload
 from reasonwire.probe.carriers import Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
+    RowHook,
     arelay,
     make_writer,
     relay,
@@ -35,6 +36,7 @@ def _observer(
     stream: bool,
     ledger: str | os.PathLike[str] | None,
     tokenizer: Tokenizer | None = None,
+    on_row: RowHook | None = None,
 ) -> CallObserver | None:
     try:
         settings = load_settings()
@@ -53,7 +55,7 @@ def _observer(
             sent=sent,
             sent_entries=entries,
             http_status=200,
-            writer=make_writer(Path(ledger_dir(ledger)), session_id, settings.cap_bytes),
+            writer=make_writer(Path(ledger_dir(ledger)), session_id, settings.cap_bytes, on_row),
         )
     except Exception:
         return None
@@ -89,6 +91,7 @@ def observe_bytes(
     stream: bool = ...,
     ledger_dir: str | os.PathLike[str] | None = ...,
     tokenizer: Tokenizer | None = ...,
+    on_row: RowHook | None = ...,
 ) -> AsyncIterator[bytes]: ...
 
 
@@ -105,6 +108,7 @@ def observe_bytes(
     stream: bool = ...,
     ledger_dir: str | os.PathLike[str] | None = ...,
     tokenizer: Tokenizer | None = ...,
+    on_row: RowHook | None = ...,
 ) -> Iterator[bytes]: ...
 
 
@@ -120,15 +124,26 @@ def observe_bytes(
     stream: bool = True,
     ledger_dir: str | os.PathLike[str] | None = None,
     tokenizer: Tokenizer | None = None,
+    on_row: RowHook | None = None,
 ) -> Iterator[bytes] | AsyncIterator[bytes]:
     """Yield ``chunks`` unchanged while counting them as one call of ``dialect``.
 
     ``request_body`` (the JSON sent) lets the row include the carriers the call sent back;
     ``stream=False`` treats the bytes as one non-streaming JSON body; ``tokenizer`` (the
-    route's own token counter, when known) counts re-sent reasoning text in tokens.
+    route's own token counter, when known) counts re-sent reasoning text in tokens;
+    ``on_row`` is called with the row once written, off the caller's path.
     """
     obs = _observer(
-        dialect, session_id, purpose, provider, model, request_body, stream, ledger_dir, tokenizer
+        dialect,
+        session_id,
+        purpose,
+        provider,
+        model,
+        request_body,
+        stream,
+        ledger_dir,
+        tokenizer,
+        on_row,
     )
     if hasattr(chunks, "__aiter__"):
         return _async(chunks, obs)  # type: ignore[arg-type]

@@ -394,17 +394,33 @@ def request_side(
     return body, sent, entries
 
 
-def make_writer(directory: Path, session_id: str, cap_bytes: int) -> Any:
+RowHook = Callable[[dict[str, Any]], object]
+"""Called with each row (redacted, as written) on the probe's housekeeping thread, after the
+row is on disk: e.g. :class:`reasonwire.probe.otel.LiveExporter`. Its failures are ignored."""
+
+
+def make_writer(
+    directory: Path, session_id: str, cap_bytes: int, on_row: RowHook | None = None
+) -> Any:
     """A row writer for one call: redact, then append to the session file (one write, now);
-    archive rotation, if the cap is passed, runs later on the probe's housekeeping thread."""
+    archive rotation, if the cap is passed, and ``on_row`` run later on the probe's
+    housekeeping thread, never on the caller's path."""
 
     def write(row: Mapping[str, Any]) -> None:
         from reasonwire.credentials import redact_obj
         from reasonwire.probe import worker
         from reasonwire.probe.ledger import append_row, rotate_later
 
-        path = append_row(directory, session_id, redact_obj(dict(row)), cap_bytes, rotate=False)
+        written = redact_obj(dict(row))
+        path = append_row(directory, session_id, written, cap_bytes, rotate=False)
         worker.submit(rotate_later(directory, cap_bytes, path))
+        if on_row is not None:
+            hook = on_row
+
+            def task() -> None:
+                hook(written)
+
+            worker.submit(task)
 
     return write
 

@@ -24,12 +24,13 @@ nothing beyond the core.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from reasonwire.probe.ledger import row_usage
-from reasonwire.probe.report import CallFigures, analyse
+from reasonwire.probe.report import CallFigures, SessionAttribution, analyse
 
 OPERATION_BY_DIALECT: Mapping[str, str] = {
     "chat": "chat",
@@ -205,29 +206,87 @@ def export_rows(
     tracer = provider.get_tracer(SCOPE)
     try:
         for i, row in enumerate(rows):
-            start = _epoch_ns(row.get("ts"))
-            span = tracer.start_span(
-                span_name(row),
-                kind=SpanKind.CLIENT,
-                start_time=start,
-                attributes=span_attributes(row, by_row.get(i)),
-            )
-            if row.get("status") not in ("ok", None):
-                span.set_status(Status(StatusCode.ERROR, str(row.get("error") or "")[:200]))
-            duration = row.get("durationMs")
-            end = None
-            if start is not None and isinstance(duration, int | float):
-                end = start + int(float(duration) * 1e6)
-            span.end(end_time=end)
+            _emit(tracer, row, by_row.get(i), SpanKind, Status, StatusCode)
     finally:
         provider.force_flush()
         provider.shutdown()
     return counted.exported
 
 
+class LiveExporter:
+    """Export each row as it is written: ``ProbeTransport(..., on_row=LiveExporter(url))``.
+
+    Runs on the probe's housekeeping thread (never on the caller's path); spans are batched
+    by the SDK's ``BatchSpanProcessor``. The re-sent figures are worked out per session as
+    the rows come (:class:`reasonwire.probe.report.SessionAttribution`), in the order the
+    calls end. :meth:`shutdown` sends what is pending (call it after
+    :func:`reasonwire.probe.flush`, which waits for the rows handed over so far).
+    """
+
+    def __init__(
+        self,
+        endpoint: str | None = None,
+        *,
+        exporter: Any = None,
+        service_name: str = "reasonwire-probe",
+        timeout: float = 10.0,
+    ) -> None:
+        (OTLPSpanExporter, Resource, TracerProvider, _simple, self._kind, self._status,
+         self._code) = _sdk()  # fmt: skip
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        if exporter is None:
+            if endpoint is None:
+                raise ValueError("LiveExporter needs an endpoint or an exporter")
+            exporter = OTLPSpanExporter(
+                endpoint=endpoint.rstrip("/") + "/v1/traces", timeout=timeout
+            )
+        self.counted = _Counting(exporter)
+        self._provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        batch: Any = BatchSpanProcessor  # takes any object with the SpanExporter methods
+        self._provider.add_span_processor(batch(self.counted))
+        self._tracer = self._provider.get_tracer(SCOPE)
+        self._sessions: dict[str, SessionAttribution] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, row: dict[str, Any]) -> None:
+        session = str(row.get("sessionId") or "-")
+        with self._lock:
+            attribution = self._sessions.get(session)
+            if attribution is None:
+                attribution = self._sessions[session] = SessionAttribution(session)
+            figures = attribution.add(row)
+        _emit(self._tracer, row, figures, self._kind, self._status, self._code)
+
+    def flush(self) -> bool:
+        return bool(self._provider.force_flush())
+
+    def shutdown(self) -> None:
+        self._provider.shutdown()
+
+
+def _emit(
+    tracer: Any, row: Mapping[str, Any], figures: CallFigures | None, kind: Any, status: Any,
+    code: Any,
+) -> None:  # fmt: skip
+    start = _epoch_ns(row.get("ts"))
+    span = tracer.start_span(
+        span_name(row), kind=kind.CLIENT, start_time=start,
+        attributes=span_attributes(row, figures),
+    )  # fmt: skip
+    if row.get("status") not in ("ok", None):
+        span.set_status(status(code.ERROR, str(row.get("error") or "")[:200]))
+    duration = row.get("durationMs")
+    end = None
+    if start is not None and isinstance(duration, int | float):
+        end = start + int(float(duration) * 1e6)
+    span.end(end_time=end)
+
+
 __all__ = [
     "OPERATION_BY_DIALECT",
     "PROVIDER_BY_ROUTE",
+    "LiveExporter",
     "export_rows",
     "span_attributes",
     "span_name",

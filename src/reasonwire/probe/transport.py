@@ -31,6 +31,7 @@ from reasonwire._httpcompat import (
 from reasonwire.probe.carriers import Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
+    RowHook,
     arelay,
     make_writer,
     relay,
@@ -79,12 +80,14 @@ class _Probe:
         ledger_dir_: str | os.PathLike[str] | None,
         provider: str | None = None,
         tokenizer: Tokenizer | None = None,
+        on_row: RowHook | None = None,
     ) -> None:
         self.session_id = session_id
         self.purpose = purpose
         self._ledger_dir = ledger_dir_
         self.provider = provider
         self.tokenizer = tokenizer
+        self.on_row = on_row
 
     def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
@@ -137,7 +140,7 @@ class _Probe:
             stream=stream,
             http_status=status,
             content_encoding=encoding,
-            writer=make_writer(directory, self.session_id, settings.cap_bytes),
+            writer=make_writer(directory, self.session_id, settings.cap_bytes, self.on_row),
             **info,
         )
 
@@ -215,7 +218,8 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     ``provider`` names the route in the rows (default: the built-in route whose base URL the
     call goes to, else the host), e.g. a custom route's name so ``fold plan`` can match it.
     ``tokenizer`` is the route's own token counter, when known: re-sent reasoning text is then
-    counted in tokens (measured) instead of estimated from its bytes.
+    counted in tokens (measured) instead of estimated from its bytes. ``on_row`` is called
+    with each row once it is written, off the caller's path (e.g. an OTel live exporter).
     """
 
     def __init__(
@@ -226,10 +230,11 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
         inner: Any = None,
         provider: str | None = None,
         tokenizer: Tokenizer | None = None,
+        on_row: RowHook | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer, on_row)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:
@@ -268,10 +273,11 @@ class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
         inner: Any = None,
         provider: str | None = None,
         tokenizer: Tokenizer | None = None,
+        on_row: RowHook | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer, on_row)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:
