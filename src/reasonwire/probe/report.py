@@ -369,13 +369,15 @@ def _chart(session: str, calls: list[CallFigures]) -> str:
         f'transform="rotate(-90 12 {PAD_T + inner_h / 2:.0f})">tokens</text>',
         f'<text class="label" x="{PAD_L - 4}" y="{CHART_H - 10}" text-anchor="end">call</text>',
     ]
+    every = max(1, len(calls) // 20)  # a long session labels every n-th call only
     for i, c in enumerate(calls):
         x = PAD_L + slot * i + (slot - bar) / 2
         cx = x + bar / 2
-        parts.append(
-            f'<text class="label" x="{cx:.1f}" y="{CHART_H - 10}" '
-            f'text-anchor="middle">{c.index}</text>'
-        )
+        if i % every == 0:
+            parts.append(
+                f'<text class="label" x="{cx:.1f}" y="{CHART_H - 10}" '
+                f'text-anchor="middle">{c.index}</text>'
+            )
         if c.billed_input is None:
             parts.append(
                 f'<text class="nousage" x="{cx:.1f}" y="{PAD_T + inner_h - 4}" '
