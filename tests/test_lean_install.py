@@ -41,7 +41,11 @@ HEAVY_DISTS = frozenset(
 )  # fmt: skip
 OPTIONAL_MODULES = sorted({m for mods in _extras.EXTRAS.values() for m in mods})
 # import name of a distribution, where it differs from the distribution's name
-IMPORT_NAME = {"pyjwt": "jwt"}
+IMPORT_NAME = {
+    "pyjwt": "jwt",
+    "opentelemetry-sdk": "opentelemetry",
+    "opentelemetry-exporter-otlp-proto-http": "opentelemetry",
+}
 SEED_DISTS = frozenset({"pip", "setuptools", "wheel"})  # what `python -m venv` puts there
 
 

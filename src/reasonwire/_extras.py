@@ -47,6 +47,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
         "tokenizers",
         "platformdirs",
     ),
+    "otel": ("opentelemetry",),
 }
 
 

@@ -103,8 +103,8 @@ def test_report_json_and_table(tmp_path: Path) -> None:
 
 def test_public_api() -> None:
     assert sorted(probe.__all__) == [
-        "AsyncProbeTransport", "ProbeSettings", "ProbeTransport", "flush", "ledger_dir",
-        "load_settings", "observe_bytes", "read_rows",
+        "AsyncProbeTransport", "ProbeSettings", "ProbeTransport", "Tokenizer", "flush",
+        "ledger_dir", "load_settings", "observe_bytes", "read_rows",
     ]  # fmt: skip
 
 

@@ -26,7 +26,8 @@ METHOD_EXAMPLE: dict[str, Any] = {
               "cacheWriteTokens": 0, "reasoningTokens": 50},
 }  # fmt: skip
 OUR_KEYS = ["dialect", "stream", "status", "httpStatus", "toolBytes", "wireBytes",
-            "sentReasoningBytes", "sentReasoning", "durationMs"]  # fmt: skip
+            "sentReasoningBytes", "sentReasoning", "sentCarriers", "producedCarriers",
+            "requestModel", "responseModel", "durationMs"]  # fmt: skip
 TS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 
 
@@ -141,8 +142,9 @@ def test_old_and_new_rows_in_one_ledger(tmp_path: Path) -> None:
     shutil.copytree(V0, d, ignore=shutil.ignore_patterns("*.md"))
     usage = {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55,
              "prompt_tokens_details": {"cached_tokens": 20}}  # fmt: skip
+    # provider "up" as the old rows have it: groups are per session, provider and model
     list(observe_bytes([_chat_body(usage)], dialect="chat", session_id="old-chat",
-                       ledger_dir=d, stream=False, model="m"))  # fmt: skip
+                       ledger_dir=d, stream=False, model="m", provider="up"))  # fmt: skip
     chat = _report(d)[("old-chat", "m")]
     assert chat["calls"] == 3 and chat["billed_input"] == 150 and chat["calls_with_usage"] == 2
     append_row(d, "x", {"sessionId": "x", "model": "m", "usage": {"billedInput": 9}}, 1 << 20)

@@ -13,12 +13,14 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import overload
 
+from reasonwire.probe.carriers import Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
+    RowHook,
     arelay,
     make_writer,
-    parse_request_body,
     relay,
+    request_side,
 )
 from reasonwire.probe.settings import ledger_dir, load_settings
 from reasonwire.wire.model import DialectName
@@ -33,12 +35,14 @@ def _observer(
     request_body: bytes | None,
     stream: bool,
     ledger: str | os.PathLike[str] | None,
+    tokenizer: Tokenizer | None = None,
+    on_row: RowHook | None = None,
 ) -> CallObserver | None:
     try:
         settings = load_settings()
         if not settings.observes(provider or "", provider or ""):
             return None
-        body, sent = parse_request_body(request_body, dialect)
+        body, sent, entries = request_side(request_body, dialect, tokenizer)
         if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
             model = body["model"]
         return CallObserver(
@@ -49,8 +53,9 @@ def _observer(
             purpose=purpose,
             stream=stream,
             sent=sent,
+            sent_entries=entries,
             http_status=200,
-            writer=make_writer(Path(ledger_dir(ledger)), session_id, settings.cap_bytes),
+            writer=make_writer(Path(ledger_dir(ledger)), session_id, settings.cap_bytes, on_row),
         )
     except Exception:
         return None
@@ -85,6 +90,8 @@ def observe_bytes(
     request_body: bytes | None = ...,
     stream: bool = ...,
     ledger_dir: str | os.PathLike[str] | None = ...,
+    tokenizer: Tokenizer | None = ...,
+    on_row: RowHook | None = ...,
 ) -> AsyncIterator[bytes]: ...
 
 
@@ -100,6 +107,8 @@ def observe_bytes(
     request_body: bytes | None = ...,
     stream: bool = ...,
     ledger_dir: str | os.PathLike[str] | None = ...,
+    tokenizer: Tokenizer | None = ...,
+    on_row: RowHook | None = ...,
 ) -> Iterator[bytes]: ...
 
 
@@ -114,13 +123,28 @@ def observe_bytes(
     request_body: bytes | None = None,
     stream: bool = True,
     ledger_dir: str | os.PathLike[str] | None = None,
+    tokenizer: Tokenizer | None = None,
+    on_row: RowHook | None = None,
 ) -> Iterator[bytes] | AsyncIterator[bytes]:
     """Yield ``chunks`` unchanged while counting them as one call of ``dialect``.
 
     ``request_body`` (the JSON sent) lets the row include the carriers the call sent back;
-    ``stream=False`` treats the bytes as one non-streaming JSON body.
+    ``stream=False`` treats the bytes as one non-streaming JSON body; ``tokenizer`` (the
+    route's own token counter, when known) counts re-sent reasoning text in tokens;
+    ``on_row`` is called with the row once written, off the caller's path.
     """
-    obs = _observer(dialect, session_id, purpose, provider, model, request_body, stream, ledger_dir)
+    obs = _observer(
+        dialect,
+        session_id,
+        purpose,
+        provider,
+        model,
+        request_body,
+        stream,
+        ledger_dir,
+        tokenizer,
+        on_row,
+    )
     if hasattr(chunks, "__aiter__"):
         return _async(chunks, obs)  # type: ignore[arg-type]
     return _sync(chunks, obs)

@@ -21,15 +21,21 @@ Ledger row (one JSON line per model call), the method's keys first, in this orde
      "usage": {"inputTokens", "outputTokens", "totalTokens", "cacheReadTokens",
                "cacheWriteTokens", "reasoningTokens"},          # omitted without usage
      ...our keys: "dialect", "stream", "status", "httpStatus", "toolBytes", "wireBytes",
-     "sentReasoningBytes", "sentReasoning", "durationMs", "error", "probeError"}
+     "sentReasoningBytes", "sentReasoning", "sentCarriers", "producedCarriers",
+     "requestModel", "responseModel", "durationMs", "error", "probeError"}
 
 ``ts`` is the call's start in UTC with milliseconds and ``Z``. ``inputTokens`` is uncached
 input only; billed input = ``inputTokens + cacheReadTokens + cacheWriteTokens``. The four
 billing figures are 0 when the provider reported usage without that figure (it billed none
 of it); ``totalTokens`` and ``reasoningTokens`` are the provider's own figures and are absent
-when it did not report them (never computed). Rows written before this schema (``uncached``,
-``cacheRead``, ``billedInput``..., ``+00:00``) stay readable: see
-:func:`reasonwire.probe.ledger.row_usage`.
+when it did not report them (never computed). ``sentCarriers`` lists each carrier the request
+sent back (kind, bytes, opaque, digest; a text carrier's ``tokenCount`` when the route's
+tokenizer was given) and ``producedCarriers`` each opaque carrier the answer returned (kind,
+bytes, digests): the report ties the two by digest (:mod:`reasonwire.probe.carriers`).
+``model`` is the answer's model, else the request's; ``requestModel`` and ``responseModel``
+keep each apart (``None`` when not known), for the OTel GenAI attributes.
+Rows written before this schema (``uncached``, ``cacheRead``, ``billedInput``...,
+``+00:00``) stay readable: see :func:`reasonwire.probe.ledger.row_usage`.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import TruncatedStream
+from reasonwire.probe.carriers import Tokenizer, produced_carriers, sent_carriers
 from reasonwire.wire.dialect import Dialect, StreamDecoder
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import DialectName, Turn, Usage
@@ -115,6 +122,7 @@ class CallObserver:
         purpose: str | None,
         stream: bool,
         sent: list[SentCarrier] | None = None,
+        sent_entries: list[dict[str, Any]] | None = None,
         http_status: int | None = None,
         content_encoding: str | None = None,
         writer: Any = None,
@@ -126,6 +134,9 @@ class CallObserver:
         self.purpose = purpose
         self.stream = stream
         self.sent = sent or []
+        self.sent_entries = (
+            sent_entries if sent_entries is not None else sent_carriers(None, self.sent)
+        )
         self.http_status = http_status
         self.started = time.time()
         self.ended: float | None = None
@@ -304,6 +315,7 @@ class CallObserver:
                 status = "incomplete"
         reasoning = text = tools = 0
         usage = None
+        produced: list[dict[str, Any]] = []
         model = self.model
         if turn is not None:
             reasoning = _nbytes(turn.reasoning_text)
@@ -311,6 +323,10 @@ class CallObserver:
             tools = sum(_nbytes(tc.arguments) for tc in turn.tool_calls)
             usage = usage_row(turn.usage, self._dialect)
             model = turn.model or model
+            try:
+                produced = produced_carriers(turn)
+            except Exception as exc:
+                self.probe_error = self.probe_error or f"{type(exc).__name__}: {exc}"
         error = self.error
         if error is None and self.http_status is not None and self.http_status >= 400:
             error = f"HTTP {self.http_status}"
@@ -337,6 +353,10 @@ class CallObserver:
                 "wireBytes": self.wire_bytes,
                 "sentReasoningBytes": sum(c.size for c in self.sent),
                 "sentReasoning": sent_row(self.sent),
+                "sentCarriers": self.sent_entries,
+                "producedCarriers": produced,
+                "requestModel": self.model,
+                "responseModel": turn.model if turn is not None else None,
                 "durationMs": round(((self.ended or time.time()) - self.started) * 1000, 1),
             }
         )
@@ -362,17 +382,45 @@ def parse_request_body(
     return body, get_dialect(dialect).request_carriers(body)
 
 
-def make_writer(directory: Path, session_id: str, cap_bytes: int) -> Any:
+def request_side(
+    content: bytes | None, dialect: DialectName, tokenizer: Tokenizer | None = None
+) -> tuple[Any, list[SentCarrier], list[dict[str, Any]]]:
+    """:func:`parse_request_body` plus the row's ``sentCarriers`` (digests, token counts)."""
+    body, sent = parse_request_body(content, dialect)
+    try:
+        entries = sent_carriers(body, sent, tokenizer)
+    except Exception:  # the probe never breaks a call: sizes without digests
+        entries = sent_carriers(None, sent)
+    return body, sent, entries
+
+
+RowHook = Callable[[dict[str, Any]], object]
+"""Called with each row (redacted, as written) on the probe's housekeeping thread, after the
+row is on disk: e.g. :class:`reasonwire.probe.otel.LiveExporter`. Its failures are ignored."""
+
+
+def make_writer(
+    directory: Path, session_id: str, cap_bytes: int, on_row: RowHook | None = None
+) -> Any:
     """A row writer for one call: redact, then append to the session file (one write, now);
-    archive rotation, if the cap is passed, runs later on the probe's housekeeping thread."""
+    archive rotation, if the cap is passed, and ``on_row`` run later on the probe's
+    housekeeping thread, never on the caller's path."""
 
     def write(row: Mapping[str, Any]) -> None:
         from reasonwire.credentials import redact_obj
         from reasonwire.probe import worker
         from reasonwire.probe.ledger import append_row, rotate_later
 
-        path = append_row(directory, session_id, redact_obj(dict(row)), cap_bytes, rotate=False)
+        written = redact_obj(dict(row))
+        path = append_row(directory, session_id, written, cap_bytes, rotate=False)
         worker.submit(rotate_later(directory, cap_bytes, path))
+        if on_row is not None:
+            hook = on_row
+
+            def task() -> None:
+                hook(written)
+
+            worker.submit(task)
 
     return write
 

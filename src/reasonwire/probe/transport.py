@@ -28,12 +28,14 @@ from reasonwire._httpcompat import (
     SYNC_TRANSPORTS,
     package_of,
 )
+from reasonwire.probe.carriers import Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
+    RowHook,
     arelay,
     make_writer,
-    parse_request_body,
     relay,
+    request_side,
 )
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
 from reasonwire.wire.model import DialectName
@@ -77,11 +79,15 @@ class _Probe:
         purpose: str | None,
         ledger_dir_: str | os.PathLike[str] | None,
         provider: str | None = None,
+        tokenizer: Tokenizer | None = None,
+        on_row: RowHook | None = None,
     ) -> None:
         self.session_id = session_id
         self.purpose = purpose
         self._ledger_dir = ledger_dir_
         self.provider = provider
+        self.tokenizer = tokenizer
+        self.on_row = on_row
 
     def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
@@ -99,13 +105,14 @@ class _Probe:
                 content: bytes | None = request.content
             except Exception:  # a streamed upload that was not read: no request side
                 content = None
-            body, sent = parse_request_body(content, dialect)
+            body, sent, entries = request_side(content, dialect, self.tokenizer)
             return (
                 {
                     "dialect": dialect,
                     "provider": provider,
                     "model": found.model_in_request(request.url.path, body),
                     "sent": sent,
+                    "sent_entries": entries,
                 },
                 settings,
             )
@@ -133,7 +140,7 @@ class _Probe:
             stream=stream,
             http_status=status,
             content_encoding=encoding,
-            writer=make_writer(directory, self.session_id, settings.cap_bytes),
+            writer=make_writer(directory, self.session_id, settings.cap_bytes, self.on_row),
             **info,
         )
 
@@ -210,6 +217,9 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     ``ledger_dir``, else ``$REASONWIRE_HOME/probe``, else the user data directory.
     ``provider`` names the route in the rows (default: the built-in route whose base URL the
     call goes to, else the host), e.g. a custom route's name so ``fold plan`` can match it.
+    ``tokenizer`` is the route's own token counter, when known: re-sent reasoning text is then
+    counted in tokens (measured) instead of estimated from its bytes. ``on_row`` is called
+    with each row once it is written, off the caller's path (e.g. an OTel live exporter).
     """
 
     def __init__(
@@ -219,10 +229,12 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
         provider: str | None = None,
+        tokenizer: Tokenizer | None = None,
+        on_row: RowHook | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer, on_row)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:
@@ -260,10 +272,12 @@ class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
         provider: str | None = None,
+        tokenizer: Tokenizer | None = None,
+        on_row: RowHook | None = None,
     ) -> None:
         self._inner = inner
         self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider)
+        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer, on_row)
 
     def _transport(self, request: Any) -> Any:
         if self._inner is None:

@@ -1,0 +1,145 @@
+"""Carrier identity across a session: which earlier call produced a carrier a request re-sends.
+
+Why: a re-sent opaque carrier (``encrypted_content``, a signature) is billed as input, but its
+size in bytes says nothing about its size in tokens. The call that produced it knows: its
+``reasoningTokens`` are what the carrier stands for (the OpenAI recordings show the next
+call's input growing by the prior call's reasoning tokens). So each row records digests of the
+opaque carriers its answer produced (``producedCarriers``) and of the carriers its request sent
+back (``sentCarriers``); the report joins the two by digest across the session's ledger
+(:mod:`reasonwire.probe.report`).
+
+How, with no dialect knowledge here: the dialect's ``request_carriers`` says which carriers a
+request holds and their byte sizes; the carrier *values* are found by walking the request's
+string leaves in document order and taking, for each carrier, the first unclaimed string of
+exactly its byte size (its size is the string's UTF-8 bytes, ``wire.vault.sized``). A carrier
+whose value is not a string (a JSON object) has no digest and stays unattributed. On the
+answer side every string leaf of an opaque carrier of at least :data:`MIN_DIGEST_BYTES` is
+digested (the encrypted blob, the signature, the item id, the readable summary or thinking
+text it holds), so a request that re-sends any of them is tied to the carrier.
+
+Digests are the first 16 hex digits of SHA-256 (never the value: the ledger holds no
+reasoning), see :func:`digest`. A text carrier is counted in tokens with the route's
+tokenizer when the caller gives one (:class:`Tokenizer`), else only its bytes are kept and
+the report estimates.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.model import Turn
+
+MIN_DIGEST_BYTES = 16
+"""Shorter string leaves of a carrier (``"reasoning"``, ``"thinking"``, a status) are not
+digested: they repeat across calls and would tie unrelated carriers together."""
+
+MAX_WALK_NODES = 200_000
+"""The request walk stops after this many JSON nodes (a huge history): carriers not reached
+keep their bytes and get no digest."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenizer:
+    """A route's own token counter for reasoning text (``name`` is written in the row)."""
+
+    name: str
+    count: Callable[[str], int]
+
+
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+def digest(text: str) -> str:
+    """The ledger's digest of a carrier string: 16 hex digits of SHA-256 of its UTF-8, read
+    in one base64 alphabet: ``-``/``_`` as ``+``/``/`` and trailing ``=`` dropped. Why: a
+    client may send a signature back re-encoded in the URL-safe alphabet (the pydantic-ai
+    Gemini recording ``pai__test_google__test_google_model_thinking_part.yaml`` returns
+    ``thoughtSignature`` with ``-``/``_`` where the answer had ``+``/``/``); both are the
+    same carrier."""
+    norm = text.translate(_URLSAFE).rstrip("=")
+    return hashlib.sha256(norm.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _utf8_len(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _strings(value: Any, budget: list[int]) -> Iterator[str]:
+    """String leaves of ``value`` in document order (dict values, not keys)."""
+    stack: list[Any] = [value]
+    while stack:
+        node = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        if isinstance(node, str):
+            yield node
+        elif isinstance(node, dict):
+            stack.extend(reversed(list(node.values())))
+        elif isinstance(node, list):
+            stack.extend(reversed(node))
+
+
+def produced_carriers(turn: Turn | None) -> list[dict[str, Any]]:
+    """The row's ``producedCarriers``: each opaque carrier of the answer with its byte size,
+    the bytes of readable text it holds and the digests of its string leaves."""
+    if turn is None:
+        return []
+    out: list[dict[str, Any]] = []
+    for c in turn.carriers:
+        if not c.opaque:
+            continue
+        digests: list[str] = []
+        for s in _strings(c.value, [MAX_WALK_NODES]):
+            if _utf8_len(s) >= MIN_DIGEST_BYTES:
+                d = digest(s)
+                if d not in digests:
+                    digests.append(d)
+        entry: dict[str, Any] = {"kind": c.kind, "bytes": c.size, "digests": digests}
+        if c.text:
+            entry["textBytes"] = _utf8_len(c.text)
+        out.append(entry)
+    return out
+
+
+def sent_carriers(
+    body: Any, sent: list[SentCarrier], tokenizer: Tokenizer | None = None
+) -> list[dict[str, Any]]:
+    """The row's ``sentCarriers``: each carrier the request sends back, in order, with its
+    kind, bytes, opacity, the digest of its value when found, and for a text carrier its
+    token count when ``tokenizer`` is given (``tokenCount``, ``tokenizer``)."""
+    out: list[dict[str, Any]] = [
+        {"kind": c.kind, "bytes": c.size, "opaque": c.opaque} for c in sent
+    ]
+    if not sent or not isinstance(body, dict):
+        return out
+    waiting: dict[int, list[int]] = {}
+    for i, c in enumerate(sent):
+        waiting.setdefault(c.size, []).append(i)
+    left = len(sent)
+    for s in _strings(body, [MAX_WALK_NODES]):
+        if not s:
+            continue
+        slots = waiting.get(_utf8_len(s))
+        if not slots:
+            continue
+        i = slots.pop(0)
+        entry = out[i]
+        entry["digest"] = digest(s)
+        if tokenizer is not None and not entry["opaque"]:
+            try:
+                entry["tokenCount"] = int(tokenizer.count(s))
+                entry["tokenizer"] = tokenizer.name
+            except Exception:  # a tokenizer failure leaves the bytes estimate
+                pass
+        left -= 1
+        if left == 0:
+            break
+    return out
+
+
+__all__ = ["MIN_DIGEST_BYTES", "Tokenizer", "digest", "produced_carriers", "sent_carriers"]
