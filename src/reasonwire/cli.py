@@ -110,6 +110,7 @@ EXAMPLES: dict[str, str] = {
     "eval report": "reasonwire eval report --out runs/or",
     "templates scan": "reasonwire templates scan --out out/templates --cross-check",
     "probe report": "reasonwire probe report --json",
+    "probe otel": "reasonwire probe otel --endpoint http://127.0.0.1:4318 --session s1",
     "fold plan": "reasonwire fold plan --matrix runs/or/matrix.json --ledger ~/.local/share/"
     "reasonwire/probe --out fold.toml",
     "sim serve": "reasonwire sim serve --port 8787",
