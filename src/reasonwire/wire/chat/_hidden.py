@@ -21,16 +21,40 @@ def _key(tool_call_ids: list[str], text: str) -> str:
     return "tc:" + tool_call_ids[0] if tool_call_ids else text_key(text)
 
 
+def _visible(content: JSON) -> str:
+    """The visible text of a message content: the string, or its text parts joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            p["text"]
+            for p in content
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        )
+    return ""
+
+
+def _native_content(turn: Turn) -> JSON:
+    items = turn.native.items if turn.native.dialect == "chat" else ()
+    message = items[0] if items and isinstance(items[0], dict) else {}
+    return message.get("content")
+
+
 def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
-    fields = {
+    """The reasoning fields of the answer and, when its content list holds Magistral thinking
+    parts, that whole list as received (the client sees it without them)."""
+    fields: dict[str, JSON] = {
         c.kind: c.value
         for c in turn.carriers
         if c.kind in CARRIER_FIELDS and c.path.startswith("choices[0].")
     }
+    content = _native_content(turn)
+    if isinstance(content, list) and any(map(is_thinking_part, content)):
+        fields["content"] = content
     if not fields:
         return []
     ids = [tc.id for tc in turn.tool_calls if tc.id]
-    return [(_key(ids, turn.text), fields)]
+    return [(_key(ids, _visible(content) if content is not None else turn.text), fields)]
 
 
 def reattach(body: dict[str, Any], lookup: Lookup) -> int:
@@ -40,15 +64,20 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
             continue
         for f in CARRIER_FIELDS:
             msg.pop(f, None)
+        content = msg.get("content")
+        if isinstance(content, list):  # a thinking part the vault did not give cannot be genuine
+            content = msg["content"] = [p for p in content if not is_thinking_part(p)]
         ids = [
             str(tc["id"])
             for tc in msg.get("tool_calls") or ()
             if isinstance(tc, dict) and tc.get("id")
         ]
-        content = msg.get("content")
-        found = lookup(_key(ids, content if isinstance(content, str) else ""))
+        found = lookup(_key(ids, _visible(content)))
         if isinstance(found, dict):
-            msg.update(found)
+            original = found.get("content")
+            msg.update({k: v for k, v in found.items() if k != "content"})
+            if isinstance(original, list) and _visible(original) == _visible(content):
+                msg["content"] = original  # the thinking parts back in place, as received
             n += 1
     return n
 
