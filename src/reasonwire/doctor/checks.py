@@ -33,6 +33,8 @@ FIX: dict[str, str] = {
     "empty string: accepted, but the model no longer sees its reasoning",
     "thinking_not_first": "the last assistant message of an open tool loop must start with "
     "its thinking block: restore it, or close the loop (--out)",
+    "reasoning_unpaired": "replay the reasoning item only with the item that followed it, "
+    "unchanged (with its id); else drop the reasoning item (--out)",
     "reasoning_item_absent": "with store=false the server keeps nothing: send the reasoning "
     "item with its encrypted_content, or drop the reference (--out)",
 }
@@ -47,25 +49,36 @@ class Hit:
     path: str
     kind: str
     detail: str
-    key: tuple[str, ...] = ()
+    holder: Any = None
+    """The object holding the carrier (the item, or a part inside it)."""
+    key: str = ""
+    """The carrier's key in ``holder`` (the native name)."""
+    parent: list[Any] | None = None
+    """The list inside the item holding ``holder``, when the carrier is nested."""
 
 
-def _get(value: Any, path: tuple[str, ...], at: str) -> Iterator[tuple[str, Any, Any, str]]:
-    """(json path, holder, value, last key) for each value at ``path`` under ``value``."""
+Found = tuple[str, Any, Any, str, "list[Any] | None"]
+
+
+def _get(
+    value: Any, path: tuple[str, ...], at: str, parent: list[Any] | None = None
+) -> Iterator[Found]:
+    """(json path, holder, value, last key, list holding the holder) for each value at
+    ``path`` under ``value``."""
     if not path:
         return
     head, rest = path[0], path[1:]
     if head == "[]":
         if isinstance(value, list):
             for i, v in enumerate(value):
-                yield from _get(v, rest, f"{at}[{i}]")
+                yield from _get(v, rest, f"{at}[{i}]", value)
         return
     if not isinstance(value, dict) or head not in value:
         return
     if not rest:
-        yield f"{at}.{head}", value, value[head], head
+        yield f"{at}.{head}", value, value[head], head, parent
     else:
-        yield from _get(value[head], rest, f"{at}.{head}")
+        yield from _get(value[head], rest, f"{at}.{head}", parent)
 
 
 def _matches(item: Any, match: tuple[str, str] | None) -> bool:
@@ -108,11 +121,22 @@ def opaque_hits(msg: Message) -> Iterator[Hit]:
                     "missing_signature",
                     f"{spec.match[1] if spec.match else 'item'} without its {key}",
                 )
-            for path, _holder, value, last in found:
+            for path, holder, value, last, parent in found:
+                if value is None:
+                    continue  # null: no carrier sent (the store rule judges absence)
                 problem = carrier_problem(spec, value, msg.dialect)
                 if problem is not None:
                     path = path.rsplit(".", 1)[0] + "." + item.keys.get(last, last)
-                    yield Hit(msg, item, path, problem.kind, f"{spec.kind}: {problem.detail}")
+                    yield Hit(
+                        msg,
+                        item,
+                        path,
+                        problem.kind,
+                        f"{spec.kind}: {problem.detail}",
+                        holder,
+                        last,
+                        parent,
+                    )
 
 
 def _is(item: Any, marker: tuple[str, str | None] | None) -> bool:
@@ -239,7 +263,7 @@ def store_hits(conv: Conversation) -> Iterator[Hit]:
             if not isinstance(v, dict):
                 continue
             for typ, key in rules.store_items:
-                if v.get("type") == typ and key not in v:
+                if v.get("type") == typ and v.get(key) is None:
                     yield Hit(
                         msg,
                         item,
@@ -258,11 +282,38 @@ def store_hits(conv: Conversation) -> Iterator[Hit]:
                 )
 
 
+def pair_hits(conv: Conversation) -> Iterator[Hit]:
+    """An item the server pairs with the one it produced (Responses reasoning) is followed
+    by a model item that still has its id."""
+    for msg in conv.messages:
+        pair = RULES[msg.dialect].paired
+        if pair is None:
+            continue
+        items = msg.items
+        for n, item in enumerate(items):
+            v = item.value
+            if not (isinstance(v, dict) and v.get("type") == pair[0]):
+                continue
+            if not str(v.get("id", "")).startswith(pair[1]):
+                continue
+            nxt = items[n + 1].value if n + 1 < len(items) else None
+            if not (isinstance(nxt, dict) and nxt.get("id")):
+                yield Hit(
+                    msg,
+                    item,
+                    item.path,
+                    "reasoning_unpaired",
+                    f"{pair[0]} item {v.get('id')} is not followed by the item it produced "
+                    "(its id is gone: the message was rewritten or dropped)",
+                )
+
+
 CONVERSATION_CHECKS: tuple[Callable[[Conversation], Iterator[Hit]], ...] = (
     loop_hits,
     step_hits,
     tool_turn_hits,
     store_hits,
+    pair_hits,
 )
 
 

@@ -78,7 +78,8 @@ class Rules:
     ``first_call_signed``: the key that must be on the first tool-call item of each step;
     ``store_items``: (item type, carrier key) that must carry its carrier when the server
     keeps nothing (store=false); ``reference``: (item type, id prefix) of a reference to a
-    stored item; ``required_on_tool_calls`` comes from the route's Profile (wire)."""
+    stored item; ``paired``: (item type, id prefix) of an item the server expects to be
+    followed by the model item it produced, with that item's id; ``required_on_tool_calls`` comes from the route's Profile (wire)."""
 
     opaque: tuple[Opaque, ...]
     tool_call: tuple[str, str | None] | None = None
@@ -87,6 +88,7 @@ class Rules:
     first_call_signed: str | None = None
     store_items: tuple[tuple[str, str], ...] = ()
     reference: tuple[str, str] | None = None
+    paired: tuple[str, str] | None = None
     text_carriers: tuple[str, ...] = ()
     source: str = ""
 
@@ -145,6 +147,11 @@ RULES: MappingProxyType[str, Rules] = MappingProxyType(
             tool_result=("type", "function_call_output"),
             store_items=(("reasoning", "encrypted_content"),),
             reference=("item_reference", "rs_"),
+            # OpenAI answers 400 "Item 'rs_...' of type 'reasoning' was provided without its
+            # required following item" when the message after it lost its id
+            # (pai__test_openai_responses__test_openai_responses_thinking_with_modified_
+            # history.yaml, request 2); DeepSeek's ids ("rs-b", UUIDs) carry no such rule
+            paired=("reasoning", "rs_"),
             source="platform.openai.com reasoning: with store=false, pass reasoning items "
             "with include=['reasoning.encrypted_content'] ('Item with id rs_... not found')",
         ),
@@ -193,6 +200,7 @@ KIND_OF_FINDING: MappingProxyType[str, str] = MappingProxyType(
         "padded_reasoning_content": "warning",
         "thinking_not_first": "error",
         "reasoning_item_absent": "error",
+        "reasoning_unpaired": "error",
         "changed": "error",
     }
 )

@@ -21,7 +21,7 @@ passes; tests/doctor checks that) and from the published wire formats:
   8-byte timestamp, 16-byte IV, AES-CBC ciphertext in 16-byte blocks, 32-byte HMAC), as
   every OpenAI recording shows (``gAAAAAB...``); the Fernet spec
   (github.com/fernet/spec) fixes those sizes. DeepSeek's Responses endpoint returns a UUID
-  there instead (pai__test_deepseek_responses__*), which is accepted as its own shape.
+  there instead (a UUID and ``-N``), which is accepted as its own shape.
 
 Every check returns a :class:`Problem` (kind and detail) or None.
 """
@@ -38,7 +38,11 @@ URLSAFE = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 TOKEN = re.compile(r"[A-Za-z0-9+/_=-]+")
 """What any opaque value of the known families is written with; anything else (spaces,
 brackets: ``[trimmed for fixture]``) is a placeholder, not a carrier."""
-UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+UUID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}(-[0-9]+)?"
+)
+"""DeepSeek's Responses ``encrypted_content``: a UUID with an item index suffix
+(``806896f9-a0e7-497f-9645-51900b22342d-0``, pai__test_deepseek_responses__*)."""
 
 FERNET_VERSION = 0x80
 FERNET_FIXED = 1 + 8 + 16 + 32  # version, timestamp, IV, HMAC
