@@ -54,21 +54,26 @@ def _out_path(out: Path, src: Path, many: bool) -> Path:
     return out / src.name if many else out
 
 
+_FILES = typer.Argument(..., help="Session files to check.")
+_FORMAT = typer.Option(
+    None,
+    "--format",
+    help=f"Session format (detected when omitted): {', '.join(FORMATS)}, or a dialect "
+    "name for its request bodies.",
+)
+_JSON = typer.Option(False, "--json", help="Print findings as JSON.")
+_OUT = typer.Option(None, "--out", help="Write repaired copies here (a folder for several files).")
+_PROFILE = typer.Option(
+    None, "--profile", help="Chat route profile (deepseek, kimi...) for request bodies."
+)
+
+
 def doctor_command(
-    files: list[Path] = typer.Argument(..., help="Session files to check."),
-    fmt: str | None = typer.Option(
-        None,
-        "--format",
-        help=f"Session format (detected when omitted): {', '.join(FORMATS)}, or a dialect "
-        "name for its request bodies.",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print findings as JSON."),
-    out: Path | None = typer.Option(
-        None, "--out", help="Write repaired copies here (a folder for several files)."
-    ),
-    profile: str | None = typer.Option(
-        None, "--profile", help="Chat route profile (deepseek, kimi...) for request bodies."
-    ),
+    files: list[Path] = _FILES,
+    fmt: str | None = _FORMAT,
+    as_json: bool = _JSON,
+    out: Path | None = _OUT,
+    profile: str | None = _PROFILE,
 ) -> None:
     """Find (and with --out repair) broken reasoning state in saved agent sessions."""
     found: list[Finding] = []

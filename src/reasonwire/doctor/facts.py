@@ -79,7 +79,8 @@ class Rules:
     ``store_items``: (item type, carrier key) that must carry its carrier when the server
     keeps nothing (store=false); ``reference``: (item type, id prefix) of a reference to a
     stored item; ``paired``: (item type, id prefix) of an item the server expects to be
-    followed by the model item it produced, with that item's id; ``required_on_tool_calls`` comes from the route's Profile (wire)."""
+    followed by the model item it produced, with that item's id. The Chat rule
+    (``required_on_tool_calls``) comes from the route's wire Profile."""
 
     opaque: tuple[Opaque, ...]
     tool_call: tuple[str, str | None] | None = None
@@ -126,7 +127,9 @@ RULES: MappingProxyType[str, Rules] = MappingProxyType(
         ),
         "responses": Rules(
             opaque=(
-                Opaque("encrypted_content", ("type", "reasoning"), ("encrypted_content",), "fernet"),
+                Opaque(
+                    "encrypted_content", ("type", "reasoning"), ("encrypted_content",), "fernet"
+                ),
                 # compaction items (Responses compact, Codex rollouts) seal the summary the same way
                 Opaque(
                     "encrypted_content", ("type", "compaction"), ("encrypted_content",), "fernet"
@@ -139,9 +142,7 @@ RULES: MappingProxyType[str, Rules] = MappingProxyType(
                     "fernet",
                 ),
                 # a sealed input message kept in a compaction's replacement_history
-                Opaque(
-                    "encrypted_content", ("type", "message"), ("encrypted_content",), "fernet"
-                ),
+                Opaque("encrypted_content", ("type", "message"), ("encrypted_content",), "fernet"),
             ),
             tool_call=("type", "function_call"),
             tool_result=("type", "function_call_output"),

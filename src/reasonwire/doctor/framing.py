@@ -130,9 +130,7 @@ def check_protobuf(value: str, envelope: Envelope, *, urlsafe_ok: bool) -> Probl
     message that decodes to its end and has the family's top-level fields."""
     urlsafe = "-" in value or "_" in value
     if urlsafe and not urlsafe_ok:
-        return Problem(
-            "reencoded", "URL-safe base64 where the provider returned standard base64"
-        )
+        return Problem("reencoded", "URL-safe base64 where the provider returned standard base64")
     try:
         data = decode_base64(value, urlsafe=urlsafe)
     except ValueError as exc:

@@ -186,7 +186,9 @@ def read_codex(doc: Document) -> None:
     for n, rec in _records(doc):
         payload = rec.get("payload")
         if rec.get("type") == "response_item" and isinstance(payload, dict):
-            current.append((Item(payload, "$.payload", n, payload, None, n), _responses_role(payload)))
+            current.append(
+                (Item(payload, "$.payload", n, payload, None, n), _responses_role(payload))
+            )
         elif rec.get("type") == "compacted" and isinstance(payload, dict):
             history = payload.get("replacement_history")
             current = []
@@ -424,6 +426,7 @@ def _request_conversation(
 
 def read_requests(doc: Document, dialect: str | None, profile: str | None) -> None:
     """Request bodies: a JSON object, a list of them, or one per line."""
+    bodies: list[tuple[int | None, str, Any]]
     if doc.line_oriented:
         bodies = [(n, "$", rec) for n, rec in _records(doc)]
     elif isinstance(doc.whole, list):
@@ -432,7 +435,11 @@ def read_requests(doc: Document, dialect: str | None, profile: str | None) -> No
         bodies = [(None, "$", doc.whole)]
     for n, prefix, body in bodies:
         d = dialect or request_dialect(body)
-        if d is None or not isinstance(body, dict) or not isinstance(body.get(HISTORY_KEY[d]), list):
+        if (
+            d is None
+            or not isinstance(body, dict)
+            or not isinstance(body.get(HISTORY_KEY[d]), list)
+        ):
             raise Unreadable(f"{doc.path.name}: {prefix} is not a request body of any dialect")
         doc.conversations.append(_request_conversation(body, d, prefix, n, profile))
 

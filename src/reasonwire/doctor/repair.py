@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from reasonwire.doctor import framing
-from reasonwire.doctor.checks import RULES, Hit, _open_loop, hits
-from reasonwire.doctor.facts import URLSAFE_OK
+from reasonwire.doctor.checks import Hit, _open_loop, hits
+from reasonwire.doctor.facts import RULES
 from reasonwire.doctor.model import Change, Conversation, Document, Item, Message
 
 DROP_KINDS = frozenset(
@@ -38,8 +38,7 @@ SOURCES = {
     "drop-unpaired-reasoning": "OpenAI Responses: a reasoning item needs its following item; "
     "the same history without it is accepted (recording pai__test_openai_responses__test_"
     "openai_responses_thinking_with_modified_history.yaml, request 3: 200)",
-    "drop-earlier-signature": "Gemini thought signatures: only the current turn's are "
-    "validated",
+    "drop-earlier-signature": "Gemini thought signatures: only the current turn's are validated",
 }
 
 
@@ -161,11 +160,17 @@ def repair(doc: Document) -> Plan:
         found = hits(conv)
         last = next((m for m in reversed(conv.messages) if m.role == "assistant"), None)
         loop = _open_loop(conv, last.dialect) if last is not None else None
-        loop = loop if conv.thinking and loop is not None and RULES[loop.dialect].first_in_loop else None
+        loop = (
+            loop
+            if conv.thinking and loop is not None and RULES[loop.dialect].first_in_loop
+            else None
+        )
         close = False
         for hit in found:
-            if loop is not None and hit.message is loop and (
-                hit.kind in DROP_KINDS or hit.kind == "thinking_not_first"
+            if (
+                loop is not None
+                and hit.message is loop
+                and (hit.kind in DROP_KINDS or hit.kind == "thinking_not_first")
             ):
                 close = True
                 continue
@@ -228,7 +233,9 @@ def _drop_emptied_messages(whole: Any) -> None:
                 body[key] = [
                     m
                     for m in history
-                    if not (isinstance(m, dict) and (m.get("content") == [] or m.get("parts") == []))
+                    if not (
+                        isinstance(m, dict) and (m.get("content") == [] or m.get("parts") == [])
+                    )
                 ]
 
 
