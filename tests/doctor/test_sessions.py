@@ -91,9 +91,7 @@ def test_expected_lists_match_the_raw_text() -> None:
     claude = session(CLAUDE).read_text(encoding="utf-8").splitlines()
     trimmed = [n for n, ln in enumerate(claude, 1) if '"signature":"[trimmed for fixture]"' in ln]
     unsigned = [
-        n
-        for n, ln in enumerate(claude, 1)
-        if '"type":"thinking"' in ln and '"signature"' not in ln
+        n for n, ln in enumerate(claude, 1) if '"type":"thinking"' in ln and '"signature"' not in ln
     ]
     assert trimmed == [29, 55, 65, 77, 78] and unsigned == [8]
     codex = session(CODEX).read_text(encoding="utf-8")
