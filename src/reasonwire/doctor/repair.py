@@ -103,7 +103,7 @@ def _close_loop(doc: Document, conv: Conversation, msg: Message, out: list[Chang
     del conv.messages[start:]
 
 
-def _fix(doc: Document, conv: Conversation, hit: Hit, loop: Message | None) -> Change | None:
+def _fix(doc: Document, conv: Conversation, hit: Hit) -> Change | None:
     item = hit.item
     if item is None or item.origin is None:
         return None
@@ -128,9 +128,7 @@ def _fix(doc: Document, conv: Conversation, hit: Hit, loop: Message | None) -> C
         return None
     msg = hit.message
     rules = RULES[msg.dialect]
-    if rules.first_in_loop:
-        if msg is loop:
-            return None  # handled by closing the loop
+    if rules.first_in_loop:  # (the open loop's own message is closed by repair())
         _drop_item(doc, item)
         msg.items.remove(item)
         return _change(item, hit.path, "dropped the thinking block", "drop-earlier-thinking")
@@ -174,7 +172,7 @@ def repair(doc: Document) -> Plan:
             ):
                 close = True
                 continue
-            change = _fix(doc, conv, hit, loop)
+            change = _fix(doc, conv, hit)
             if change is None:
                 unrepaired.append(hit)
             else:
