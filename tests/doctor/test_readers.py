@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import base64
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from reasonwire.doctor import check_bytes, parse
+from reasonwire.doctor.checks import findings
 from reasonwire.doctor.readers import request_dialect
+from reasonwire.doctor.repair import repair, serialise
 
 SIG = base64.b64encode(b"\x12\x20" + bytes(32)).decode()  # Anthropic's framing: field 2, 32 B
 
@@ -107,3 +111,72 @@ def test_a_list_of_bodies_gives_paths_per_body() -> None:
         (None, "$[1].messages[0].content[0].signature", "empty")
     ]
     assert parse  # (the reader API is public)
+
+
+def pai(provider: str, sig: str, second: dict[str, Any] | None = None) -> list[Any]:
+    """A pydantic-ai history dump (ModelMessagesTypeAdapter layout: kind/parts/part_kind)."""
+    thinking = {"part_kind": "thinking", "content": "t", "signature": sig}
+    call = {"part_kind": "tool-call", "tool_name": "x", "args": {}, "tool_call_id": "c1"}
+    ret = {"part_kind": "tool-return", "tool_name": "x", "content": "r", "tool_call_id": "c1"}
+    return [
+        {"kind": "request", "parts": [{"part_kind": "user-prompt", "content": "q"}]},
+        {"kind": "response", "provider_name": provider, "parts": [thinking, second or call]},
+        {"kind": "request", "parts": [ret]},
+    ]
+
+
+def test_pydantic_ai_signatures_are_checked_per_provider() -> None:
+    data = json.dumps(pai("anthropic", SIG)).encode()
+    assert parse(Path("h.json"), data).format == "pydantic-ai"
+    assert check_bytes(data, "h.json") == []
+    found = check_bytes(json.dumps(pai("anthropic", SIG[:-4])).encode(), "h.json")
+    assert [(f.path, f.kind) for f in found] == [("$[1].parts[0].signature", "truncated")]
+    # Gemini: the ThinkingPart's signature is the function call's; cut, it is found there
+    gem = base64.b64encode(b"\x12\x03abc").decode()
+    assert check_bytes(json.dumps(pai("google-gla", gem)).encode(), "h.json") == []
+    found = check_bytes(json.dumps(pai("google-gla", gem[:-1])).encode(), "h.json")
+    assert [(f.path, f.kind) for f in found] == [("$[1].parts[0].signature", "truncated")]
+
+
+def test_pydantic_ai_open_loop_with_a_cut_signature_is_closed(tmp_path: Path) -> None:
+    src = tmp_path / "h.json"
+    src.write_text(json.dumps(pai("anthropic", SIG[:-4])))
+    doc = parse(src, src.read_bytes())
+    plan = repair(doc)
+    assert {c.rule for c in plan.changes} == {"close-open-loop"}
+    assert findings(parse(src, serialise(doc)), "h") == []
+
+
+def test_agents_sdk_items_list_and_sqlite(tmp_path: Path, monkeypatch: Any) -> None:
+    """Responses input items as session.get_items() returns them, and a SQLiteSession
+    database (agent_messages rows of message_data JSON)."""
+    fernet = base64.urlsafe_b64encode(b"\x80" + bytes(8 + 16 + 16 + 32)).decode()
+    items = [
+        {"role": "user", "content": "q"},
+        {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": fernet[:-8]},
+        {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+    ]
+    found = check_bytes(json.dumps(items).encode(), "items.json")
+    assert [(f.path, f.kind) for f in found] == [("$[1].encrypted_content", "truncated")]
+    db = tmp_path / "session.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE agent_messages (id INTEGER PRIMARY KEY, session_id TEXT, "
+                "message_data TEXT, created_at TIMESTAMP)")  # fmt: skip
+    for it in items:
+        con.execute(
+            "INSERT INTO agent_messages (session_id, message_data) VALUES ('s', ?)",
+            (json.dumps(it),),
+        )
+    con.commit()
+    con.close()
+    found = check_bytes(db.read_bytes(), str(db))
+    assert [(f.line, f.path, f.kind) for f in found] == [
+        (None, "agent_messages[id=2].encrypted_content", "truncated")
+    ]
+    doc = parse(db, db.read_bytes())
+    assert doc.format == "agents-sdk"
+    repair(doc)
+    out = tmp_path / "fixed.db"
+    out.write_bytes(serialise(doc))
+    assert findings(parse(out, out.read_bytes()), "fixed") == []
+    assert len(check_bytes(db.read_bytes(), str(db))) == 1  # the input is untouched

@@ -73,6 +73,8 @@ class Document:
     line_oriented: bool = True
     dirty: set[int] = field(default_factory=set)
     dropped: set[int] = field(default_factory=set)
+    rows: list[int] | None = None
+    """SQLite row ids, one per line (an Agents SDK session database)."""
     conversations: list[Conversation] = field(default_factory=list)
 
 

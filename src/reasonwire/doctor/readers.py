@@ -81,7 +81,27 @@ RESPONSE_PREFIX = {
     "interactions": "$.steps",
 }
 
-FORMATS = ("claude-code", "codex", "gemini-cli", "pi", "kimi-code", "request", "response")
+PYDANTIC_AI_DIALECT = {
+    # pydantic-ai ``provider_name`` of a ModelResponse / ThinkingPart -> wire dialect; its
+    # ThinkingPart.signature is "Anthropic signature, Google thought_signature, OpenAI
+    # encrypted_content" (pydantic_ai.messages.ThinkingPart docstring)
+    "anthropic": "anthropic",
+    "google-gla": "gemini",
+    "google-vertex": "gemini",
+    "openai": "responses",
+}
+
+FORMATS = (
+    "claude-code",
+    "codex",
+    "gemini-cli",
+    "pi",
+    "kimi-code",
+    "pydantic-ai",
+    "agents-sdk",
+    "request",
+    "response",
+)
 
 
 # -- helpers ---------------------------------------------------------------------------------
@@ -100,6 +120,16 @@ def _json_lines(text: str) -> tuple[list[str], list[Any]]:
         except json.JSONDecodeError:
             parsed.append(None)
     return raw, parsed
+
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return None
 
 
 def _records(doc: Document) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -348,6 +378,156 @@ def read_kimi_code(doc: Document) -> None:
     doc.conversations.append(Conversation(msgs, profile=profile))
 
 
+# -- pydantic-ai -----------------------------------------------------------------------------
+
+
+def _pai_views(parts: list[Any], dialect: str) -> list[tuple[Any, dict[str, str], Any]]:
+    """(native view, key renames, file object) of one ModelResponse's parts: a signed
+    ThinkingPart is the dialect's carrier item; for Gemini the signature belongs on the
+    part after it (pydantic-ai's google model sends a ThinkingPart's signature as the next
+    part's thought_signature), so the view of that part carries it, pointing at the
+    ThinkingPart as the object a repair edits."""
+    out: list[tuple[Any, dict[str, str], Any]] = []
+    carry: dict[str, Any] | None = None
+    on_next = PAI_SIGNATURE_ON_NEXT.get(dialect, False)
+    for part in parts:
+        kind = part.get("part_kind") if isinstance(part, dict) else None
+        sig = part.get("signature") if isinstance(part, dict) else None
+        key = PAI_SIGNED_KEY[dialect]
+        view: dict[str, Any] = {"type": kind}
+        keys: dict[str, str] = {}
+        origin: Any = part
+        if kind == "thinking" and sig is not None:
+            view = dict(PAI_SIGNED[dialect])
+            if on_next:
+                carry = part
+            else:
+                view[key], keys = sig, {key: "signature"}
+                view["id"] = part.get("id")
+        elif kind == "tool-call":
+            view = dict(PAI_TOOL_CALL[dialect])
+            if carry is not None:
+                view[key], keys, origin = carry["signature"], {key: "signature"}, carry
+            carry = None
+        elif kind == "tool-return":
+            view = dict(PAI_TOOL_RESULT[dialect])
+        out.append((view, keys, origin))
+    return out
+
+
+PAI_SIGNED: dict[str, dict[str, Any]] = {
+    "anthropic": {"type": "thinking"},
+    "gemini": {"thought": True},
+    "responses": {"type": "reasoning"},
+}
+PAI_SIGNED_KEY = {
+    "anthropic": "signature",
+    "gemini": "thoughtSignature",
+    "responses": "encrypted_content",
+}
+PAI_SIGNATURE_ON_NEXT = {"gemini": True}
+PAI_TOOL_CALL: dict[str, dict[str, Any]] = {
+    "anthropic": {"type": "tool_use"},
+    "gemini": {"functionCall": {}},
+    "responses": {"type": "function_call", "id": "fc"},
+}
+PAI_TOOL_RESULT: dict[str, dict[str, Any]] = {
+    "anthropic": {"type": "tool_result"},
+    "gemini": {"functionResponse": {}},
+    "responses": {"type": "function_call_output"},
+}
+
+
+def read_pydantic_ai(doc: Document) -> None:
+    """A pydantic-ai message history dump (``ModelMessagesTypeAdapter``): a JSON list of
+    ``{"kind": "request"|"response", "parts": [...]}``; a response's ``provider_name``
+    says whose carriers its parts hold."""
+    history = doc.whole
+    if not isinstance(history, list):
+        raise Unreadable(f"{doc.path.name}: a pydantic-ai history is a JSON list")
+    msgs: list[Message] = []
+    dialect = "anthropic"
+    signed = False  # a signed Anthropic thinking block: thinking was on
+    for i, m in enumerate(history):
+        if not isinstance(m, dict) or not isinstance(m.get("parts"), list):
+            continue
+        parts = m["parts"]
+        named = PYDANTIC_AI_DIALECT.get(str(m.get("provider_name")))
+        dialect = named or dialect
+        role = "assistant" if m.get("kind") == "response" else "user"
+        items = []
+        views = _pai_views(parts, dialect)
+        for j, (view, keys, origin) in enumerate(views):
+            k = next((n for n, p in enumerate(parts) if p is origin), j)  # where it is written
+            items.append(Item(view, f"$[{i}].parts[{k}]", None, origin, parts, None, keys))
+            signed = signed or (view.get("type") == "thinking" and "signature" in view)
+        if role == "user":  # a user prompt starts a new turn: no items the rules read
+            items = [it for it in items if it.value.get("type") != "user-prompt"]
+        msgs.append(Message(role, items, dialect, None, f"$[{i}]", _str(m.get("model_name"))))
+    doc.conversations.append(Conversation(msgs, thinking=signed or None))
+
+
+def _is_pydantic_ai(rec: dict[str, Any]) -> bool:
+    return rec.get("kind") in ("request", "response") and isinstance(rec.get("parts"), list)
+
+
+# -- OpenAI Agents SDK -----------------------------------------------------------------------
+
+AGENTS_ITEM_TYPES = frozenset(
+    {"message", "reasoning", "function_call", "function_call_output", "item_reference"}
+)
+"""Responses input item types (``TResponseInputItem``) an Agents SDK session stores."""
+AGENTS_TABLE = "agent_messages"
+"""SQLiteSession's default table: one ``message_data`` JSON item per row (openai-agents
+src/agents/memory/sqlite_session.py)."""
+
+
+def read_agents_sdk(doc: Document) -> None:
+    """Agents SDK session items (``session.get_items()`` as a JSON list or JSON lines, or
+    a SQLiteSession database, rows read as lines): Responses input items in order."""
+    entries: list[tuple[int | None, str, Any, list[Any] | None]]
+    if doc.line_oriented:
+        entries = [(n, "$", rec, None) for n, rec in _records(doc)]
+    elif isinstance(doc.whole, list):
+        entries = [(None, f"$[{i}]", it, doc.whole) for i, it in enumerate(doc.whole)]
+    else:
+        raise Unreadable(f"{doc.path.name}: Agents SDK items are a JSON list")
+    pairs = []
+    for n, path, it, container in entries:
+        line: int | None = n
+        if doc.rows is not None and n is not None:  # a database row: its id, not a line
+            path, line = f"{AGENTS_TABLE}[id={doc.rows[n - 1]}]", None
+        item = Item(it, path, line, it, container, n)
+        pairs.append((item, _responses_role(it)))
+    doc.conversations.append(Conversation(_group(pairs, "responses")))
+
+
+LIST_ONLY = frozenset({"agents-sdk"})
+"""Formats detected only in a JSON list (their items look like other formats' records;
+JSON lines of them need ``--format``)."""
+
+
+def _is_agents_item(rec: dict[str, Any]) -> bool:
+    return rec.get("type") in AGENTS_ITEM_TYPES or (
+        "role" in rec and "content" in rec and "parts" not in rec and "message" not in rec
+    )
+
+
+def sqlite_rows(path: Path) -> list[tuple[int, str]]:
+    """(rowid, message_data) of an Agents SDK SQLite session, in order."""
+    import sqlite3
+
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = con.execute(f"SELECT id, message_data FROM {AGENTS_TABLE} ORDER BY id")
+            return [(int(r[0]), str(r[1])) for r in rows]
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        raise Unreadable(f"{path.name}: not an Agents SDK session database ({exc})") from None
+
+
 # -- plain request bodies --------------------------------------------------------------------
 
 
@@ -500,12 +680,14 @@ def _is_request(rec: dict[str, Any]) -> bool:
 
 
 DETECT: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+    ("pydantic-ai", _is_pydantic_ai),
     ("codex", _is_codex),
     ("gemini-cli", _is_gemini_cli),
     ("pi", _is_pi),
     ("kimi-code", _is_kimi),
     ("claude-code", _is_claude_code),
     ("request", _is_request),
+    ("agents-sdk", _is_agents_item),
 )
 """Session formats in detection order, each with a test on one record."""
 
@@ -518,12 +700,16 @@ def detect_format(doc: Document) -> str:
         recs = [r for r in recs if isinstance(r, dict)]
     best, score = "response", 0
     for name, test in DETECT:
+        if name in LIST_ONLY and not isinstance(doc.whole, list):
+            continue
         hits = sum(1 for r in recs if test(r))
         if hits > score:
             best, score = name, hits
     return best
 
 
+WHOLE_READERS: dict[str, Callable[[Document], None]] = {"pydantic-ai": read_pydantic_ai}
+"""Readers of formats that are one JSON document."""
 READERS: dict[str, Callable[[Document], None]] = {
     "claude-code": read_claude_code,
     "codex": read_codex,
@@ -531,11 +717,20 @@ READERS: dict[str, Callable[[Document], None]] = {
     "pi": read_pi,
     "kimi-code": read_kimi_code,
 }
+WHOLE_READERS["agents-sdk"] = read_agents_sdk
 
 
 def parse(path: Path, data: bytes, fmt: str | None = None, profile: str | None = None) -> Document:
     """Read ``data`` (the bytes of ``path``) in format ``fmt`` (None: detect). A dialect name
     as ``fmt`` means request bodies of that dialect."""
+    if data.startswith(SQLITE_MAGIC):
+        rows = sqlite_rows(path)
+        doc = Document(path, "agents-sdk")
+        doc.rows = [r for r, _ in rows]
+        doc.raw_lines = [t + "\n" for _, t in rows]
+        doc.lines = [_loads(t) for _, t in rows]
+        read_agents_sdk(doc)
+        return doc
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -561,6 +756,8 @@ def parse(path: Path, data: bytes, fmt: str | None = None, profile: str | None =
         read_requests(doc, dialect, profile)
     elif chosen == "response":
         read_response(doc, data, None)
+    elif chosen in WHOLE_READERS:
+        WHOLE_READERS[chosen](doc)
     elif chosen in READERS:
         if not doc.line_oriented:
             raise Unreadable(f"{path.name}: a {chosen} session is JSON lines")

@@ -239,6 +239,8 @@ def _drop_emptied_messages(whole: Any) -> None:
 
 def serialise(doc: Document) -> bytes:
     """The document in its own format: untouched lines byte for byte."""
+    if doc.rows is not None:
+        return _serialise_sqlite(doc)
     if not doc.line_oriented:
         return (json.dumps(doc.whole, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
     out: list[str] = []
@@ -252,6 +254,35 @@ def serialise(doc: Document) -> bytes:
         else:
             out.append(raw)
     return "".join(out).encode("utf-8")
+
+
+def _serialise_sqlite(doc: Document) -> bytes:
+    """A copy of the session database with the changed rows updated, dropped ones deleted."""
+    import shutil
+    import sqlite3
+    import tempfile
+    from pathlib import Path
+
+    from reasonwire.doctor.readers import AGENTS_TABLE
+
+    assert doc.rows is not None
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "session.db"
+        shutil.copyfile(doc.path, copy)
+        con = sqlite3.connect(copy)
+        try:
+            for n in sorted(doc.dropped):
+                con.execute(f"DELETE FROM {AGENTS_TABLE} WHERE id = ?", (doc.rows[n - 1],))
+            for n in sorted(doc.dirty - doc.dropped):
+                data = json.dumps(doc.lines[n - 1], ensure_ascii=False)
+                con.execute(
+                    f"UPDATE {AGENTS_TABLE} SET message_data = ? WHERE id = ?",
+                    (data, doc.rows[n - 1]),
+                )
+            con.commit()
+        finally:
+            con.close()
+        return copy.read_bytes()
 
 
 def changes_json(changes: Iterable[Change]) -> list[dict[str, Any]]:
