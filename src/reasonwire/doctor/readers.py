@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from reasonwire.doctor.model import Conversation, Document, Item, Message, Unreadable
 from reasonwire.wire.registry import get_dialect, names
 
@@ -116,9 +118,9 @@ def _json_lines(text: str) -> tuple[list[str], list[Any]]:
             parsed.append(None)
             continue
         try:
-            parsed.append(json.loads(s))
-        except json.JSONDecodeError:
-            parsed.append(None)
+            parsed.append(orjson.loads(s))
+        except orjson.JSONDecodeError:
+            parsed.append(_loads(s))  # what orjson refuses and json takes (NaN, big ints)
     return raw, parsed
 
 
@@ -130,6 +132,13 @@ def _loads(text: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError:
         return None
+
+
+def _whole(text: str) -> Any:
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
 
 
 def _records(doc: Document) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -739,7 +748,7 @@ def parse(path: Path, data: bytes, fmt: str | None = None, profile: str | None =
         raise Unreadable(f"{path.name}: the file is empty")
     doc = Document(path, fmt or "")
     try:
-        doc.whole = json.loads(text)
+        doc.whole = _whole(text)
         doc.line_oriented = False
     except json.JSONDecodeError:
         doc.raw_lines, doc.lines = _json_lines(text)
