@@ -201,3 +201,41 @@ def test_damage_in_a_session_file_is_found_at_its_line(tmp_path: Any) -> None:
     assert [(f.line, f.kind, f.provider) for f in found] == [
         (27, "missing_reasoning_content", "kimi")
     ]
+
+
+def test_against_the_originals_names_the_changed_block(tmp_path: Any) -> None:
+    """Two intact signatures swapped between two turns, and a signed thinking text edited:
+    well-formed, so structure cannot tell; the recorded answers (the originals) can."""
+    from reasonwire.doctor import against, read
+    from reasonwire.doctor.report import findings
+
+    turns = load_cassette(ANTH_TURNS)
+    answers = tmp_path / "answers.jsonl"  # the two recorded answers, as a digest source
+    answers.write_text(
+        "".join(json.dumps({"messages": [dict(it.response_json)]}) + "\n" for it in turns)
+    )
+    known = against.load([answers], read)
+    assert len(known) == 2 and all(v for v in known.values())
+    body = request(ANTH_TURNS, 1)
+    block = body["messages"][1]["content"][0]
+    session = tmp_path / "s.json"
+    session.write_text(json.dumps(body))
+    assert findings(read(session), "s", known) == []
+    block["thinking"] += " (edited)"
+    session.write_text(json.dumps(body))
+    found = findings(read(session), "s", known)
+    assert [(f.path, f.kind) for f in found] == [("$.messages[1].content[0].thinking", "changed")]
+    block["thinking"] = block["thinking"].removesuffix(" (edited)")
+    block["signature"] = turns[1].response_json["content"][0]["signature"]  # the later one
+    session.write_text(json.dumps(body))
+    found = findings(read(session), "s", known)
+    assert [(f.path, f.kind) for f in found] == [("$.messages[1].content[0].thinking", "changed")]
+    block["signature"] = GOOD_OTHER = request(ANTH_LOOP, 1)["messages"][1]["content"][0][
+        "signature"
+    ]
+    session.write_text(json.dumps(body))
+    found = findings(read(session), "s", known)
+    assert [(f.path, f.kind) for f in found] == [("$.messages[1].content[0].signature", "changed")]
+    digest_file = tmp_path / "digests.jsonl"
+    digest_file.write_text(against.digest_lines(known))
+    assert against.load([digest_file], read) == known

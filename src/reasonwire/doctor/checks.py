@@ -33,6 +33,8 @@ FIX: dict[str, str] = {
     "empty string: accepted, but the model no longer sees its reasoning",
     "thinking_not_first": "the last assistant message of an open tool loop must start with "
     "its thinking block: restore it, or close the loop (--out)",
+    "changed": "not what the provider returned (compared with the originals): restore the "
+    "original block, or drop it (--out)",
     "reasoning_unpaired": "replay the reasoning item only with the item that followed it, "
     "unchanged (with its id); else drop the reasoning item (--out)",
     "reasoning_item_absent": "with store=false the server keeps nothing: send the reasoning "
@@ -331,24 +333,29 @@ def hits(conv: Conversation) -> list[Hit]:
     return out
 
 
-def findings(doc: Document, name: str) -> list[Finding]:
-    """Every finding of a document, in file order."""
+def to_findings(doc: Document, name: str, found: list[Hit]) -> list[Finding]:
+    """Hits as findings of file ``name``, in file order."""
     out: list[Finding] = []
-    for conv in doc.conversations:
-        for hit in hits(conv):
-            line = hit.item.line if hit.item is not None else hit.message.line
-            out.append(
-                Finding(
-                    name,
-                    line if doc.line_oriented else None,
-                    hit.path,
-                    hit.kind,
-                    KIND_OF_FINDING.get(hit.kind, "error"),
-                    hit.message.provider or conv.profile or hit.message.dialect,
-                    hit.detail,
-                    FIX.get(hit.kind, ""),
-                    hit.message.turn,
-                )
+    profile = {id(m): c.profile for c in doc.conversations for m in c.messages}
+    for hit in found:
+        line = hit.item.line if hit.item is not None else hit.message.line
+        out.append(
+            Finding(
+                name,
+                line if doc.line_oriented else None,
+                hit.path,
+                hit.kind,
+                KIND_OF_FINDING.get(hit.kind, "error"),
+                hit.message.provider or profile.get(id(hit.message)) or hit.message.dialect,
+                hit.detail,
+                FIX.get(hit.kind, ""),
+                hit.message.turn,
             )
+        )
     out.sort(key=lambda f: (f.line or 0, f.path))
     return out
+
+
+def findings(doc: Document, name: str) -> list[Finding]:
+    """Every structural finding of a document, in file order."""
+    return to_findings(doc, name, [h for conv in doc.conversations for h in hits(conv)])

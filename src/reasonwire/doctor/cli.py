@@ -14,11 +14,11 @@ from typing import Any
 
 import typer
 
-from reasonwire.doctor import read
-from reasonwire.doctor.checks import findings
+from reasonwire.doctor import against, read
 from reasonwire.doctor.model import Finding, Unreadable
 from reasonwire.doctor.readers import FORMATS, parse
 from reasonwire.doctor.repair import changes_json, repair, serialise
+from reasonwire.doctor.report import findings
 
 
 def _text(found: list[Finding], repaired: list[dict[str, Any]]) -> str:
@@ -63,6 +63,12 @@ _FORMAT = typer.Option(
 )
 _JSON = typer.Option(False, "--json", help="Print findings as JSON.")
 _OUT = typer.Option(None, "--out", help="Write repaired copies here (a folder for several files).")
+_AGAINST = typer.Option(
+    None,
+    "--against",
+    help="The originals: a digest file (JSON lines of sha256) or saved answers/sessions "
+    "holding the carriers as returned; names every carrier that differs.",
+)
 _PROFILE = typer.Option(
     None, "--profile", help="Chat route profile (deepseek, kimi...) for request bodies."
 )
@@ -74,26 +80,28 @@ def doctor_command(
     as_json: bool = _JSON,
     out: Path | None = _OUT,
     profile: str | None = _PROFILE,
+    originals: list[Path] | None = _AGAINST,
 ) -> None:
     """Find (and with --out repair) broken reasoning state in saved agent sessions."""
     found: list[Finding] = []
     repaired: list[dict[str, Any]] = []
     many = len(files) > 1
     try:
+        known = against.load(originals, read) if originals else None
         for path in files:
             doc = read(path, fmt, profile)
-            found.extend(findings(doc, str(path)))
+            found.extend(findings(doc, str(path), known))
             if out is None:
                 continue
             target = _out_path(out, path, many)
             if target.resolve() == path.resolve():
                 raise Unreadable(f"--out {target} is the input: the doctor never writes in place")
-            plan = repair(doc)
+            plan = repair(doc, known)
             data = serialise(doc)
             if many:
                 target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-            again = findings(parse(target, data, fmt or doc.format, profile), str(target))
+            again = findings(parse(target, data, fmt or doc.format, profile), str(target), known)
             repaired.append(
                 {
                     "file": str(path),

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from reasonwire.doctor import framing
-from reasonwire.doctor.checks import Hit, _open_loop, hits
+from reasonwire.doctor.checks import Hit, _open_loop
 from reasonwire.doctor.facts import RULES
 from reasonwire.doctor.model import Change, Conversation, Document, Item, Message
+from reasonwire.doctor.report import document_hits
 
 DROP_KINDS = frozenset(
-    {"truncated", "undecodable", "merged", "placeholder", "empty", "missing_signature"}
+    {"truncated", "undecodable", "merged", "placeholder", "empty", "missing_signature", "changed"}
 )
 """Damage to a carrier that no rule can undo: the block holding it goes (or the loop closes)."""
 
@@ -150,12 +151,15 @@ def _fix(doc: Document, conv: Conversation, hit: Hit) -> Change | None:
     return None
 
 
-def repair(doc: Document) -> Plan:
-    """Apply every rule that applies to ``doc`` (in memory); the hits no rule repairs."""
+def repair(doc: Document, known: dict[str, str | None] | None = None) -> Plan:
+    """Apply every rule that applies to ``doc`` (in memory); the hits no rule repairs.
+    ``known``: original carrier digests (--against), so changed carriers are repaired too."""
     changes: list[Change] = []
     unrepaired: list[Hit] = []
+    every = document_hits(doc, known)
     for conv in doc.conversations:
-        found = hits(conv)
+        mine = {id(m) for m in conv.messages}
+        found = [h for h in every if id(h.message) in mine]
         last = next((m for m in reversed(conv.messages) if m.role == "assistant"), None)
         loop = _open_loop(conv, last.dialect) if last is not None else None
         loop = (

@@ -1,0 +1,26 @@
+"""All findings of a document: the structural checks, and with the originals (``--against``)
+the carriers that are not the provider's. Kept apart so that :mod:`.against` and
+:mod:`.checks` do not import each other."""
+
+from __future__ import annotations
+
+from reasonwire.doctor import against
+from reasonwire.doctor.checks import Hit, hits, to_findings
+from reasonwire.doctor.model import Document, Finding
+
+
+def document_hits(doc: Document, known: dict[str, str | None] | None = None) -> list[Hit]:
+    """Every hit of a document; with ``known`` (original carrier digests) also every carrier
+    that is not an original, where structure found nothing already."""
+    out: list[Hit] = []
+    for conv in doc.conversations:
+        out.extend(hits(conv))
+    if known is not None:
+        seen = {h.path for h in out}
+        out.extend(h for h in against.hits(doc, known) if h.path not in seen)
+    return out
+
+
+def findings(doc: Document, name: str, known: dict[str, str | None] | None = None) -> list[Finding]:
+    """Every finding of a document, in file order."""
+    return to_findings(doc, name, document_hits(doc, known))
