@@ -230,9 +230,7 @@ def test_against_the_originals_names_the_changed_block(tmp_path: Any) -> None:
     session.write_text(json.dumps(body))
     found = findings(read(session), "s", known)
     assert [(f.path, f.kind) for f in found] == [("$.messages[1].content[0].thinking", "changed")]
-    block["signature"] = GOOD_OTHER = request(ANTH_LOOP, 1)["messages"][1]["content"][0][
-        "signature"
-    ]
+    block["signature"] = request(ANTH_LOOP, 1)["messages"][1]["content"][0]["signature"]
     session.write_text(json.dumps(body))
     found = findings(read(session), "s", known)
     assert [(f.path, f.kind) for f in found] == [("$.messages[1].content[0].signature", "changed")]
