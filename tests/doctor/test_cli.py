@@ -148,3 +148,20 @@ def test_format_names_a_dialect(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert code == 1
     assert [f["kind"] for f in json.loads(out)["findings"]] == ["missing_reasoning_content"]
     assert run([str(p), "--format", "nonsense"], monkeypatch)[0] == 2
+
+
+def test_against_names_the_changed_block(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The originals as a saved body; the session's thinking text was edited."""
+    original = write(tmp_path, "orig.json", body(GOOD_SIG))
+    edited = body(GOOD_SIG)
+    edited["messages"][1]["content"][0]["thinking"] = "t, edited"
+    p = write(tmp_path, "s.json", edited)
+    assert run([str(p)], monkeypatch)[0] == 0  # well-formed: structure cannot tell
+    code, out, _ = run([str(p), "--against", str(original), "--json"], monkeypatch)
+    assert code == 1
+    assert [(f["path"], f["kind"]) for f in json.loads(out)["findings"]] == [
+        ("$.messages[1].content[0].thinking", "changed")
+    ]
+    fixed = tmp_path / "fixed.json"
+    code, out, _ = run([str(p), "--against", str(original), "--out", str(fixed)], monkeypatch)
+    assert code == 1 and run([str(fixed), "--against", str(original)], monkeypatch)[0] == 0
