@@ -319,10 +319,10 @@ CONVERSATION_CHECKS: tuple[Callable[[Conversation], Iterator[Hit]], ...] = (
 )
 
 
-def hits(conv: Conversation) -> list[Hit]:
-    """Every finding of one conversation, assistant turns numbered from 1."""
+def hits(conv: Conversation, turn: int = 0) -> list[Hit]:
+    """Every finding of one conversation, its assistant turns numbered on from ``turn``
+    (the turns of the conversations before it in the file)."""
     out: list[Hit] = []
-    turn = 0
     for msg in conv.messages:
         if msg.role == "assistant":
             turn += 1
@@ -356,6 +356,16 @@ def to_findings(doc: Document, name: str, found: list[Hit]) -> list[Finding]:
     return out
 
 
+def document_structure_hits(doc: Document) -> list[Hit]:
+    """The structural hits of every conversation, turns numbered through the file."""
+    out: list[Hit] = []
+    turn = 0
+    for conv in doc.conversations:
+        out.extend(hits(conv, turn))
+        turn = max((m.turn for m in conv.messages), default=turn)
+    return out
+
+
 def findings(doc: Document, name: str) -> list[Finding]:
     """Every structural finding of a document, in file order."""
-    return to_findings(doc, name, [h for conv in doc.conversations for h in hits(conv)])
+    return to_findings(doc, name, document_structure_hits(doc))

@@ -5,16 +5,14 @@ the carriers that are not the provider's. Kept apart so that :mod:`.against` and
 from __future__ import annotations
 
 from reasonwire.doctor import against
-from reasonwire.doctor.checks import Hit, hits, to_findings
+from reasonwire.doctor.checks import Hit, document_structure_hits, to_findings
 from reasonwire.doctor.model import Document, Finding
 
 
 def document_hits(doc: Document, known: dict[str, str | None] | None = None) -> list[Hit]:
     """Every hit of a document; with ``known`` (original carrier digests) also every carrier
     that is not an original, where structure found nothing already."""
-    out: list[Hit] = []
-    for conv in doc.conversations:
-        out.extend(hits(conv))
+    out = document_structure_hits(doc)
     if known is not None:
         seen = {h.path for h in out}
         out.extend(h for h in against.hits(doc, known) if h.path not in seen)
