@@ -66,3 +66,4 @@ def test_base64_length_multiple_of_four() -> None:
     for cut in (1, 2, 3):
         p = framing.check_protobuf(value[:-cut], ENVELOPES["anthropic"], urlsafe_ok=False)
         assert p is not None and p.kind == "truncated"
+        assert f"length {len(value) - cut} is not a multiple of 4" in p.detail
