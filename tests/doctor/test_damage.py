@@ -215,7 +215,7 @@ def test_against_the_originals_names_the_changed_block(tmp_path: Any) -> None:
         "".join(json.dumps({"messages": [dict(it.response_json)]}) + "\n" for it in turns)
     )
     known = against.load([answers], read)
-    assert len(known) == 2 and all(v for v in known.values())
+    assert len(known) == 2 and all(v for v in known.texts.values())
     body = request(ANTH_TURNS, 1)
     block = body["messages"][1]["content"][0]
     session = tmp_path / "s.json"
@@ -237,3 +237,41 @@ def test_against_the_originals_names_the_changed_block(tmp_path: Any) -> None:
     digest_file = tmp_path / "digests.jsonl"
     digest_file.write_text(against.digest_lines(known))
     assert against.load([digest_file], read) == known
+
+
+def test_against_the_originals_tells_a_reordering(tmp_path: Any) -> None:
+    """The recorded stream answers with two redacted_thinking blocks; a history that sends
+    them back swapped is named at the one now out of place."""
+    from reasonwire.doctor import against, read
+    from reasonwire.doctor.report import findings
+
+    name = "pai__test_anthropic__test_anthropic_model_thinking_part_redacted_stream.yaml"
+    stream = load_cassette(name)[0].response_text
+    assert stream is not None
+    saved = tmp_path / "answer.sse"
+    saved.write_text(stream)
+    known = against.load([saved], read)
+    assert len(known) == 2
+    blocks = [i.value for i in read(saved).conversations[0].messages[0].items]
+    redacted = [b for b in blocks if b.get("type") == "redacted_thinking"]
+    assert len(redacted) == 2
+    body = {
+        "model": "claude-x",
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [*redacted, {"type": "text", "text": "a"}]},
+            {"role": "user", "content": "next"},
+        ],
+    }
+    session = tmp_path / "s.json"
+    session.write_text(json.dumps(body))
+    assert findings(read(session), "s", known) == []
+    content = body["messages"][1]["content"]
+    content[0], content[1] = content[1], content[0]
+    session.write_text(json.dumps(body))
+    found = findings(read(session), "s", known)
+    assert [(f.path, f.kind) for f in found] == [("$.messages[1].content[1].data", "reordered")]
+    digest_file = tmp_path / "digests.jsonl"
+    digest_file.write_text(against.digest_lines(known))
+    again = against.load([digest_file], read)
+    assert again.order == known.order and again.texts == known.texts

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,18 @@ from reasonwire.doctor.model import Conversation, Document, Unreadable
 TEXT_KEY = {"signature": "thinking"}
 """Carrier kind -> the key beside it whose text it covers (Anthropic: the signature covers
 the thinking text, "thinking blocks cannot be modified")."""
+
+
+@dataclass
+class Originals:
+    """What the provider returned: carrier digest -> digest of the text it covers (None: it
+    covers none), and -> (answer number, position in that answer) to tell the order."""
+
+    texts: dict[str, str | None] = field(default_factory=dict)
+    order: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts)
 
 
 def sha256(value: str) -> str:
@@ -52,24 +65,38 @@ def _carriers(conv: Conversation) -> Iterator[tuple[Hit, str, str | None]]:
                     yield hit, value, text if isinstance(text, str) else None
 
 
-def digests(docs: list[Document]) -> dict[str, str | None]:
-    """carrier SHA-256 -> SHA-256 of the text it covers (None: it covers none)."""
-    out: dict[str, str | None] = {}
+def digests(docs: list[Document], first_answer: int = 0) -> Originals:
+    """The originals held by readable files: each assistant message is one answer."""
+    out = Originals()
+    answer = first_answer
     for doc in docs:
         for conv in doc.conversations:
-            for _, value, text in _carriers(conv):
-                out[sha256(value)] = sha256(text) if text is not None else None
+            last: object = None
+            pos = 0
+            for hit, value, text in _carriers(conv):
+                if hit.message is not last:
+                    answer, pos, last = answer + 1, 0, hit.message
+                digest = sha256(value)
+                out.texts[digest] = sha256(text) if text is not None else None
+                out.order.setdefault(digest, (answer, pos))
+                pos += 1
     return out
 
 
-def digest_lines(known: dict[str, str | None]) -> str:
-    return "".join(
-        json.dumps({"sha256": k, "text_sha256": v} if v else {"sha256": k}) + "\n"
-        for k, v in sorted(known.items())
-    )
+def digest_lines(known: Originals) -> str:
+    """The originals as a digest file (one JSON object per carrier)."""
+    rows = []
+    for k, v in sorted(known.texts.items()):
+        row: dict[str, Any] = {"sha256": k}
+        if v:
+            row["text_sha256"] = v
+        if k in known.order:
+            row["answer"], row["index"] = known.order[k]
+        rows.append(json.dumps(row) + "\n")
+    return "".join(rows)
 
 
-def read_digests(path: Path) -> dict[str, str | None] | None:
+def read_digests(path: Path) -> Originals | None:
     """A digest file's entries, or None when ``path`` is not one."""
     try:
         lines = [ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
@@ -78,21 +105,35 @@ def read_digests(path: Path) -> dict[str, str | None] | None:
         return None
     if not rows or not all(isinstance(r, dict) and isinstance(r.get("sha256"), str) for r in rows):
         return None
-    return {r["sha256"]: r.get("text_sha256") for r in rows}
+    out = Originals()
+    for r in rows:
+        out.texts[r["sha256"]] = r.get("text_sha256")
+        if isinstance(r.get("answer"), int) and isinstance(r.get("index"), int):
+            out.order[r["sha256"]] = (r["answer"], r["index"])
+    return out
 
 
-def hits(doc: Document, known: dict[str, str | None]) -> list[Hit]:
-    """Carriers not among the originals, and signed texts that differ from theirs."""
+def hits(doc: Document, known: Originals) -> list[Hit]:
+    """Carriers not among the originals, signed texts that differ from theirs, and carriers
+    of one answer that come in another order than it gave them."""
     out: list[Hit] = []
     if not known:
         raise Unreadable("--against holds no carriers to compare with")
     for conv in doc.conversations:
+        seen: dict[int, tuple[object, int]] = {}  # answer -> (message, last position seen)
         for hit, value, text in _carriers(conv):
             digest = sha256(value)
-            if digest not in known:
+            where = known.order.get(digest)
+            if where is not None:
+                before = seen.get(where[0])
+                if before is not None and before[0] is hit.message and before[1] > where[1]:
+                    out.append(_with(hit, hit.path, f"{hit.detail}: the answer gave its blocks "
+                                     "in another order (reordered)", "reordered"))  # fmt: skip
+                seen[where[0]] = (hit.message, where[1])
+            if digest not in known.texts:
                 out.append(_with(hit, hit.path, f"{hit.detail}: not a carrier the provider "
                                  "returned (no original has this value)"))  # fmt: skip
-            elif text is not None and known[digest] not in (None, sha256(text)):
+            elif text is not None and known.texts[digest] not in (None, sha256(text)):
                 key = TEXT_KEY[hit.detail]
                 path = hit.path.rsplit(".", 1)[0] + "." + key
                 out.append(_with(hit, path, f"the {key} text under this {hit.detail} was "
@@ -100,14 +141,20 @@ def hits(doc: Document, known: dict[str, str | None]) -> list[Hit]:
     return out
 
 
-def _with(hit: Hit, path: str, detail: str) -> Hit:
-    return Hit(hit.message, hit.item, path, "changed", detail, hit.holder, hit.key, hit.parent)
+def _with(hit: Hit, path: str, detail: str, kind: str = "changed") -> Hit:
+    return Hit(hit.message, hit.item, path, kind, detail, hit.holder, hit.key, hit.parent)
 
 
-def load(paths: list[Path], read: Any) -> dict[str, str | None]:
+def load(paths: list[Path], read: Any) -> Originals:
     """The originals from digest files or readable files (``read``: the doctor's reader)."""
-    known: dict[str, str | None] = {}
+    known = Originals()
     for p in paths:
         table = read_digests(p)
-        known.update(table if table is not None else digests([read(p)]))
+        if table is None:
+            table = digests(
+                [read(p)], first_answer=max((a for a, _ in known.order.values()), default=0)
+            )
+        known.texts.update(table.texts)
+        for k, v in table.order.items():
+            known.order.setdefault(k, v)
     return known

@@ -35,6 +35,8 @@ FIX: dict[str, str] = {
     "its thinking block: restore it, or close the loop (--out)",
     "changed": "not what the provider returned (compared with the originals): restore the "
     "original block, or drop it (--out)",
+    "reordered": "the blocks of one answer must come back in the order it gave them: "
+    "restore the order, or drop them (--out)",
     "reasoning_unpaired": "replay the reasoning item only with the item that followed it, "
     "unchanged (with its id); else drop the reasoning item (--out)",
     "reasoning_item_absent": "with store=false the server keeps nothing: send the reasoning "

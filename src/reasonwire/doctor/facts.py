@@ -203,6 +203,7 @@ KIND_OF_FINDING: MappingProxyType[str, str] = MappingProxyType(
         "reasoning_item_absent": "error",
         "reasoning_unpaired": "error",
         "changed": "error",
+        "reordered": "error",
     }
 )
 """Severity of each finding kind: ``error`` is what the provider refuses (or, for a padded

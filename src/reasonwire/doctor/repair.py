@@ -15,14 +15,23 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from reasonwire.doctor import framing
+from reasonwire.doctor import against, framing
 from reasonwire.doctor.checks import Hit, _open_loop
 from reasonwire.doctor.facts import RULES
 from reasonwire.doctor.model import Change, Conversation, Document, Item, Message
 from reasonwire.doctor.report import document_hits
 
 DROP_KINDS = frozenset(
-    {"truncated", "undecodable", "merged", "placeholder", "empty", "missing_signature", "changed"}
+    {
+        "truncated",
+        "undecodable",
+        "merged",
+        "placeholder",
+        "empty",
+        "missing_signature",
+        "changed",
+        "reordered",
+    }
 )
 """Damage to a carrier that no rule can undo: the block holding it goes (or the loop closes)."""
 
@@ -151,7 +160,7 @@ def _fix(doc: Document, conv: Conversation, hit: Hit) -> Change | None:
     return None
 
 
-def repair(doc: Document, known: dict[str, str | None] | None = None) -> Plan:
+def repair(doc: Document, known: against.Originals | None = None) -> Plan:
     """Apply every rule that applies to ``doc`` (in memory); the hits no rule repairs.
     ``known``: original carrier digests (--against), so changed carriers are repaired too."""
     changes: list[Change] = []

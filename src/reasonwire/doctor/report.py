@@ -9,7 +9,7 @@ from reasonwire.doctor.checks import Hit, document_structure_hits, to_findings
 from reasonwire.doctor.model import Document, Finding
 
 
-def document_hits(doc: Document, known: dict[str, str | None] | None = None) -> list[Hit]:
+def document_hits(doc: Document, known: against.Originals | None = None) -> list[Hit]:
     """Every hit of a document; with ``known`` (original carrier digests) also every carrier
     that is not an original, where structure found nothing already."""
     out = document_structure_hits(doc)
@@ -19,6 +19,6 @@ def document_hits(doc: Document, known: dict[str, str | None] | None = None) -> 
     return out
 
 
-def findings(doc: Document, name: str, known: dict[str, str | None] | None = None) -> list[Finding]:
+def findings(doc: Document, name: str, known: against.Originals | None = None) -> list[Finding]:
     """Every finding of a document, in file order."""
     return to_findings(doc, name, document_hits(doc, known))
