@@ -121,15 +121,28 @@ def test_simulator_accepts_the_repaired_history(sim_server: SimServer, tmp_path:
     ]
     assert _post(sim_server, loop).status_code == 200
     path = tmp_path / "session.json"
-    for cut in (1, 4, 16):
+
+    def cut(n: int) -> Any:
+        return lambda blocks: blocks[0].update(signature=blocks[0]["signature"][:-n])
+
+    damages: list[tuple[Any, str, str]] = [
+        (cut(1), "truncated", "Invalid signature"),
+        (cut(4), "truncated", "Invalid signature"),
+        (cut(16), "truncated", "Invalid signature"),
+        (lambda b: b[0].update(signature=""), "empty", "Invalid signature"),
+        (lambda b: b[0].pop("signature"), "missing_signature", "Invalid signature"),
+        (lambda b: b.insert(0, b.pop(1)), "thinking_not_first", "must start with a thinking"),
+    ]
+    for damage, kind, error in damages:
         damaged = copy.deepcopy(loop)
-        damaged[1]["content"][0]["signature"] = damaged[1]["content"][0]["signature"][:-cut]
+        damage(damaged[1]["content"])
         r = _post(sim_server, damaged)
-        assert r.status_code == 400 and "Invalid signature" in r.json()["error"]["message"]
+        assert r.status_code == 400 and error in r.json()["error"]["message"], kind
         data = json.dumps(_body(damaged)).encode()
-        assert [f.kind for f in findings(parse(path, data), "s")] == ["truncated"]
+        assert [f.kind for f in findings(parse(path, data), "s")] == [kind]
         _, after, _ = _repair(path, data)
-        assert _post(sim_server, json.loads(after)["messages"]).status_code == 200
+        assert findings(parse(path, after), "s") == []
+        assert _post(sim_server, json.loads(after)["messages"]).status_code == 200, kind
     # earlier turn: the finished turn's block is dropped, the later loop keeps its own
     second = _post(sim_server, loop).json()
     history = [*loop, {"role": "assistant", "content": second["content"]}]
