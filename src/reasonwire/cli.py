@@ -72,6 +72,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     Without ``only``, a group whose extra is not installed is left out of the help."""
     import typer
 
+    from reasonwire.doctor.cli import doctor_command
     from reasonwire.inspect_cli import inspect_command
 
     app = typer.Typer(
@@ -89,6 +90,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             raise typer.Exit()
 
     app.command("inspect")(inspect_command)
+    app.command("doctor")(doctor_command)
     for name, module, extra, help_text in _GROUPS:
         if only is not None and name != only:
             continue
@@ -104,6 +106,7 @@ def build_app(only: str | None = None) -> typer.Typer:
 
 EXAMPLES: dict[str, str] = {
     "inspect": "reasonwire inspect saved-stream.txt --replay",
+    "doctor": "reasonwire doctor ~/.claude/projects/p/session.jsonl --out repaired.jsonl",
     "eval run": "reasonwire eval run --route openrouter --models portal-max:4 --out runs/or "
     "--budget 5 --fold",
     "eval models": "reasonwire eval models --route nous",
