@@ -52,8 +52,10 @@ start without them, :func:`check_proxy_config`):
 - ``general_settings.forward_client_headers_to_llm_api`` not true and no
   ``model_group_settings.forward_client_headers_to_llm_api`` (client headers, the binding
   among them, would reach the upstream);
-- no ``configurable_clientside_auth_params`` on a governed deployment (a client could pick
-  its own ``api_base`` or key).
+- no ``general_settings.allow_client_side_credentials`` and no
+  ``configurable_clientside_auth_params`` on a governed deployment (a client could pick its
+  own ``api_base`` or key; LiteLLM then refuses such a body itself, before the hook, and the
+  hook records that refusal).
 
 The LiteLLM class (a ``CustomLogger``) is made at run time from the installed LiteLLM
 (:func:`hook_class`), so this module imports without it. Chat completions only.
@@ -412,7 +414,6 @@ class Governor:
             call.attempts += 1
             row = replace(call.template, call_id=_new_id(), ts=time.time())
             row.outcome = "upstream-error"  # until the attempt answers 200
-            row.reason = None
             row.attempt = (call.template.attempt or 1) + call.attempts - 1
             call.open, call.open_t0 = row, time.perf_counter()
         meta = _metadata(kwargs)
@@ -540,12 +541,26 @@ class Governor:
                         self._close(call, "upstream-error", status, failure)
             self._done(call)
 
-    def failed(self, data: Mapping[str, Any]) -> None:
+    def failed(self, data: Mapping[str, Any], exc: Any) -> bool:
+        """LiteLLM failed a call: True when it was one this hook let through (its open
+        attempt, if any, is recorded); else a refusal of LiteLLM's own (its auth checks run
+        before the hook) is recorded as such, and False."""
         call = self._call(data)
         if call is not None:
             with self._lock:
                 self._close(call, "upstream-error", None, "litellm failed the call")
             self._done(call)
+            return True
+        row = EvidenceRow(
+            outcome="refused",
+            conversation_id=_headers(data).get(CONVERSATION_HEADER),
+            dialect=self.dialect.name,
+            reason=f"litellm refused: {type(exc).__name__}",
+        )
+        code = getattr(exc, "status_code", None)
+        row.status_code = code if isinstance(code, int) else None
+        self.store.record(row)
+        return False
 
     def _done(self, call: _Call) -> None:
         with self._lock:
@@ -646,7 +661,22 @@ def hook_class() -> type:
     ) -> Any:
         if isinstance(original_exception, http_exception):
             return None  # the hook's own refusal, already in its words
-        self.governor.failed(request_data)
+        if not self.governor.failed(request_data, original_exception):
+            # Refused by LiteLLM before the hook (nothing went upstream). An error with a
+            # status is LiteLLM's own answer; one without (its body checks raise a bare
+            # ValueError, which LiteLLM itself then fails to map) is a 400 in the hook's words.
+            if isinstance(getattr(original_exception, "status_code", None), int):
+                return None
+            return http_exception(
+                status_code=400,
+                detail={
+                    "error": {
+                        "code": "litellm-refused",
+                        "message": "LiteLLM refused the request before reasonwire's hook "
+                        "(a client credential, endpoint or model list)",
+                    }
+                },
+            )
         code = getattr(original_exception, "status_code", None)
         status = code if isinstance(code, int) and 400 <= code <= 599 else 502
         message = f"the upstream answered {status}"
@@ -705,6 +735,11 @@ def check_proxy_config(config: Mapping[str, Any], registry: Registry) -> list[st
         problems.append(
             "litellm_settings.model_group_settings.forward_client_headers_to_llm_api is set: "
             "client headers would reach the upstream"
+        )
+    if isinstance(general, Mapping) and general.get("allow_client_side_credentials") is True:
+        problems.append(
+            "general_settings.allow_client_side_credentials is true: a client could pick its "
+            "own api_base or key"
         )
     governed = {r.model for r in registry.routes.values() if r.dialect == "chat"}
     for entry in config.get("model_list") or []:
