@@ -82,8 +82,22 @@ def _deep(n: int) -> str:
     return body[:-1] + ', "extra": ' + inner + "}"
 
 
-NEAR_MISS = ("sk-", "xai-", "AIza", "ghp_", "hf_", "AKIA", "eyJab.", "gsk_", "csk-", "nvapi-")
-NEAR_MISS += ("r8_", "Bearer ", "-----BEGIN ", "api ")
+NEAR_MISS: tuple[str, ...] = (
+    "sk-",
+    "xai-",
+    "AIza",
+    "ghp_",
+    "hf_",
+    "AKIA",
+    "eyJab.",
+    "gsk_",
+    "csk-",
+    "nvapi-",
+    "r8_",
+    "Bearer ",
+    "-----BEGIN ",
+    "api ",
+)
 
 SHAPES: dict[str, Callable[[int], str]] = {
     "base64 value": lambda n: _with_limitation(n, _b64),
