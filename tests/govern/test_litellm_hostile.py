@@ -602,6 +602,48 @@ def test_opaque_carriers_stay_server_side_and_come_back_next_turn(w: World) -> N
     assert rows[-1].carriers_reattached >= 1
 
 
+def test_a_streamed_turns_carriers_come_back_next_turn(w: World) -> None:
+    conv, c, v = new_conv(), Canaries(), Visible()
+    w.upstream.plan(conv, chat_stream(c, v))
+    status, headers, raw = w.stream(conv, w.body(conv))
+    assert status == 200
+    _no_leak(w, c, headers, raw)
+    history = [
+        *w.body(conv)["messages"],
+        {
+            "role": "assistant",
+            "content": v.text,
+            "tool_calls": [
+                {
+                    "id": v.call_id,
+                    "type": "function",
+                    "function": {"name": "lookup", "arguments": v.args},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": v.call_id, "content": "1. Lyon"},
+    ]
+    w.upstream.plan(conv, _litellm_json(Canaries(), Visible()))
+    second = w.post(conv, {"model": BOUND, "messages": history})
+    assert second.status_code == 200, second.text
+    assert c.leaked(_attempts(w, conv)[-1].text), "the streamed reasoning was not put back"
+    assert w.rows(conv, 2)[-1].carriers_reattached >= 1
+
+
+def test_a_stream_429_then_200_is_two_rows(w: World) -> None:
+    conv, c, v = new_conv(), Canaries(), Visible()
+    w.upstream.plan(conv, _error_echoing_key(429), chat_stream(c, v))
+    status, headers, raw = w.stream(conv, w.body(conv))
+    assert status == 200
+    _no_leak(w, c, headers, raw)
+    assert len(_attempts(w, conv)) == 2
+    rows = w.rows(conv, 2)
+    assert [(x.outcome, x.status_code, x.stream) for x in rows] == [
+        ("upstream-error", 429, True),
+        ("forwarded", 200, True),
+    ]
+
+
 # -- the settings the hook requires -----------------------------------------------------------
 
 
