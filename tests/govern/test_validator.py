@@ -165,3 +165,76 @@ def test_not_a_repo_is_a_clear_error(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "not a git repository" in res.output
     res = CliRunner().invoke(app, ["validate", "--evidence", str(tmp_path / "nope.json")])
     assert res.exit_code == 2 and "cannot read evidence file" in res.output
+
+
+# -- repeated keys and nesting ----------------------------------------------------------------
+
+
+def _with_member(doc: dict[str, Any], where: str, member: str) -> str:
+    """``doc`` as JSON with ``member`` (raw JSON text) written again at the end of the
+    object ``where`` (``""``: the root): a repeat no ``dict`` can hold."""
+    node: Any = doc
+    parts = [p for p in where.split(".") if p]
+    for p in parts:
+        node = node[int(p)] if p.isdigit() else node[p]
+    node["@@"] = "@@"
+    return json.dumps(doc).replace('"@@": "@@"', member)
+
+
+DUPLICATES = [
+    ("negative case outcome", "negative_cases.tampered", '"outcome": "failed-closed"', "outcome"),
+    ("root", "", '"schema_version": 1', "schema_version"),
+    ("array element", "observations.0", '"level": "low"', "level"),
+    ("escaped name", "resume", '"turns": 2, "\\u0074urns": 3', "turns"),
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "where", "member", "key"), DUPLICATES, ids=[d[0] for d in DUPLICATES]
+)
+def test_a_repeated_key_is_refused_anywhere(
+    repo: tuple[Path, str], tmp_path: Path, name: str, where: str, member: str, key: str
+) -> None:
+    r, head = repo
+    doc = good(head)
+    if name == "negative case outcome":
+        doc["negative_cases"]["tampered"]["outcome"] = "accepted"  # the issue's example
+    text = _with_member(doc, where, member)
+    if name == "negative case outcome":
+        assert '"outcome": "accepted", "reason": "x", "outcome": "failed-closed"' in text
+    with pytest.raises(EvidenceError) as e:
+        validate_text(text, head)
+    shown = where or "(root)"
+    assert e.value.problems == [f"duplicate key '{key}' in {shown}"]
+    f = tmp_path / "ev.json"
+    f.write_text(text)
+    res = CliRunner().invoke(app, ["validate", "--evidence", str(f), "--repo", str(r)])
+    assert res.exit_code == 1 and "duplicate key" in res.output and "PASS" not in res.output
+
+
+def test_repeated_key_names_shown_only_when_plain(repo: tuple[Path, str]) -> None:
+    _, head = repo
+    text = _with_member(good(head), "", '"Odd Name!": 1, "Odd Name!": 2')
+    with pytest.raises(EvidenceError) as e:
+        validate_text(text, head)
+    assert e.value.problems == ["duplicate key (a name not shown) in (root)"]
+
+
+def _nested(head: str, depth: int) -> str:
+    """Good evidence with one more member nested ``depth`` deep (the root counts 1)."""
+    return _with_member(good(head), "", '"extra": ' + "[" * (depth - 1) + "]" * (depth - 1))
+
+
+def test_nesting_bound(repo: tuple[Path, str]) -> None:
+    """32 levels are parsed (then refused for the unknown field), 33 are refused unread; a
+    bracket inside a string does not count."""
+    _, head = repo
+    with pytest.raises(EvidenceError) as e:
+        validate_text(_nested(head, 32), head)
+    assert e.value.problems == ["extra: Extra inputs are not permitted"]
+    with pytest.raises(EvidenceError) as e:
+        validate_text(_nested(head, 33), head)
+    assert e.value.problems == ["(root): nested 33 deep, more than 32"]
+    doc = good(head)
+    doc["limitations"].append("[" * 40 + "{" * 40 + '"')
+    validate_text(json.dumps(doc), head)  # passes

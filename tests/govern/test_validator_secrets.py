@@ -1,14 +1,11 @@
 """Evidence carrying a credential is refused naming only the kind and the JSON path; no output
-(stdout, stderr, exception text) holds the planted value, and the scan is linear."""
+(stdout, stderr, exception text) holds the planted value. The scan's linear time is measured in
+``bench/bench_validator.py`` (1x/4x/16x inputs, the ratio printed), not asserted here."""
 
 from __future__ import annotations
 
 import json
-import random
-import string
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -153,61 +150,66 @@ def test_many_credentials_are_counted_not_all_listed(r: Repo, tmp_path: Path) ->
     assert "... and 30 more likely credentials" in out
 
 
-# -- linear time ------------------------------------------------------------------------------
-
-
-def _b64(n: int) -> str:
-    rnd = random.Random(3)
-    return "".join(rnd.choices(string.ascii_letters + string.digits + "+/", k=n))
-
-
-def _doc_with(head: str, filler: str) -> str:
-    doc: dict[str, Any] = good(head)
-    doc["limitations"].append(filler)
-    return json.dumps(doc)
-
-
-FILLERS = {
-    "base64 in a value": _b64,
-    "eyJ in a value": lambda n: "eyJ" * (n // 3),
-    "eyJab. in a value": lambda n: "eyJab." * (n // 6),
-    "hf_ in a value": lambda n: "hf_" * (n // 3),
-}
-
-
-@pytest.mark.timeout(60)  # a quadratic scan takes hours here: fail, do not hang
-@pytest.mark.parametrize("name", list(FILLERS))
-def test_validator_is_linear(r: Repo, name: str) -> None:
-    head = r[1]
-    times = []
-    for n in (500_000, 2_000_000):
-        text = _doc_with(head, FILLERS[name](n))
-        best = float("inf")
-        for _ in range(2):
-            t0 = time.perf_counter()
-            with pytest.raises(EvidenceError):  # refused: the schema or the filler
-                validate_text(text, "0" * 40)
-            best = min(best, time.perf_counter() - t0)
-        times.append(best)
-    print(f"\nvalidate {name}: 0.5 MB {times[0] * 1e3:.1f} ms, 2 MB {times[1] * 1e3:.1f} ms")
-    assert times[1] < 2.0
-    if times[0] > 0.005:
-        assert times[1] / times[0] < 8, times  # 4x the input; quadratic would be 16x
-
-
-@pytest.mark.timeout(60)  # a quadratic scan takes hours here: fail, do not hang
-def test_validator_linear_on_raw_base64(r: Repo) -> None:
-    head = r[1]
-    for n in (1_000_000, 2_000_000):
-        text = _b64(n)  # not JSON at all
-        t0 = time.perf_counter()
-        with pytest.raises(EvidenceError):
-            validate_text(text, head)
-        took = time.perf_counter() - t0
-        print(f"\nvalidate raw base64 {n / 1e6:.0f} MB: {took * 1e3:.1f} ms")
-        assert took < 2.0
-
-
 @pytest.fixture
 def r(repo: Repo) -> Repo:  # noqa: F811
     return repo
+
+
+# -- provider key prefixes (the validator's table) --------------------------------------------
+# Shapes from the providers' statements (sources in validator.PROVIDER_KEYS), written here apart
+# from the code and built at run time so no key-shaped literal is tracked.
+_BODY = "Qx7Rm2Sn5Tb8Vw3YzKp4"  # 20 key characters: the least each rule takes
+PREFIXED = [
+    ("groq", "Groq API key", "gs" + "k_"),
+    ("cerebras", "Cerebras API key", "cs" + "k-"),
+    ("cerebras-underscore", "Cerebras API key", "cs" + "k_"),
+    ("nvidia", "NVIDIA API key", "nva" + "pi-"),
+    ("replicate", "Replicate API token", "r" + "8_"),
+]
+
+
+@pytest.mark.parametrize(("label", "kind", "prefix"), PREFIXED, ids=[p[0] for p in PREFIXED])
+def test_provider_key_prefixes_are_refused(
+    r: Repo, tmp_path: Path, label: str, kind: str, prefix: str
+) -> None:
+    key = prefix + _BODY + "aB3xQ9kZ7mW2aB3xQ9kZ7mW2"
+    doc = good(r[1])
+    doc["limitations"].append(f"ran with {key} set")
+    out = _refused(r, tmp_path, json.dumps(doc), [key, key[:16], key[-12:]])
+    assert f"likely credential ({kind}) at limitations.1" in out
+
+
+@pytest.mark.parametrize(("label", "kind", "prefix"), PREFIXED, ids=[p[0] for p in PREFIXED])
+def test_provider_prefix_boundary(r: Repo, label: str, kind: str, prefix: str) -> None:
+    """20 key characters after the prefix are a key, 19 are not; a prefix glued to a longer
+    run (a carrier, an id) is not a key either."""
+    head = r[1]
+    for text, refused in (
+        (prefix + _BODY, True),
+        (prefix + _BODY[:-1], False),
+        ("x" + prefix + _BODY, False),
+        ("-" + prefix + _BODY, False),
+        ("/" + prefix + _BODY, True),
+    ):
+        doc = good(head)
+        doc["limitations"].append(text)
+        try:
+            validate_text(json.dumps(doc), head)
+            problems: list[str] = []
+        except EvidenceError as e:
+            problems = e.problems
+        assert any(kind in p for p in problems) is refused, (text, problems)
+
+
+def test_every_keyed_route_is_in_the_prefix_table() -> None:
+    """Each built-in route that needs a key has a row saying how its keys open (or that no
+    prefix is documented), named by the route's provider."""
+    from reasonwire.govern.validator import PROVIDER_KEYS
+    from reasonwire.routes import BUILTIN_ROUTES
+
+    providers = " ".join(row[0] for row in PROVIDER_KEYS)
+    for name, route in BUILTIN_ROUTES.items():
+        if route.key.needs_key:
+            assert name.split("-")[0] in providers, name
+    for provider, prefix, finder, source in PROVIDER_KEYS:
+        assert prefix and finder and source, provider

@@ -1,41 +1,80 @@
-"""Governed effort inside a LiteLLM proxy: a pre-call hook that does the gateway's
-authorisation and control rewrite, and evidence rows for every call.
+"""Governed effort inside a LiteLLM proxy, with the gateway's promise: the hook LiteLLM calls
+before, during and after each chat completion.
 
 For each chat completion the proxy receives, :class:`Governor` (the hook's logic, without
-LiteLLM) verifies the binding header (:func:`~reasonwire.govern.binding.verify`), matches its
-conversation to the conversation header, re-checks the runtime pin, the route (registered, not
-revoked, chat, same model as the request) and the policy (:func:`~reasonwire.govern.policy.
-resolve`), fixes the conversation's effort and intent in the evidence store, strips every
-reasoning control the client sent (the chat dialect's inventory and the route's profile),
-injects the route's fragment for the resolved level, and writes the same
-:class:`~reasonwire.govern.evidence.EvidenceRow` rows as the gateway: a refusal at once (and
-LiteLLM answers with the refusal's status; nothing reaches the upstream), a forwarded call
-when LiteLLM logs its outcome, with the usage the provider reported.
+LiteLLM) does what the gateway does, in the same order and with the same dialect objects:
+
+Before the call (``async_pre_call_hook``, once per client request)
+    verify the binding header (:func:`~reasonwire.govern.binding.verify`), match its
+    conversation to the conversation header, re-check the runtime pin, the route (registered,
+    not revoked, chat, same model as the request) and the policy, fix the conversation's
+    effort and intent; refuse (400 ``routing-field``) every field or header by which a client
+    picks its own routing or retries (:data:`ROUTING_FIELDS`, :data:`ROUTING_HEADERS`: client
+    ``fallbacks``, ``num_retries``, model lists, ``api_base``/``base_url``, ``extra_headers``,
+    ``metadata`` that LiteLLM reads as routing metadata...); apply the dialect's request
+    allow-list (:meth:`~reasonwire.wire.dialect.Dialect.validate_request`: the gateway's shape
+    validation, unknown fields dropped and named in the evidence); strip every reasoning
+    control, put back the conversation's vaulted carriers, inject the route's fragment. The
+    route's own settings (LiteLLM's deployment ``litellm_params``) are the only others.
+Each upstream attempt (``async_pre_call_deployment_hook`` and the deployment success and
+failure hooks: LiteLLM calls them once per attempt, its own retries and fallbacks included)
+    the attempt's model group must be the route's model (a fallback to another model is
+    refused before it is sent, with its own row), the SDK's internal retries are set to 0 so
+    one attempt is one upstream request, and the attempt gets its own evidence row.
+After the call (``async_post_call_success_hook`` for JSON,
+``async_post_call_streaming_iterator_hook`` for streams, ``async_post_call_failure_hook`` and
+``async_post_call_response_headers_hook``)
+    the answer is the dialect's visible projection (the gateway's allow-list: hidden
+    reasoning, ``<think>`` text, ``reasoning_content``, ``thinking_blocks`` and their
+    signatures, ``reasoning_details`` never reach the client; ``<think>`` blocks are cut unless
+    the route's profile says its model never writes them, ``think_tags=False``), the opaque
+    carriers of the answer are kept server-side (the vault) and put back on the next call of
+    the conversation; an upstream error is the hook's own error object (never the upstream
+    body); the upstream's relayed response headers (LiteLLM's ``llm_provider-*``, which carry
+    ``set-cookie`` and anything an upstream echoes, the key included) are dropped.
+
+Evidence: one :class:`~reasonwire.govern.evidence.EvidenceRow` per refusal and one per
+upstream attempt. The store's API today is ``record`` (one committed write per row), so an
+attempt's row is written when the attempt ends (LiteLLM's deployment hooks, or the end of the
+relayed stream), not before its first byte goes upstream: evidence-first needs the store to
+commit a row before the call and complete it after (issue 25, point 1; see the store).
+
+Settings the hook requires (checked when it is made from the proxy's config; it refuses to
+start without them, :func:`check_proxy_config`):
+
+- ``litellm_settings.callbacks: reasonwire.govern.litellm_hook.proxy_handler``;
+- ``REASONWIRE_POLICY`` (module defining ``REGISTRY`` and ``POLICY``), ``REASONWIRE_KEYS``
+  (keys directory; public keys suffice) and ``REASONWIRE_EVIDENCE`` (SQLite path or
+  ``postgresql://`` URL) in the proxy's environment; ``REASONWIRE_VAULT`` (the same kinds of
+  target) when several proxy workers or replicas serve one conversation (default: in memory,
+  one process);
+- the LiteLLM model name of each governed deployment is the route's model;
+- ``general_settings.forward_client_headers_to_llm_api`` not true and no
+  ``model_group_settings.forward_client_headers_to_llm_api`` (client headers, the binding
+  among them, would reach the upstream);
+- no ``general_settings.allow_client_side_credentials`` and no
+  ``configurable_clientside_auth_params`` on a governed deployment (a client could pick its
+  own ``api_base`` or key; LiteLLM then refuses such a body itself, before the hook, and the
+  hook records that refusal).
 
 The LiteLLM class (a ``CustomLogger``) is made at run time from the installed LiteLLM
-(:func:`hook_class`), so this module imports without it. In the proxy's config::
-
-    litellm_settings:
-      callbacks: reasonwire.govern.litellm_hook.proxy_handler
-
-with ``REASONWIRE_POLICY`` (module defining ``REGISTRY`` and ``POLICY``), ``REASONWIRE_KEYS``
-(keys directory; public keys suffice) and ``REASONWIRE_EVIDENCE`` (SQLite path or
-``postgresql://`` URL) in the proxy's environment. The LiteLLM model name must be the route's
-model. Limitations: LiteLLM, not reasonwire, talks to the upstream, so the gateway's visible
-projection and carrier vault do not apply (the client receives what LiteLLM returns, reasoning
-text included); chat completions only.
+(:func:`hook_class`), so this module imports without it. Chat completions only.
 """
 
 from __future__ import annotations
 
 import importlib
 import os
+import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
+
+import orjson
 
 from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
 from reasonwire.govern.authority import settle_effort
@@ -44,17 +83,84 @@ from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
 from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, fill_usage
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
+from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.wire.merge import deep_merge
+from reasonwire.wire.model import Turn
+from reasonwire.wire.profile import Profile
 from reasonwire.wire.registry import get_dialect
+from reasonwire.wire.shape import ShapeError
 
-__all__ = ["CALL_ID_KEY", "Governor", "Refused", "from_env", "hook_class"]
+__all__ = [
+    "CALL_ID_KEY",
+    "ROUTING_FIELDS",
+    "ROUTING_HEADERS",
+    "Governor",
+    "Refused",
+    "check_proxy_config",
+    "from_env",
+    "hook_class",
+]
 
 CALL_ID_KEY = "reasonwire_call_id"
-"""The key under the request's LiteLLM metadata that ties LiteLLM's log events to our row."""
+"""The key under the request's LiteLLM metadata that ties LiteLLM's events to our call."""
+ROUTING_FIELDS = frozenset(
+    {
+        "fallbacks",
+        "context_window_fallbacks",
+        "content_policy_fallbacks",
+        "num_retries",
+        "max_retries",
+        "retry_policy",
+        "model_list",
+        "models",
+        "model_info",
+        "deployment_id",
+        "api_base",
+        "base_url",
+        "api_key",
+        "api_version",
+        "organization",
+        "custom_llm_provider",
+        "region_name",
+        "extra_headers",
+        "headers",
+        "metadata",
+        "litellm_metadata",
+        "user_config",
+        "tags",
+        "timeout",
+        "stream_timeout",
+        "keepalive_seconds",
+        "request_timeout",
+        "priority",
+    }
+)
+"""Request fields LiteLLM reads as routing, retry or transport settings (its Router, its
+``completion`` kwargs, its clientside auth params), or as routing metadata (``metadata``:
+LiteLLM's own key, though OpenAI's API has a field of that name). A client sending one is
+refused: the route's own settings are the only ones. Names starting ``litellm_`` or ``mock_``
+(LiteLLM's internal and test switches) are refused alike."""
+ROUTING_PREFIXES = ("litellm_", "mock_")
+ROUTING_HEADERS = frozenset(
+    {
+        "x-litellm-num-retries",
+        "x-litellm-timeout",
+        "x-litellm-stream-timeout",
+        "x-litellm-keepalive-seconds",
+        "x-litellm-tags",
+    }
+)
+"""Client headers LiteLLM's proxy turns into the same settings (``litellm_pre_call_utils``)."""
+_LITELLM_OWN = frozenset(
+    {"proxy_server_request", "secret_fields", "litellm_call_id", "litellm_logging_obj"}
+)
+_PROXY_REQUESTER_KEYS = frozenset({"headers", "used_client_oauth_token"})
+"""What LiteLLM's proxy itself puts in ``requester_metadata`` (its copy of the request's
+``metadata`` before its own keys): anything else there came from the client."""
 _CHAT_CALLS = frozenset({"completion", "acompletion"})
 _MAX_PENDING = 10_000
 _MAX_ATTEMPT = 1000
-_STATUS = {"malformed-body": 400, "bad-attempt": 400}
+_STATUS = {"malformed-body": 400, "bad-attempt": 400, "routing-field": 400}
 _MASK = "[verified by reasonwire]"
 
 
@@ -68,6 +174,22 @@ class Refused(Exception):
         self.message = message
 
 
+@dataclass
+class _Call:
+    """One governed client request: its template row, route, profile and attempts."""
+
+    template: EvidenceRow
+    route: RouteRegistration
+    profile: Profile
+    t0: float
+    conversation_id: str
+    attempts: int = 0
+    open: EvidenceRow | None = None
+    open_t0: float = 0.0
+    finished: bool = False
+    rows: list[str] = field(default_factory=list)
+
+
 def _headers(data: Mapping[str, Any]) -> dict[str, str]:
     """The client's request headers as LiteLLM passed them to the hook (lower-cased)."""
     for where in (data.get("proxy_server_request"), data.get("metadata")):
@@ -79,7 +201,9 @@ def _headers(data: Mapping[str, Any]) -> dict[str, str]:
 def _mask_binding(data: Mapping[str, Any]) -> None:
     """Replace the binding in LiteLLM's logged copies of the headers (its spend logs and
     callbacks see them): a verified binding has no use downstream."""
-    for where in (data.get("proxy_server_request"), data.get("metadata"), data):
+    meta = data.get("metadata")
+    asked = meta.get("requester_metadata") if isinstance(meta, Mapping) else None
+    for where in (data.get("proxy_server_request"), meta, asked, data):
         holder = where.get("headers") if isinstance(where, Mapping) else None
         if isinstance(holder, dict):
             for k in list(holder):
@@ -87,11 +211,29 @@ def _mask_binding(data: Mapping[str, Any]) -> None:
                     holder[k] = _MASK
 
 
-def _metadata(data: dict[str, Any]) -> dict[str, Any]:
-    meta = data.get("metadata")
-    if not isinstance(meta, dict):
-        meta = data["metadata"] = {}
-    return meta
+def _metadata(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    for name in ("metadata", "litellm_metadata"):
+        meta = data.get(name)
+        if isinstance(meta, Mapping):
+            return meta
+    params = data.get("litellm_params")
+    meta = params.get("metadata") if isinstance(params, Mapping) else None
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _client_keys(data: Mapping[str, Any]) -> set[str]:
+    """The fields of ``data`` that came from the client: LiteLLM's snapshot of the request
+    body (``proxy_server_request.body``, header-derived settings included), else every field
+    but LiteLLM's own."""
+    psr = data.get("proxy_server_request")
+    body = psr.get("body") if isinstance(psr, Mapping) else None
+    keys = set(body) if isinstance(body, Mapping) else set(data) - _LITELLM_OWN
+    keys.discard("metadata")  # LiteLLM's own dict; the client's part is checked apart
+    return keys
+
+
+def _plain(name: str) -> str:
+    return name if name.isascii() and name.replace("_", "").replace("-", "").isalnum() else "?"
 
 
 def _millis(start: Any, end: Any) -> float | None:
@@ -102,21 +244,39 @@ def _millis(start: Any, end: Any) -> float | None:
     return None
 
 
+def _dump(response: Any) -> Any:
+    """A LiteLLM response object as the JSON it would send (or the dict as given)."""
+    if isinstance(response, Mapping):
+        return dict(response)
+    dump = getattr(response, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(exclude_none=True)
+        except TypeError:
+            return dump()
+    return None
+
+
 class Governor:
-    """The hook's logic: authorise and rewrite one request (``pre_call``), then complete its
-    evidence row from LiteLLM's success or failure event. Thread- and task-safe."""
+    """The hook's logic: authorise and rewrite one request (``pre_call``), account for each
+    upstream attempt (``attempt_*``), project the answer (``answer``, ``relay``). Thread- and
+    task-safe."""
 
     def __init__(
-        self, registry: Registry, policy: OrgPolicy, keys: KeyRing, store: EvidenceStore
+        self,
+        registry: Registry,
+        policy: OrgPolicy,
+        keys: KeyRing,
+        store: EvidenceStore,
+        vault: VaultStore | None = None,
     ) -> None:
         self.registry = registry
         self.policy = policy
         self.keys = keys
         self.store = store
+        self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.dialect = get_dialect("chat")
-        self._pending: OrderedDict[str, tuple[EvidenceRow, RouteRegistration, float]] = (
-            OrderedDict()
-        )
+        self._calls: OrderedDict[str, _Call] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- before the call ---------------------------------------------------------------
@@ -126,7 +286,7 @@ class Governor:
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
         try:
-            out, route = self._authorise_and_rewrite(data, call_type, row)
+            out, route, profile = self._authorise_and_rewrite(data, call_type, row)
         except PolicyRefusal as exc:
             row.reason = exc.reason
             row.latency_ms = (time.perf_counter() - t0) * 1000
@@ -135,22 +295,30 @@ class Governor:
             raise Refused(
                 status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
             ) from None
-        row.outcome = "forwarded"  # until LiteLLM reports otherwise
-        _metadata(out)[CALL_ID_KEY] = row.call_id
+        meta = out.get("metadata")
+        if not isinstance(meta, dict):
+            meta = out["metadata"] = {}
+        meta[CALL_ID_KEY] = row.call_id  # in place: LiteLLM holds this dict elsewhere too
+        call = _Call(row, route, profile, t0, row.conversation_id or "")
         with self._lock:
-            self._pending[row.call_id] = (row, route, t0)
-            while len(self._pending) > _MAX_PENDING:
-                _, (lost, _, lost_t0) = self._pending.popitem(last=False)
-                self._finish(lost, lost_t0, "upstream-error", "no outcome reported by litellm")
+            self._calls[row.call_id] = call
+            while len(self._calls) > _MAX_PENDING:
+                _, lost = self._calls.popitem(last=False)
+                self._close(lost, "upstream-error", None, "no outcome reported by litellm")
         return out
 
     def _authorise_and_rewrite(
         self, data: dict[str, Any], call_type: str, row: EvidenceRow
-    ) -> tuple[dict[str, Any], RouteRegistration]:
+    ) -> tuple[dict[str, Any], RouteRegistration, Profile]:
         headers = _headers(data)
         row.conversation_id = headers.get(CONVERSATION_HEADER)
         attempt = headers.get(ATTEMPT_HEADER, "1")
-        if not (attempt.isdigit() and len(attempt) <= 4 and 1 <= int(attempt) <= _MAX_ATTEMPT):
+        if not (
+            attempt.isascii()
+            and attempt.isdigit()
+            and len(attempt) <= 4
+            and 1 <= int(attempt) <= _MAX_ATTEMPT
+        ):
             raise PolicyRefusal(
                 "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {_MAX_ATTEMPT}"
             )
@@ -179,74 +347,246 @@ class Governor:
             raise PolicyRefusal(
                 "provider-mismatch", f"route {route.route_id} is bound to model {route.model!r}"
             )
+        client = _client_keys(data)
+        self._refuse_routing(data, client, headers)
         resolved = settle_effort(self.registry, self.policy, self.store, b, row)
         _mask_binding(data)
-        profile = self.dialect.profile(route.profile, **dict(route.profile_fields))
-        out, removed = self.dialect.strip_controls(data, profile)
+        try:
+            shaped = self.dialect.validate_request({k: data[k] for k in client if k in data})
+        except ShapeError as exc:
+            raise PolicyRefusal("malformed-body", f"{exc.path}: {exc.problem}") from None
+        dropped = sorted(k for k in client if k not in shaped)
+        if dropped:
+            row.reason = "unknown fields dropped: " + ",".join(_plain(k) for k in dropped)[:200]
+        fields = dict(route.profile_fields)
+        fields.setdefault("think_tags", True)  # cut unless the route says its model never does
+        profile = self.dialect.profile(route.profile, **fields)
+        body, removed = self.dialect.strip_controls(shaped, profile)
         fragment = route.levels[resolved]
         if self.dialect.is_non_escalating(removed) and not self.dialect.strip_controls(fragment)[1]:
-            out.update(removed)  # only an exact lowering value, on a route that sets none
+            body.update(removed)  # only an exact lowering value, on a route that sets none
         else:
-            deep_merge(out, dict(fragment))
+            deep_merge(body, dict(fragment))
         row.controls_removed = ",".join(removed)
-        if self.dialect.wants_stream(out):
+        conv = b.conversation_id
+        row.carriers_reattached = self.dialect.reattach(body, lambda k: self.vault.get(conv, k))
+        if self.dialect.wants_stream(body):
             row.stream = True
-            deep_merge(out, dict(self.dialect.stream_usage))
-        return out, route
+            deep_merge(body, dict(self.dialect.stream_usage))
+        out = {k: v for k, v in data.items() if k not in client}
+        out.update(body)
+        return out, route, profile
+
+    def _refuse_routing(
+        self, data: Mapping[str, Any], client: set[str], headers: Mapping[str, str]
+    ) -> None:
+        """Refuse a client that picks its own routing, retries or transport (the names only
+        when plain)."""
+        named = sorted(k for k in client if k in ROUTING_FIELDS or k.startswith(ROUTING_PREFIXES))
+        meta = data.get("metadata")
+        asked = meta.get("requester_metadata") if isinstance(meta, Mapping) else None
+        if isinstance(asked, Mapping) and set(asked) - _PROXY_REQUESTER_KEYS:
+            named.append("metadata")
+        named += sorted(h for h in ROUTING_HEADERS if h in headers)
+        if named:
+            raise PolicyRefusal(
+                "routing-field",
+                "the route's own settings decide routing and retries; the request sets "
+                + ", ".join(_plain(n) for n in named),
+            )
+
+    # -- each upstream attempt ----------------------------------------------------------
+
+    def _call(self, kwargs: Mapping[str, Any]) -> _Call | None:
+        call_id = _metadata(kwargs).get(CALL_ID_KEY)
+        with self._lock:
+            return self._calls.get(call_id) if isinstance(call_id, str) else None
+
+    def attempt_start(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """One upstream attempt is about to be sent: it gets its own row; an attempt on
+        another model than the route's (a fallback) is refused before it is sent."""
+        call = self._call(kwargs)
+        if call is None:
+            return kwargs
+        with self._lock:
+            if call.open is not None:  # the previous attempt ended without a report
+                self._close(call, "upstream-error", None, "attempt ended without a report")
+            call.attempts += 1
+            row = replace(call.template, call_id=_new_id(), ts=time.time())
+            row.outcome = "upstream-error"  # until the attempt answers 200
+            row.attempt = (call.template.attempt or 1) + call.attempts - 1
+            call.open, call.open_t0 = row, time.perf_counter()
+        meta = _metadata(kwargs)
+        group = meta.get("model_group")
+        if group is not None and group != call.route.model:
+            with self._lock:
+                row.outcome = "refused"
+                self._close(call, "refused", None, "provider-mismatch: a fallback to another model")
+            raise PermissionError(
+                f"reasonwire refused: route {call.route.route_id} is bound to model "
+                f"{call.route.model!r}"
+            )
+        kwargs["max_retries"] = 0  # one attempt is one upstream request: LiteLLM retries
+        return kwargs
+
+    def attempt_failed(self, request_data: Mapping[str, Any], exc: Any) -> None:
+        call = self._call(request_data)
+        if call is None:
+            return
+        status = getattr(exc, "status_code", None)
+        status = status if isinstance(status, int) else None
+        reason = f"upstream status {status}" if status else f"upstream: {type(exc).__name__}"
+        with self._lock:
+            self._close(call, "upstream-error", status, reason)
+
+    def attempt_answered(self, request_data: Mapping[str, Any], response: Any) -> None:
+        """A JSON attempt answered: usage from the provider's figures, opaque carriers kept
+        server-side."""
+        call = self._call(request_data)
+        if call is None:
+            return
+        turn = self._turn(_dump(response))
+        with self._lock:
+            row = call.open
+            if row is not None:
+                self._keep(call, row, turn)
+                self._close(call, "forwarded", 200, row.reason)
+
+    def _turn(self, body: Any) -> Turn | None:
+        if body is None:
+            return None
+        try:
+            return self.dialect.parse_response(body)
+        except (ReasonwireError, ValueError, TypeError, KeyError, AttributeError):
+            return None  # unreadable: usage stays unavailable, never made up
+
+    def _keep(self, call: _Call, row: EvidenceRow, turn: Turn | None) -> None:
+        if turn is None:
+            return
+        self.vault.put(call.conversation_id, self.dialect.vault_entries(turn))
+        fill_usage(row, turn.usage, call.route.price_per_mtok)
+
+    def _close(self, call: _Call, outcome: Any, status: int | None, reason: str | None) -> None:
+        """Record ``call``'s open attempt (the caller holds the lock)."""
+        row = call.open
+        if row is None:
+            return
+        call.open = None
+        row.outcome, row.reason, row.status_code = outcome, reason, status
+        row.latency_ms = (time.perf_counter() - call.open_t0) * 1000
+        call.rows.append(row.call_id)
+        self.store.record(row)
 
     # -- after the call ----------------------------------------------------------------
 
-    def _take(self, kwargs: Mapping[str, Any]) -> tuple[EvidenceRow, RouteRegistration, float]:
-        params = kwargs.get("litellm_params")
-        meta = params.get("metadata") if isinstance(params, Mapping) else None
-        if not isinstance(meta, Mapping):
-            meta = kwargs.get("metadata") if isinstance(kwargs.get("metadata"), Mapping) else {}
-        call_id = meta.get(CALL_ID_KEY) if isinstance(meta, Mapping) else None
-        with self._lock:
-            found = self._pending.pop(call_id, None) if isinstance(call_id, str) else None
-        if found is None:
-            raise KeyError("not a call this hook authorised")
-        return found
+    def answer(self, data: Mapping[str, Any], response: Any) -> Any:
+        """The client's JSON answer: the dialect's visible projection of what LiteLLM made
+        of the upstream's answer."""
+        call = self._call(data)
+        if call is None:
+            return None
+        body = _dump(response)
+        self._done(call)
+        if body is None:
+            return None
+        return self.dialect.project_body(body, call.profile)
 
-    def on_success(self, kwargs: Mapping[str, Any], response: Any, start: Any, end: Any) -> None:
-        try:
-            row, route, t0 = self._take(kwargs)
-        except KeyError:
+    async def relay(self, data: Mapping[str, Any], stream: Any) -> AsyncIterator[Any]:
+        """The client's stream: each LiteLLM chunk as its SSE event through the dialect's
+        projector (raw ``data:`` frames LiteLLM passes as written); the row of the attempt
+        that streamed is completed at the end (usage, carriers to the vault); a stream that
+        fails ends with the dialect's error event."""
+        call = self._call(data)
+        if call is None:
+            async for item in stream:
+                yield item
             return
-        row.status_code = 200
-        usage = None
-        dump = getattr(response, "model_dump", None)
-        if callable(dump):
-            try:
-                usage = self.dialect.parse_response(dump()).usage
-            except (ReasonwireError, ValueError, TypeError, KeyError, AttributeError):
-                usage = None  # unreadable: usage stays unavailable, never made up
-        fill_usage(row, usage, route.price_per_mtok)
-        row.ttfb_ms = _millis(start, kwargs.get("completion_start_time"))
-        self._finish(row, t0, "forwarded", None, _millis(start, end))
-
-    def on_failure(self, kwargs: Mapping[str, Any], response: Any, start: Any, end: Any) -> None:
+        projector = self.dialect.stream_projector(call.profile)
+        decoder = self.dialect.stream_decoder()
+        failure: str | None = None
+        status: int | None = 200
         try:
-            row, _, t0 = self._take(kwargs)
-        except KeyError:
-            return
-        exc = kwargs.get("exception")
-        status = getattr(exc, "status_code", None)
-        row.status_code = status if isinstance(status, int) else None
-        reason = f"upstream: {type(exc).__name__}" if exc is not None else "upstream: failed"
-        self._finish(row, t0, "upstream-error", reason, _millis(start, end))
+            async for item in stream:
+                body = _dump(item)
+                if body is None:
+                    continue
+                raw = b"data: " + orjson.dumps(body) + b"\n\n"
+                out = projector.feed(raw)
+                decoder.feed(raw)
+                if out:
+                    yield out  # bytes opening with "data:": LiteLLM sends them as written
+            decoder.feed(b"data: [DONE]\n\n")
+            tail = projector.close()
+            if tail:
+                yield tail
+        except Exception as exc:  # the upstream cut, or LiteLLM failing on it
+            failure = f"the upstream stream failed ({type(exc).__name__})"
+            code = getattr(exc, "status_code", None)
+            status = code if isinstance(code, int) else None
+            yield projector.fail(failure)
+        finally:
+            turn: Turn | None = None
+            if failure is None:
+                try:
+                    turn = next((ev.turn for ev in decoder.close() if ev.type == "done"), None)
+                except Exception:  # truncated or malformed: nothing to keep
+                    turn = None
+            with self._lock:
+                row = call.open
+                if row is not None:
+                    self._keep(call, row, turn)
+                    if failure is None:
+                        self._close(call, "forwarded", status, row.reason)
+                    else:
+                        self._close(call, "upstream-error", status, failure)
+            self._done(call)
 
-    def _finish(
-        self,
-        row: EvidenceRow,
-        t0: float,
-        outcome: Any,
-        reason: str | None,
-        latency_ms: float | None = None,
-    ) -> None:
-        row.outcome, row.reason = outcome, reason
-        row.latency_ms = latency_ms if latency_ms is not None else (time.perf_counter() - t0) * 1000
+    def failed(self, data: Mapping[str, Any], exc: Any) -> bool:
+        """LiteLLM failed a call: True when it was one this hook let through (its open
+        attempt, if any, is recorded); else a refusal of LiteLLM's own (its auth checks run
+        before the hook) is recorded as such, and False."""
+        call = self._call(data)
+        if call is not None:
+            with self._lock:
+                self._close(call, "upstream-error", None, "litellm failed the call")
+            self._done(call)
+            return True
+        row = EvidenceRow(
+            outcome="refused",
+            conversation_id=_headers(data).get(CONVERSATION_HEADER),
+            dialect=self.dialect.name,
+            reason=f"litellm refused: {type(exc).__name__}",
+        )
+        code = getattr(exc, "status_code", None)
+        row.status_code = code if isinstance(code, int) else None
         self.store.record(row)
+        return False
+
+    def _done(self, call: _Call) -> None:
+        with self._lock:
+            call.finished = True
+            self._calls.pop(call.template.call_id, None)
+
+    @staticmethod
+    def drop_relayed_headers(response: Any) -> None:
+        """Forget the upstream's response headers LiteLLM would relay (``llm_provider-*``):
+        an upstream may echo the request's key in any header, ``set-cookie`` included."""
+        hidden = getattr(response, "_hidden_params", None)
+        if isinstance(hidden, dict):
+            hidden["additional_headers"] = {}
+            headers = hidden.get("headers")
+            if isinstance(headers, dict):
+                headers.clear()
+
+
+def _new_id() -> str:
+    import uuid
+
+    return uuid.uuid4().hex
+
+
+def _error_detail(governor: Governor, status: int, reason: str, message: str) -> Any:
+    return governor.dialect.error_body(status, reason, message, None)
 
 
 def hook_class() -> type:
@@ -270,15 +610,82 @@ def hook_class() -> type:
                 detail={"error": {"code": exc.reason, "message": exc.message}},
             ) from None
 
-    async def async_log_success_event(
-        self: Any, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
-    ) -> None:
-        self.governor.on_success(kwargs, response_obj, start_time, end_time)
+    async def async_pre_call_deployment_hook(
+        self: Any, kwargs: dict[str, Any], call_type: Any
+    ) -> dict[str, Any]:
+        return self.governor.attempt_start(kwargs)  # type: ignore[no-any-return]
 
-    async def async_log_failure_event(
-        self: Any, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    async def async_post_call_failure_deployment_hook(
+        self: Any,
+        request_data: Any,
+        exception: Any,
+        call_type: Any,
+        fallback_depth: Any = None,
     ) -> None:
-        self.governor.on_failure(kwargs, response_obj, start_time, end_time)
+        self.governor.attempt_failed(request_data, exception)
+
+    async def async_post_call_success_deployment_hook(
+        self: Any, request_data: Any, response: Any, call_type: Any
+    ) -> Any:
+        self.governor.attempt_answered(request_data, response)
+        return None
+
+    async def async_post_call_success_hook(
+        self: Any, data: Any, user_api_key_dict: Any, response: Any
+    ) -> Any:
+        return self.governor.answer(data, response)
+
+    async def async_post_call_streaming_iterator_hook(
+        self: Any, user_api_key_dict: Any, response: Any, request_data: Any
+    ) -> AsyncIterator[Any]:
+        async for item in self.governor.relay(request_data, response):
+            yield item
+
+    async def async_post_call_response_headers_hook(
+        self: Any,
+        data: Any,
+        user_api_key_dict: Any,
+        response: Any,
+        request_headers: Any = None,
+        litellm_call_info: Any = None,
+    ) -> None:
+        self.governor.drop_relayed_headers(response)
+        return None
+
+    async def async_post_call_failure_hook(
+        self: Any,
+        request_data: Any,
+        original_exception: Any,
+        user_api_key_dict: Any,
+        traceback_str: Any = None,
+    ) -> Any:
+        if isinstance(original_exception, http_exception):
+            return None  # the hook's own refusal, already in its words
+        if not self.governor.failed(request_data, original_exception):
+            # Refused by LiteLLM before the hook (nothing went upstream). An error with a
+            # status is LiteLLM's own answer; one without (its body checks raise a bare
+            # ValueError, which LiteLLM itself then fails to map) is a 400 in the hook's words.
+            if isinstance(getattr(original_exception, "status_code", None), int):
+                return None
+            return http_exception(
+                status_code=400,
+                detail={
+                    "error": {
+                        "code": "litellm-refused",
+                        "message": "LiteLLM refused the request before reasonwire's hook "
+                        "(a client credential, endpoint or model list)",
+                    }
+                },
+            )
+        code = getattr(original_exception, "status_code", None)
+        status = code if isinstance(code, int) and 400 <= code <= 599 else 502
+        message = f"the upstream answered {status}"
+        return http_exception(
+            status_code=status,
+            detail={
+                "error": _error_detail(self.governor, status, "upstream-error", message)["error"]
+            },
+        )
 
     return type(
         "ReasonwireLiteLLMHook",
@@ -287,8 +694,13 @@ def hook_class() -> type:
             "__init__": __init__,
             "__doc__": "reasonwire's governed effort as a LiteLLM proxy callback.",
             "async_pre_call_hook": async_pre_call_hook,
-            "async_log_success_event": async_log_success_event,
-            "async_log_failure_event": async_log_failure_event,
+            "async_pre_call_deployment_hook": async_pre_call_deployment_hook,
+            "async_post_call_failure_deployment_hook": async_post_call_failure_deployment_hook,
+            "async_post_call_success_deployment_hook": async_post_call_success_deployment_hook,
+            "async_post_call_success_hook": async_post_call_success_hook,
+            "async_post_call_streaming_iterator_hook": async_post_call_streaming_iterator_hook,
+            "async_post_call_response_headers_hook": async_post_call_response_headers_hook,
+            "async_post_call_failure_hook": async_post_call_failure_hook,
         },
     )
 
@@ -306,12 +718,67 @@ def _load_policy(module: str) -> tuple[Registry, OrgPolicy]:
     return registry, policy
 
 
+def check_proxy_config(config: Mapping[str, Any], registry: Registry) -> list[str]:
+    """What in a LiteLLM proxy config breaks the hook's promise (empty: nothing). Read from
+    the config the proxy loaded (``general_settings`` are applied after the callbacks are
+    made, so the file, not LiteLLM's state, is what can be checked at start)."""
+    problems: list[str] = []
+    general = config.get("general_settings") or {}
+    settings = config.get("litellm_settings") or {}
+    if isinstance(general, Mapping) and general.get("forward_client_headers_to_llm_api") is True:
+        problems.append(
+            "general_settings.forward_client_headers_to_llm_api is true: client headers "
+            "(the binding among them) would reach the upstream"
+        )
+    groups = settings.get("model_group_settings") if isinstance(settings, Mapping) else None
+    if isinstance(groups, Mapping) and groups.get("forward_client_headers_to_llm_api"):
+        problems.append(
+            "litellm_settings.model_group_settings.forward_client_headers_to_llm_api is set: "
+            "client headers would reach the upstream"
+        )
+    if isinstance(general, Mapping) and general.get("allow_client_side_credentials") is True:
+        problems.append(
+            "general_settings.allow_client_side_credentials is true: a client could pick its "
+            "own api_base or key"
+        )
+    governed = {r.model for r in registry.routes.values() if r.dialect == "chat"}
+    for entry in config.get("model_list") or []:
+        if not isinstance(entry, Mapping) or entry.get("model_name") not in governed:
+            continue
+        params = entry.get("litellm_params") or {}
+        if isinstance(params, Mapping) and params.get("configurable_clientside_auth_params"):
+            problems.append(
+                f"model {entry.get('model_name')}: configurable_clientside_auth_params lets a "
+                "client pick its own api_base or key"
+            )
+    return problems
+
+
+def _proxy_config() -> Mapping[str, Any] | None:
+    """The config file the running LiteLLM proxy loads, parsed (None outside a proxy)."""
+    server = sys.modules.get("litellm.proxy.proxy_server")
+    path = getattr(server, "user_config_file_path", None) or os.environ.get("CONFIG_FILE_PATH")
+    if not path:
+        return None
+    try:
+        yaml: Any = importlib.import_module("yaml")
+        with open(path, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f)
+    except Exception as exc:  # unreadable: the promise cannot be checked, so no start
+        raise ConfigError(
+            f"cannot read the LiteLLM config {path} to check the hook's settings: "
+            f"{type(exc).__name__}"
+        ) from None
+    return loaded if isinstance(loaded, Mapping) else {}
+
+
 def from_env() -> Any:
     """The hook configured by ``REASONWIRE_POLICY``, ``REASONWIRE_KEYS`` and
-    ``REASONWIRE_EVIDENCE``; :class:`ConfigError` naming what is missing."""
+    ``REASONWIRE_EVIDENCE`` (and ``REASONWIRE_VAULT``); :class:`ConfigError` naming what is
+    missing, or what in the proxy's config breaks the promise."""
     from pathlib import Path
 
-    from reasonwire.govern.stores import open_evidence_store
+    from reasonwire.govern.stores import open_evidence_store, open_vault
 
     missing = [
         v
@@ -321,9 +788,18 @@ def from_env() -> Any:
     if missing:
         raise ConfigError(f"the reasonwire LiteLLM hook needs {', '.join(missing)} set")
     registry, policy = _load_policy(os.environ["REASONWIRE_POLICY"])
+    config = _proxy_config()
+    if config is not None:
+        problems = check_proxy_config(config, registry)
+        if problems:
+            raise ConfigError(
+                "the reasonwire LiteLLM hook refuses to start: " + "; ".join(problems)
+            )
     keys = KeyRing.load_dir(Path(os.environ["REASONWIRE_KEYS"]))
     store = open_evidence_store(os.environ["REASONWIRE_EVIDENCE"])
-    return hook_class()(Governor(registry, policy, keys, store))
+    target = os.environ.get("REASONWIRE_VAULT")
+    vault = open_vault(target) if target else None
+    return hook_class()(Governor(registry, policy, keys, store, vault))
 
 
 _handler: Any = None

@@ -29,6 +29,7 @@ revoked, same qualification, same mapping), the proposed levels and the organisa
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 from collections.abc import Mapping
@@ -79,6 +80,84 @@ DISCLAIMER = (
 # Not a credential shape but a sign that one may be near: evidence never needs to talk about
 # API keys. Linear (one literal-ish run), so it rides along with the detector's patterns.
 _MENTIONS = (("api key mention", re.compile(r"api[\s_\-]?key", re.IGNORECASE)),)
+
+_GLUED = r"[A-Za-z0-9_\-]"
+"""A key character: a prefix glued to one is inside a longer run (a carrier, an id), not a key."""
+
+
+def _prefixed(prefix: str, body: str, least: int) -> re.Pattern[str]:
+    """A literal ``prefix`` not glued to a key character, then at least ``least`` of
+    ``body``: the detector's linear shape (a failed start costs its run once, the starts
+    inside the run are refused by the look-behind in O(1))."""
+    lit = re.escape(prefix)
+    return re.compile(f"{lit}(?<!{_GLUED}{lit}){body}{{{least},}}")
+
+
+PROVIDER_KEYS: tuple[tuple[str, str, str, str], ...] = (
+    # (provider, how its keys open, who finds them, source)
+    ("openai", "sk-, sk-proj-", "detector (sk- key)", "secrets_scan; platform.openai.com keys"),
+    ("anthropic", "sk-ant-", "detector (sk- key)", "secrets_scan"),
+    ("openrouter / nous", "sk-or-v1-", "detector (sk- key)", "secrets_scan"),
+    ("deepseek, moonshot, dashscope", "sk-", "detector (sk- key)", "secrets_scan"),
+    ("xai", "xai-", "detector (xai- key)", "secrets_scan"),
+    ("gemini / google cloud", "AIza", "detector (Google API key)", "secrets_scan"),
+    ("huggingface", "hf_", "detector (Hugging Face token)", "secrets_scan"),
+    ("aws", "AKIA, ASIA", "detector (AWS access key id)", "secrets_scan"),
+    ("github", "ghp_ gho_ ghu_ ghs_ ghr_ github_pat_", "detector (GitHub token)", "secrets_scan"),
+    (
+        "groq",
+        "gsk_",
+        "this table",
+        "skills.sh groq-security-basics: 'Groq API keys start with gsk_'",
+    ),
+    (
+        "cerebras",
+        "csk- (older csk_)",
+        "this table",
+        "docs.rs redact-secret src/detectors/cerebras.rs (the provider's VS Code validator)",
+    ),
+    (
+        "nvidia (build.nvidia.com)",
+        "nvapi-",
+        "this table",
+        "docs.rs redact-secret src/detectors/nvidia.rs (NVIDIA docs, ngcsdk SCOPED_KEY_PREFIX)",
+    ),
+    (
+        "replicate",
+        "r8_",
+        "this table",
+        "replicate.com/docs/topics/security/api-tokens: '40-character strings ... start with r8_'",
+    ),
+    (
+        "minimax",
+        "eyJ (a JWT)",
+        "detector (JWS-shaped token)",
+        "the JWS shape covers any JWT; no provider statement found",
+    ),
+    (
+        "mistral, zai (z.ai), fireworks, azure openai",
+        "no documented prefix",
+        "secret-named fields, Bearer values only",
+        "none found (search, 2026-12); a bare key of theirs is not recognised",
+    ),
+)
+"""Every provider of :mod:`reasonwire.routes` and the usual cloud ones: how their keys open
+and what finds them. Rows saying "this table" are the rules below (the shared detector,
+:mod:`reasonwire.secrets_scan`, does not know them yet)."""
+
+_PROVIDER_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("Groq API key", _prefixed("gsk_", "[A-Za-z0-9]", 20)),
+    ("Cerebras API key", re.compile(r"csk[-_](?<!" + _GLUED + r"csk[-_])[A-Za-z0-9_\-]{20,}")),
+    ("NVIDIA API key", _prefixed("nvapi-", r"[A-Za-z0-9_\-]", 20)),
+    ("Replicate API token", _prefixed("r8_", "[A-Za-z0-9]", 20)),
+)
+_RULES = _MENTIONS + _PROVIDER_RULES
+MAX_DEPTH = 32
+"""Deepest nesting of arrays and objects accepted (the schema needs 4). Past it the file is
+refused before it is walked: a walk's paths cost their depth, so a bound keeps it linear."""
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"|(")|([\[{])|[\]}]')
+"""A whole string (skipped), a quote that opens no whole string (the text ends inside it),
+an opening or a closing bracket. Possessive: a string is read once."""
 _MAX_SHOWN = 20  # findings listed; the rest are counted
 
 
@@ -249,7 +328,7 @@ def scan_credentials(text: str) -> list[str]:
     """
     found: list[str] = []
     try:
-        hits = scan_json(load_pairs(text), _MENTIONS)
+        hits = scan_json(load_pairs(text), _RULES) if nesting(text) <= MAX_DEPTH else []
     except (ValueError, RecursionError):
         hits = []
     for h in hits:
@@ -260,7 +339,7 @@ def scan_credentials(text: str) -> list[str]:
     if not hits:
         lines: dict[tuple[str, int], None] = {}
         line, pos = 1, 0
-        for m in scan_text(text, _MENTIONS):  # sorted: count newlines once, forwards
+        for m in scan_text(text, _RULES):  # sorted: count newlines once, forwards
             line += text.count("\n", pos, m.start)
             pos = m.start
             lines[(m.kind, line)] = None
@@ -271,12 +350,65 @@ def scan_credentials(text: str) -> list[str]:
     return found
 
 
+def nesting(text: str) -> int:
+    """How deep arrays and objects nest in JSON ``text`` (strings skipped), in linear time:
+    one pass of tokens, each string read once."""
+    depth = deepest = 0
+    for m in _TOKEN.finditer(text):
+        lone, opening = m.groups()
+        if lone is not None:
+            break  # an unterminated string runs to the end: nothing after it nests
+        if opening is not None:
+            depth += 1
+            deepest = max(deepest, depth)
+        elif m.end() - m.start() == 1:
+            depth -= 1
+    return deepest
+
+
+class _Members(list[tuple[str, Any]]):
+    """A JSON object as its members, in order, with the names it repeats."""
+
+    repeated: list[str]
+
+
+def _members(pairs: list[tuple[str, Any]]) -> _Members:
+    obj = _Members(pairs)
+    seen: set[str] = set()
+    obj.repeated = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
+    return obj
+
+
+def duplicate_keys(text: str) -> list[str]:
+    """Every object member whose name its object already has, anywhere in the document (as
+    JSON decodes names: ``"a"`` and ``"\\u0061"`` are the same). A parser keeps one of them
+    (orjson and pydantic the last), so a repeated ``outcome`` could hide ``failed-closed``
+    behind ``accepted``: refused, never decided. Names are shown only when plain."""
+    try:
+        doc = json.loads(text, object_pairs_hook=_members)
+    except (ValueError, RecursionError):
+        return []  # not JSON: the schema's parser names the problem
+    found: list[str] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [((), doc)]
+    while stack:  # depth is bounded (MAX_DEPTH), so each path costs O(1)
+        path, node = stack.pop()
+        if isinstance(node, _Members):
+            found.extend(
+                f"duplicate key {_name(k)} in {format_path(path)}"
+                for k in dict.fromkeys(node.repeated)
+            )
+            stack.extend(((*path, k), v) for k, v in reversed(node))
+        elif isinstance(node, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(node))))
+    return found
+
+
 _PLAIN_NAME = re.compile(r"[a-z0-9][a-z0-9_\-]{0,39}")
 
 
 def _name(name: str) -> str:
     """An unknown case or place name, shown only when it is a plain short name."""
-    if _PLAIN_NAME.fullmatch(name) and not scan_text(name, _MENTIONS):
+    if _PLAIN_NAME.fullmatch(name) and not scan_text(name, _RULES):
         return repr(name)
     return "(a name not shown)"
 
@@ -466,6 +598,12 @@ def validate_text(
     leaks = scan_credentials(text)
     if leaks:
         raise _refuse(leaks)  # before the schema: nothing of the file is echoed
+    depth = nesting(text)
+    if depth > MAX_DEPTH:
+        raise _refuse([f"(root): nested {depth} deep, more than {MAX_DEPTH}"])
+    repeated = duplicate_keys(text)
+    if repeated:
+        raise _refuse(repeated)
     try:
         ev: AnyEvidence = _schema_of(text).model_validate_json(text)
     except ValidationError as exc:
