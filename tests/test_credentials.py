@@ -285,3 +285,22 @@ def test_a_key_given_as_a_variable_name_is_never_shown(tmp_path: Path) -> None:
             assert "characters" in str(err.value)
     with pytest.raises(credentials.CredentialError, match="RW_SURELY_UNSET_VARIABLE"):
         credentials.read_key(credentials.EnvKey("RW_SURELY_UNSET_VARIABLE"))
+
+
+@pytest.mark.parametrize(
+    ("kind", "key"),
+    [
+        ("Groq API key", "gsk_" + "a1B2c3D4" * 6),  # Groq: keys start with gsk_
+        ("Cerebras API key", "csk-" + "q9w8e7r6" * 6),
+        ("NVIDIA API key", "nvapi-" + "Zx_9-Yw8" * 8),
+        ("Replicate API token", "r8_" + "M4n5B6v7" * 5),  # Replicate: 40 chars, r8_ first
+    ],
+)
+def test_provider_keys_are_found_and_redacted(kind: str, key: str) -> None:
+    """The one detector knows the key prefixes of every provider in the routes table
+    (sources in ``govern/validator.py`` PROVIDER_KEYS): redaction removes what the evidence
+    validator refuses."""
+    text = f"upstream said: bad key {key} (retry)"
+    assert [m.kind for m in scan_text(text)] == [kind]
+    assert key not in redact(text) and "(retry)" in redact(text)
+    assert scan_text(f"x{key}") == []  # glued to a key character: not a key's start

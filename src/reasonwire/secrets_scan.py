@@ -3,7 +3,9 @@ evidence validator both ask it, so what one removes the other refuses.
 
 It finds key-shaped strings (OpenAI/Anthropic/OpenRouter ``sk-``, xAI ``xai-``, Google
 ``AIza``, GitHub ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``/``github_pat_``, Hugging Face
-``hf_``, AWS access key ids ``AKIA``/``ASIA``, ``Bearer`` tokens, JWS/JWT-shaped ``eyJ..``
+``hf_``, AWS access key ids ``AKIA``/``ASIA``, Groq ``gsk_``, Cerebras ``csk-``, NVIDIA
+``nvapi-``, Replicate ``r8_`` (sources in ``govern/validator.py`` ``PROVIDER_KEYS``),
+``Bearer`` tokens, JWS/JWT-shaped ``eyJ..``
 tokens, PEM private-key blocks) in a text as written *and* as JSON would read it: a key
 spelled with ``\\u0073k-`` escapes, or a token cut by ``\\/``, is found in the unescaped view
 and reported at its span in the original text. :func:`scan_json` walks a parsed document and
@@ -77,6 +79,10 @@ _KIND = {
     "github_pat": "GitHub token",
     "hf": "Hugging Face token",
     "aws": "AWS access key id",
+    "groq": "Groq API key",
+    "cerebras": "Cerebras API key",
+    "nvidia": "NVIDIA API key",
+    "replicate": "Replicate API token",
     "jws": "JWS-shaped token",
     "bearer": "bearer token",
     "pem": "PEM private key",
@@ -99,6 +105,10 @@ _TOKENS = re.compile(
     r"|github_pat_(?<!" + _URL + r"github_pat_)(?P<github_pat>[A-Za-z0-9_]{30,})"
     r"|hf_(?<!" + _URL + r"hf_)(?P<hf>[A-Za-z0-9]{30,})"
     r"|A(?<!" + _B64 + r"A)(?P<aws>[KS]IA[A-Z0-9]{16})(?![A-Za-z0-9+/_\-=])"
+    r"|gsk_(?<!" + _URL + r"gsk_)(?P<groq>[A-Za-z0-9]{20,})"
+    r"|csk[-_](?<!" + _URL + r"csk[-_])(?P<cerebras>[A-Za-z0-9_\-]{20,})"
+    r"|nvapi-(?<!" + _URL + r"nvapi-)(?P<nvidia>[A-Za-z0-9_\-]{20,})"
+    r"|r8_(?<!" + _URL + r"r8_)(?P<replicate>[A-Za-z0-9]{20,})"
     r"|eyJ(?<!" + _URL + r"eyJ)(?P<jws>[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}\.[A-Za-z0-9_\-]*)"
     r"|[Bb](?<![A-Za-z0-9][Bb])[Ee][Aa][Rr][Ee][Rr][ \t]+(?P<bearer>[A-Za-z0-9._~+/\-]{8,}=*)"
     r"|-----BEGIN (?P<pem>[A-Z0-9 ]{1,60})-----"
@@ -113,6 +123,10 @@ _PREFIX = {
     "github_pat": 11,
     "hf": 3,
     "aws": 1,
+    "groq": 4,
+    "cerebras": 4,
+    "nvidia": 6,
+    "replicate": 3,
     "jws": 3,
     "bearer": 0,
 }

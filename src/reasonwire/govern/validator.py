@@ -107,25 +107,25 @@ PROVIDER_KEYS: tuple[tuple[str, str, str, str], ...] = (
     (
         "groq",
         "gsk_",
-        "this table",
+        "detector (Groq API key)",
         "skills.sh groq-security-basics: 'Groq API keys start with gsk_'",
     ),
     (
         "cerebras",
         "csk- (older csk_)",
-        "this table",
+        "detector (Cerebras API key)",
         "docs.rs redact-secret src/detectors/cerebras.rs (the provider's VS Code validator)",
     ),
     (
         "nvidia (build.nvidia.com)",
         "nvapi-",
-        "this table",
+        "detector (NVIDIA API key)",
         "docs.rs redact-secret src/detectors/nvidia.rs (NVIDIA docs, ngcsdk SCOPED_KEY_PREFIX)",
     ),
     (
         "replicate",
         "r8_",
-        "this table",
+        "detector (Replicate API token)",
         "replicate.com/docs/topics/security/api-tokens: '40-character strings ... start with r8_'",
     ),
     (
@@ -142,16 +142,10 @@ PROVIDER_KEYS: tuple[tuple[str, str, str, str], ...] = (
     ),
 )
 """Every provider of :mod:`reasonwire.routes` and the usual cloud ones: how their keys open
-and what finds them. Rows saying "this table" are the rules below (the shared detector,
-:mod:`reasonwire.secrets_scan`, does not know them yet)."""
+and what finds them: the shared detector (:mod:`reasonwire.secrets_scan`), so redaction and
+this validator refuse the same keys."""
 
-_PROVIDER_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("Groq API key", _prefixed("gsk_", "[A-Za-z0-9]", 20)),
-    ("Cerebras API key", re.compile(r"csk[-_](?<!" + _GLUED + r"csk[-_])[A-Za-z0-9_\-]{20,}")),
-    ("NVIDIA API key", _prefixed("nvapi-", r"[A-Za-z0-9_\-]", 20)),
-    ("Replicate API token", _prefixed("r8_", "[A-Za-z0-9]", 20)),
-)
-_RULES = _MENTIONS + _PROVIDER_RULES
+_RULES = _MENTIONS
 MAX_DEPTH = 32
 """Deepest nesting of arrays and objects accepted (the schema needs 4). Past it the file is
 refused before it is walked: a walk's paths cost their depth, so a bound keeps it linear."""
