@@ -9,6 +9,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from reasonwire import doctor
 from reasonwire.doctor import check_bytes, parse
 from reasonwire.doctor.checks import findings
 from reasonwire.doctor.readers import request_dialect
@@ -180,3 +183,48 @@ def test_agents_sdk_items_list_and_sqlite(tmp_path: Path, monkeypatch: Any) -> N
     out.write_bytes(serialise(doc))
     assert findings(parse(out, out.read_bytes()), "fixed") == []
     assert len(check_bytes(db.read_bytes(), str(db))) == 1  # the input is untouched
+
+
+def test_gemini_cli_saved_chat_is_read_checked_and_repaired(tmp_path: Path) -> None:
+    """A Gemini CLI ``/chat save`` checkpoint is the API history as ``Content[]`` (gemini-cli
+    logger.ts ``saveCheckpoint``). Built here from a real recorded request's ``contents``:
+    intact it is clean; with one signature cut by 4 characters the finding names that part.
+    That signature is in the current turn, which Gemini validates and only the original answer
+    could restore: the repair leaves it, reported, and invents nothing."""
+    from tests.conformance.corpus import PRESENT, load_cassette
+
+    if not PRESENT:
+        pytest.skip("conformance corpus not present")
+    name = "pai__test_google__test_google_instructions_only_with_tool_calls.yaml"
+    history = load_cassette(name)[1].request["contents"]
+    signed = [
+        (i, j)
+        for i, c in enumerate(history)
+        for j, p in enumerate(c.get("parts", []))
+        if c.get("role") == "model" and p.get("thoughtSignature")
+    ]
+    assert signed, "the recording's second request replays a signed model turn"
+    saved = tmp_path / "checkpoint-work.json"
+    saved.write_text(json.dumps(history, indent=2))
+    assert doctor.check_file(saved) == []
+    i, j = signed[-1]
+    history[i]["parts"][j]["thoughtSignature"] = history[i]["parts"][j]["thoughtSignature"][:-4]
+    saved.write_text(json.dumps(history, indent=2))
+    (found,) = doctor.check_file(saved)
+    assert (found.path, found.kind) == (f"$[{i}].parts[{j}].thoughtSignature", "truncated")
+    doc = doctor.read(saved)
+    plan = repair(doc)
+    assert [h.kind for h in plan.unrepaired] == ["truncated"] and not plan.changes
+    assert json.loads(serialise(doc)) == history  # the same list, nothing invented
+    # A new user question later, the turn is earlier: Gemini validates only the current turn,
+    # so the repair drops that signature and the copy, still a list, is clean.
+    history.append({"role": "user", "parts": [{"text": "and tomorrow?"}]})
+    saved.write_text(json.dumps(history, indent=2))
+    doc = doctor.read(saved)
+    plan = repair(doc)
+    assert [c.rule for c in plan.changes] == ["drop-earlier-signature"]
+    out = tmp_path / "repaired.json"
+    out.write_bytes(serialise(doc))
+    repaired = json.loads(out.read_text())
+    assert isinstance(repaired, list) and "thoughtSignature" not in repaired[i]["parts"][j]
+    assert doctor.check_file(out) == []

@@ -97,6 +97,7 @@ FORMATS = (
     "claude-code",
     "codex",
     "gemini-cli",
+    "gemini-chat",
     "pi",
     "kimi-code",
     "pydantic-ai",
@@ -476,6 +477,29 @@ def read_pydantic_ai(doc: Document) -> None:
     doc.conversations.append(Conversation(msgs, thinking=signed or None))
 
 
+def read_gemini_chat(doc: Document) -> None:
+    """A Gemini CLI saved chat (``/chat save <tag>`` writes ``checkpoint-<tag>.json``): the
+    history as the API's ``Content[]``, ``JSON.stringify(conversation, null, 2)`` (gemini-cli
+    ``packages/core/src/core/logger.ts``, ``saveCheckpoint``): generateContent contents, with
+    every ``thoughtSignature`` on the part it came on."""
+    history = doc.whole
+    if not isinstance(history, list):
+        raise Unreadable(f"{doc.path.name}: a Gemini CLI saved chat is a JSON list")
+    msgs: list[Message] = []
+    for i, entry in enumerate(history):
+        if not isinstance(entry, dict) or not isinstance(entry.get("parts"), list):
+            continue
+        parts = entry["parts"]
+        role = "assistant" if entry.get("role") == "model" else "user"
+        items = [Item(p, f"$[{i}].parts[{j}]", None, p, parts, None) for j, p in enumerate(parts)]
+        msgs.append(Message(role, items, "gemini", None, f"$[{i}]"))
+    doc.conversations.append(Conversation(msgs))
+
+
+def _is_gemini_chat(rec: dict[str, Any]) -> bool:
+    return rec.get("role") in ("user", "model") and isinstance(rec.get("parts"), list)
+
+
 def _is_pydantic_ai(rec: dict[str, Any]) -> bool:
     return rec.get("kind") in ("request", "response") and isinstance(rec.get("parts"), list)
 
@@ -511,7 +535,7 @@ def read_agents_sdk(doc: Document) -> None:
     doc.conversations.append(Conversation(_group(pairs, "responses")))
 
 
-LIST_ONLY = frozenset({"agents-sdk"})
+LIST_ONLY = frozenset({"agents-sdk", "gemini-chat"})
 """Formats detected only in a JSON list (their items look like other formats' records;
 JSON lines of them need ``--format``)."""
 
@@ -692,6 +716,7 @@ DETECT: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
     ("pydantic-ai", _is_pydantic_ai),
     ("codex", _is_codex),
     ("gemini-cli", _is_gemini_cli),
+    ("gemini-chat", _is_gemini_chat),
     ("pi", _is_pi),
     ("kimi-code", _is_kimi),
     ("claude-code", _is_claude_code),
@@ -727,6 +752,7 @@ READERS: dict[str, Callable[[Document], None]] = {
     "kimi-code": read_kimi_code,
 }
 WHOLE_READERS["agents-sdk"] = read_agents_sdk
+WHOLE_READERS["gemini-chat"] = read_gemini_chat
 
 
 def parse(path: Path, data: bytes, fmt: str | None = None, profile: str | None = None) -> Document:
