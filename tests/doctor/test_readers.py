@@ -216,6 +216,20 @@ def test_gemini_cli_saved_chat_is_read_checked_and_repaired(tmp_path: Path) -> N
     plan = repair(doc)
     assert [h.kind for h in plan.unrepaired] == ["truncated"] and not plan.changes
     assert json.loads(serialise(doc)) == history  # the same list, nothing invented
+    # The first call of the current turn without its signature: the required-carrier rule.
+    call_at = next(
+        (k, n)
+        for k, c in enumerate(history)
+        if c.get("role") == "model"
+        for n, p in enumerate(c["parts"])
+        if "functionCall" in p
+    )
+    bare = json.loads(json.dumps(history))
+    bare[call_at[0]]["parts"][call_at[1]].pop("thoughtSignature", None)
+    (missing,) = [
+        f for f in check_bytes(json.dumps(bare).encode(), "c.json") if f.kind != "truncated"
+    ]
+    assert missing.path.startswith(f"$[{call_at[0]}].parts[{call_at[1]}]"), missing
     # A new user question later, the turn is earlier: Gemini validates only the current turn,
     # so the repair drops that signature and the copy, still a list, is clean.
     history.append({"role": "user", "parts": [{"text": "and tomorrow?"}]})

@@ -234,8 +234,6 @@ def _relink(doc: Document) -> None:
 
 
 def _drop_emptied_messages(whole: Any) -> None:
-    if isinstance(whole, list):  # a bare history (a Gemini CLI saved chat): no empty content
-        whole[:] = [m for m in whole if not (isinstance(m, dict) and m.get("parts") == [])]
     bodies = whole if isinstance(whole, list) else [whole]
     for body in bodies:
         if not isinstance(body, dict):
