@@ -741,7 +741,7 @@ def check_proxy_config(config: Mapping[str, Any], registry: Registry) -> list[st
             "general_settings.allow_client_side_credentials is true: a client could pick its "
             "own api_base or key"
         )
-    governed = {r.model for r in registry.routes.values() if r.dialect == "chat"}
+    governed = {r.model for r in registry.routes.values()}  # every governed model, any dialect
     for entry in config.get("model_list") or []:
         if not isinstance(entry, Mapping) or entry.get("model_name") not in governed:
             continue
