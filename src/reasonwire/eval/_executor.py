@@ -5,7 +5,8 @@ already recorded, same route, endpoint, exact body and lane attempt, is answered
 record; ``transport`` and ``auth`` failures are sent again), the budget (a worst-case
 reservation before the call, a settlement after; the first refusal stops the run), the
 per-route bound on calls in flight, HTTP with retries, and the 401 protocol (the key is
-re-read once, after ``auth_wait_s`` when it is unchanged). Every answer is written to
+re-read once, after ``auth_wait_s`` when it is unchanged and its source can change: an auth
+or dotenv file, never an environment variable). Every answer is written to
 ``calls.jsonl`` before it is used. Which cells are sent, and in which order, is not its
 business (:mod:`reasonwire.eval._steps`).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -36,6 +38,7 @@ from reasonwire.eval.budget import (
     Budget,
     call_cost,
     price_for,
+    reported_cost,
     worst_case,
 )
 from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
@@ -85,6 +88,17 @@ def key_of(route: Route, dotenv: str = DEFAULT_DOTENV) -> str | None:
         return credentials.read_key(credentials.DotenvKey(dotenv, src.env))
 
 
+def key_can_change(route: Route) -> bool:
+    """Whether the route's key can change while the run waits: an auth file (its owner
+    refreshes it, e.g. ``auth.json`` of an agent's login), or a dotenv file when the variable
+    is not in the process environment. A variable of the environment cannot change for this
+    process: waiting for it would only delay the same 401."""
+    src = route.key
+    if src.auth_file:
+        return True
+    return src.env is not None and src.env not in os.environ
+
+
 class Executor:
     """Sends cells for one run (see the module docstring)."""
 
@@ -118,6 +132,8 @@ class Executor:
         self.stats = CallStats()
         self.per_model: dict[str, int] = {}
         self.unknown_price: set[str] = set()  # route/model whose cost is a worst-case guess
+        # routes that reported a cost: no longer taken as free, even when declared so
+        self.reports_cost: set[str] = set()
         self.stopped = False
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
@@ -139,10 +155,12 @@ class Executor:
         except ProviderError as exc:
             if exc.status != 401 or key is None:
                 raise
-        fresh = key_of(route, self.cfg.dotenv)
-        if fresh == key:
-            await self.cfg.sleep(self.cfg.auth_wait_s)
             fresh = key_of(route, self.cfg.dotenv)
+            if fresh == key:
+                if not key_can_change(route):  # the same key again gets the same 401
+                    raise
+                await self.cfg.sleep(self.cfg.auth_wait_s)
+                fresh = key_of(route, self.cfg.dotenv)
         return await apost_json(
             self.client, url, body, route.auth_headers(fresh), retries=self.cfg.retries
         )
@@ -217,25 +235,31 @@ class Executor:
             return CallOutcome(rec, kept, reused=True)
         if self.stopped or cell.route.name in self.dead_routes:
             return CallOutcome(None)
-        price, source = price_for(target.price, cell.route)
+        if not self.budget.resends_left(key):  # in flight at two interruptions: not again
+            self.stats.not_resent += 1
+            return CallOutcome(None)
+        price, source = price_for(target.price, cell.route, cell.route.name in self.reports_cost)
         payload = json.dumps(body, ensure_ascii=False).encode()
         worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), price)
-        rid = self.budget.reserve(worst, key, cell.route.name, cell.model)
-        if rid is None:
-            self._budget_stop(cell, worst)
-            return CallOutcome(None)
         sem = await self.semaphore(cell.route)
         started = time.monotonic()
         turn: Turn | None = None
         status: int | None = None  # the HTTP status, once a response arrived
+        headers: Mapping[str, str] = {}
         failure: ReasonwireError | None = None
         async with sem:
-            if cell.route.name in self.dead_routes:  # stopped while this call waited
-                self.budget.settle(rid, 0.0, True, key, cell.model)
+            # reserved once the call holds a slot: a call waiting for a slot holds no money
+            if self.stopped or cell.route.name in self.dead_routes:  # stopped while it waited
                 return CallOutcome(None)
+            rid = await self.budget.reserve(worst, key, cell.route.name, cell.model)
+            if rid is None:
+                self._budget_stop(cell, worst)
+                return CallOutcome(None)
+            self.budget.intent(rid, key)
             try:
                 resp = await self.post(cell.route, cell.path(), body)
                 status = resp.status_code
+                headers = resp.headers
                 turn = dialect.parse_response(resp.content)
             except ReasonwireError as exc:
                 failure = exc
@@ -244,11 +268,14 @@ class Executor:
         cost, estimate = 0.0, True
         if turn is not None and status is not None:
             result = _answered(cell, turn, status, elapsed)
-            if source == FREE_PRICE:  # nothing is paid, whatever a usage block says
+            billed = reported_cost(turn.usage, headers)
+            if billed is not None:  # the provider's bill counts, on any address
+                cost, estimate, source = billed, False, BILLED
+                self.reports_cost.add(cell.route.name)
+            elif source == FREE_PRICE:  # declared free and no bill: nothing is paid
                 cost, estimate = 0.0, False
             else:
                 cost, estimate = call_cost(turn.usage, price)
-                source = source if estimate else BILLED
         else:
             assert failure is not None
             result = _failed(failure, status, elapsed)
