@@ -37,7 +37,9 @@ class Ledger:
     """What the stub received and billed."""
 
     bodies: Counter[str] = field(default_factory=Counter)  # sha256 of a request body -> times
-    billed: list[float] = field(default_factory=list)  # one entry per answered call
+    billed: list[float] = field(default_factory=list)  # one entry per billed (200) answer
+    billed_by: Counter[str] = field(default_factory=Counter)  # body -> USD billed for it
+    answered: int = 0  # answers computed (any status), delivered or not
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -124,7 +126,10 @@ def billing_stub(
                     out_headers[COST_HEADER] = repr(cost)
                 with ledger.lock:
                     ledger.billed.append(cost)
+                    ledger.billed_by[d] += cost
                 note({"event": "billed", "body": d, "usd": cost})
+            with ledger.lock:
+                ledger.answered += 1
             self._send(resp.status_code, content, out_headers)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

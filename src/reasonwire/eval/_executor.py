@@ -18,6 +18,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -134,6 +135,8 @@ class Executor:
         self.unknown_price: set[str] = set()  # route/model whose cost is a worst-case guess
         # routes that reported a cost: no longer taken as free, even when declared so
         self.reports_cost: set[str] = set()
+        # routes declared free that answered without a bill: their calls are reserved at 0
+        self.unbilled: set[str] = set()
         self.stopped = False
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
@@ -239,8 +242,13 @@ class Executor:
             self.stats.not_resent += 1
             return CallOutcome(None)
         price, source = price_for(target.price, cell.route, cell.route.name in self.reports_cost)
+        # a route declared free is free once it has answered without a bill; until then its
+        # calls are reserved as paid ones: it may bill, and the cap holds either way
+        held = price
+        if source == FREE_PRICE and cell.route.name not in self.unbilled:
+            held = price_for(None, replace(cell.route, local=False, free=False))[0]
         payload = json.dumps(body, ensure_ascii=False).encode()
-        worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), price)
+        worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), held)
         sem = await self.semaphore(cell.route)
         started = time.monotonic()
         turn: Turn | None = None
@@ -274,6 +282,7 @@ class Executor:
                 self.reports_cost.add(cell.route.name)
             elif source == FREE_PRICE:  # declared free and no bill: nothing is paid
                 cost, estimate = 0.0, False
+                self.unbilled.add(cell.route.name)
             else:
                 cost, estimate = call_cost(turn.usage, price)
         else:

@@ -1,0 +1,350 @@
+"""The payer's numbers (issue 26): spend is the provider's bill, on any address; the budget
+holds at its cap and does not stop below it; one run per ``--out``; a call in flight at an
+interruption is counted and sent again once, no more.
+
+The provider is :mod:`tests.eval.billing`: the simulator behind a loopback stub that bills a
+fixed ``C`` per answered call (``usage.cost`` or LiteLLM's cost header) and counts every
+request body it receives. Expected figures come from the stub's ledger and from the rules as
+stated (a call's worst case is its output allowance at the declared price when the prompt is
+free), never from the harness's own arithmetic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import reasonwire
+from reasonwire.errors import ConfigError
+from reasonwire.eval import EvalConfig, build_matrix, run_eval
+from reasonwire.eval.budget import Budget
+from reasonwire.eval.cli import app
+from reasonwire.eval.matrix import render_md
+from reasonwire.eval.records import Records, read_jsonl
+from reasonwire.eval.runner import Target
+from reasonwire.routes import Route
+from reasonwire.sim import SimServer
+
+from .billing import Ledger, billing_stub
+
+C = 0.004  # USD the stub bills per call (the issue's figures: 15 calls, $0.06)
+ENV = {"COLUMNS": "250", "NO_COLOR": "1"}
+HERE = Path(__file__).parent
+
+
+def _calls(out: Path) -> list[dict[str, Any]]:
+    return [r for r in read_jsonl(out / "calls.jsonl") if r.get("type") == "call"]
+
+
+# -- 1. spend = the bill -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["usage", "header"])
+@pytest.mark.parametrize("local", [False, True])
+def test_a_loopback_provider_that_bills_is_counted(
+    sim: SimServer, tmp_path: Path, how: str, local: bool
+) -> None:
+    """A loopback route (declared local or not) whose provider reports a cost: every call
+    counts what it billed; the summary, matrix and report show it as billed."""
+    with billing_stub(sim.base_url, C, how=how) as (url, ledger):
+        route = Route("mine", "chat", url, local=local)
+        res = run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=tmp_path, workers=4))
+    n = len(ledger.billed)
+    assert n > 5 and res.sent == n == ledger.requests == len(ledger.bodies)  # none twice
+    assert res.billed_usd == pytest.approx(ledger.total, rel=1e-12, abs=1e-15)
+    assert res.spent_usd == pytest.approx(ledger.total, rel=1e-12, abs=1e-15)
+    assert res.estimated_usd == 0 and res.unknown_price == ()
+    assert {(r["price"], r["cost_usd"], r["cost_estimate"]) for r in _calls(tmp_path)} == {
+        ("billed", C, False)
+    }
+    matrix = build_matrix(tmp_path)
+    assert matrix["spent_billed_usd"] == pytest.approx(ledger.total, rel=1e-9)
+    assert matrix["spent_estimated_usd"] == 0
+    want = f"${C * n:.4f} spent (${C * n:.4f} billed by the provider, $0.0000 estimated)"
+    assert want in render_md(matrix)
+
+
+def test_the_budget_applies_on_a_loopback_address(sim: SimServer, tmp_path: Path) -> None:
+    """The issue's case: --budget 0.01 against a loopback provider billing $0.004 a call. The
+    route has no price, so each call is reserved at the unknown price's worst case: over the
+    cap, nothing is sent; and what is spent never goes over it."""
+    with billing_stub(sim.base_url, C) as (url, ledger):
+        route = Route("mine", "chat", url)
+        res = run_eval(
+            EvalConfig(targets=[Target(route, "sim-qwen3")], out=tmp_path, budget=0.01)
+        )
+    assert res.budget_stopped and ledger.total <= 0.01
+    assert res.spent_usd == pytest.approx(ledger.total, abs=1e-15)
+
+
+def _priced_route(url: str, per_token: float) -> Route:
+    """A route declaring its price: prompt free, completion ``per_token`` (so a call's worst
+    case is its output allowance times ``per_token``, whatever its prompt)."""
+    return Route("mine", "chat", url, price=(0.0, per_token))
+
+
+MAX_TOKENS = 512
+PER_TOKEN = 1e-5
+W = MAX_TOKENS * PER_TOKEN  # a call's worst case: the full output allowance at the price
+
+
+def _capped(sim: SimServer, out: Path, limit: float, workers: int) -> tuple[Any, Ledger]:
+    with billing_stub(sim.base_url, C) as (url, ledger):
+        target = Target(_priced_route(url, PER_TOKEN), "sim-qwen3")
+        cfg = EvalConfig(
+            targets=[target], out=out, budget=limit, workers=workers, max_tokens=MAX_TOKENS
+        )
+        return run_eval(cfg), ledger
+
+
+def test_the_cap_boundary(sim: SimServer, tmp_path: Path) -> None:
+    """The k-th call is sent exactly when (k-1) settled calls plus its worst case fit the cap:
+    at the cap, k calls; a hair below, k-1. With 4 calls in flight the count is the same:
+    reservations in flight make a call wait, never stop the run."""
+    full, ledger = _capped(sim, tmp_path / "full", 10.0, 1)
+    n = len(ledger.billed)
+    assert not full.budget_stopped and n > 6
+    reserves = [r["usd"] for r in read_jsonl(tmp_path / "full" / "cost.jsonl")
+                if r["type"] == "reserve"]  # fmt: skip
+    assert reserves and all(u == pytest.approx(W, rel=1e-12) for u in reserves)
+    k = 5
+    at_cap = C * (k - 1) + W
+    for workers in (1, 4):
+        res, led = _capped(sim, tmp_path / f"at-{workers}", at_cap, workers)
+        assert res.budget_stopped and len(led.billed) == k == res.sent, workers
+        assert led.total <= at_cap
+        res, led = _capped(sim, tmp_path / f"below-{workers}", at_cap - 1e-9, workers)
+        assert res.budget_stopped and len(led.billed) == k - 1 == res.sent, workers
+    # the cap that allows the whole run: no stop, though 4 worst cases in flight at once
+    # (4 * W) exceed what is left of it near the end
+    whole = C * (n - 1) + W
+    assert 4 * W > whole - C * (n - 4)
+    res, led = _capped(sim, tmp_path / "whole", whole, 4)
+    assert not res.budget_stopped and len(led.billed) == n
+
+
+def test_a_reservation_waits_for_the_calls_in_flight(tmp_path: Path) -> None:
+    """Two reservations fill the cap; a third waits (not refused) and is granted when one
+    settles under its reservation; a reservation that cannot fit even with nothing in
+    flight is refused at once."""
+    budget = Budget(Records(tmp_path), 1.0)
+
+    async def scenario() -> list[Any]:
+        a = await budget.reserve(0.5, "a", "r", "m")
+        b = await budget.reserve(0.5, "b", "r", "m")  # exactly at the cap: granted
+        assert a and b
+        third = asyncio.ensure_future(budget.reserve(0.5, "c", "r", "m"))
+        await asyncio.sleep(0)
+        waiting = not third.done()
+        budget.settle(a, 0.25, False, "a", "m")  # 0.25 + 0.5 (b) + 0.5 (c) > 1: still waits
+        await asyncio.sleep(0)
+        still = not third.done()
+        budget.settle(b, 0.25, False, "b", "m")  # 0.5 + 0.5 = 1: fits
+        c = await third
+        refused = await budget.reserve(0.5 + 2**-20, "d", "r", "m")  # 0.5 + 0.5 + more
+        return [waiting, still, c is not None, refused]
+
+    assert asyncio.run(scenario()) == [True, True, True, None]
+
+
+# -- 2. never pay twice ------------------------------------------------------------------------
+
+
+def _cost_lines(out: Path, lines: list[dict[str, Any]]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / "cost.jsonl").open("a") as fh:
+        for line in lines:
+            fh.write(json.dumps(line) + "\n")
+
+
+def _killed_call(rid: str, key: str, usd: float, sent: bool) -> list[dict[str, Any]]:
+    """The cost records a run killed mid-call leaves (the documented sequence: a reserve, then
+    an intent once the call is sent, and no settle)."""
+    recs: list[dict[str, Any]] = [
+        {"type": "reserve", "rid": rid, "usd": usd, "key": key, "route": "r", "model": "m"}
+    ]
+    if sent:
+        recs.append({"type": "intent", "rid": rid, "key": key, "pid": 1})
+    return recs
+
+
+def test_an_intent_without_a_record_is_spent_and_sent_again_once(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    _cost_lines(out, _killed_call("1-1", "k1", 0.25, sent=True))
+    _cost_lines(out, _killed_call("1-2", "k2", 0.5, sent=False))  # never sent: released
+    first = Budget(Records(out), 10.0)
+    assert first.found_in_flight == 1
+    assert first.spent() == 0.25 and first.interrupted_usd == 0.25 and first.estimated == 0
+    assert first.resends_left("k1") and first.resends_left("k2")
+    assert first.committed() == 0.25  # nothing left reserved
+    # the resent call is killed in flight again: it is not sent a third time
+    _cost_lines(out, _killed_call("2-1", "k1", 0.25, sent=True))
+    second = Budget(Records(out), 10.0)
+    assert second.found_in_flight == 1 and second.spent() == 0.5
+    assert not second.resends_left("k1") and second.resends_left("k2")
+    assert Budget(Records(out), 10.0).found_in_flight == 0  # settled once, by the first resume
+
+
+def _child_env() -> dict[str, str]:
+    src = Path(reasonwire.__file__).resolve().parents[1]
+    path = os.pathsep.join([str(src), str(HERE.parent.parent)])
+    return dict(os.environ, PYTHONPATH=path, COLUMNS="400", NO_COLOR="1")
+
+
+def _cli(url: str, out: Path, *extra: str) -> list[str]:
+    exe = Path(sys.executable).parent / "reasonwire"
+    return [
+        sys.executable, str(exe), "eval", "run", "--no-progress", "--route", "custom",
+        "--kind", "chat", "--base-url", url, "--models", "sim-qwen3,sim-r1", "--workers", "4",
+        "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+def _poll(cond: Any, what: str, limit: float = 60.0) -> None:
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+@pytest.mark.slow
+def test_kill_9_then_resume_pays_only_the_calls_in_flight(sim: SimServer, tmp_path: Path) -> None:
+    """A real ``reasonwire eval run`` killed with calls in flight, a second run started while
+    the first holds ``--out`` (refused, nothing sent), then the same command to the end: the
+    stub saw each unique body once, plus once more for those in flight at the kill only; the
+    printed bill is the stub's bill, the calls in flight named and counted apart."""
+    out = tmp_path / "out"
+    env = _child_env()
+    with billing_stub(sim.base_url, C, delay=0.3) as (url, ledger):
+        proc = subprocess.Popen(_cli(url, out), env=env, stdout=subprocess.DEVNULL)
+        try:
+            _poll(lambda: len(_calls(out)) >= 6, "the run recorded 6 calls")
+            second = subprocess.run(
+                _cli(url, out), env=env, capture_output=True, text=True, timeout=120
+            )
+            assert second.returncode == 2
+            err = " ".join(second.stderr.split())
+            assert f"is in use by another run (pid {proc.pid} on" in err, err
+            assert len(second.stderr.strip().splitlines()) == 1
+            _poll(lambda: len(_calls(out)) >= 8 and ledger.requests > len(_calls(out)),
+                  "calls in flight")  # fmt: skip
+            assert proc.poll() is None, "the run finished before it could be killed"
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        _poll(lambda: ledger.answered == ledger.requests, "the stub answered all it got")
+        phase1 = set(ledger.bodies)
+        phase1_billed = dict(ledger.billed_by)
+        assert all(v == 1 for v in ledger.bodies.values())
+        unrecorded = len(phase1) - len(_calls(out))  # sent, billed, never seen by the harness
+        assert unrecorded >= 1
+        done = subprocess.run(_cli(url, out), env=env, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+    twice = {d for d, n in ledger.bodies.items() if n == 2}
+    assert max(ledger.bodies.values()) <= 2 and twice <= phase1
+    assert len(twice) == unrecorded
+    assert ledger.requests == len(ledger.bodies) + unrecorded
+    line = done.stdout.strip().splitlines()[-1]
+    m = re.search(r"(\d+) call\(s\) were in flight at the interruption", line)
+    assert m, line
+    in_flight = int(m.group(1))
+    assert unrecorded <= in_flight <= 4  # --workers 4 on one route
+    spent = re.search(
+        r"\$([\d.]+) spent \(\$([\d.]+) billed by the provider, \$([\d.]+) estimated", line
+    )
+    assert spent, line
+    billed_printed = float(spent.group(2))
+    records = _calls(out)
+    assert len(records) == len(ledger.bodies)  # every unique call recorded once
+    billed_records = [r for r in records if r["price"] == "billed"]
+    assert billed_printed == pytest.approx(round(C * len(billed_records), 4), abs=1e-9)
+    # the stub billed the recorded calls, and the unrecorded ones in flight at the kill
+    unseen = sum(phase1_billed.get(d, 0.0) for d in twice)
+    assert ledger.total == pytest.approx(C * len(billed_records) + unseen, rel=1e-9)
+    assert float(spent.group(3)) > 0 and "for calls in flight at an interruption" in line
+
+
+@contextmanager
+def _held(out: Path, info: dict[str, Any]) -> Iterator[int]:
+    """Hold ``out``'s run lock as another run would: the lock file, flocked, holding who."""
+    out.mkdir(parents=True, exist_ok=True)
+    fd = os.open(out / "run.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.write(fd, json.dumps(info).encode())
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def test_a_second_run_on_a_held_out_says_who_and_sends_nothing(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    holder = {"pid": 4242, "host": "elsewhere", "t": 0}
+    with billing_stub(sim.base_url, C) as (url, ledger), _held(out, holder):
+        route = Route("mine", "chat", url)
+        with pytest.raises(ConfigError) as err:
+            run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=out))
+        res = CliRunner().invoke(
+            app, ["run", "--no-progress", "--route", "custom", "--kind", "chat",
+                  "--base-url", url, "--models", "sim-qwen3", "--out", str(out)], env=ENV,
+        )  # fmt: skip
+    msg = str(err.value)
+    assert "pid 4242 on elsewhere, started 1970-01-01 00:00:00 UTC" in msg and "--wait" in msg
+    assert "\n" not in msg
+    assert res.exit_code == 2 and "pid 4242 on elsewhere" in res.output
+    assert ledger.requests == 0 and _calls(out) == []
+
+
+def test_wait_blocks_until_the_holder_is_done_then_resumes(sim: SimServer, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    told: list[str] = []
+    with billing_stub(sim.base_url, C) as (url, ledger):
+        route = Route("mine", "chat", url)
+        first = run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=out))
+        with _held(out, {"pid": 4242, "host": "h", "t": 0}) as fd:
+
+            def release(who: str) -> None:  # the holder ends as the waiter starts waiting
+                told.append(who)
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+            again = run_eval(
+                EvalConfig(targets=[Target(route, "sim-qwen3")], out=out, wait=True,
+                           on_wait=release)  # fmt: skip
+            )
+    assert told and "pid 4242 on h" in told[0]
+    assert again.sent == 0 and again.reused == first.sent
+    assert ledger.requests == first.sent == len(ledger.bodies)
+
+
+# -- 3. an empty catalog -----------------------------------------------------------------------
+
+
+def test_an_empty_catalog_is_a_clear_line_and_exit_2(sim: SimServer, tmp_path: Path) -> None:
+    with billing_stub(sim.base_url, C, catalog=[]) as (url, ledger):
+        res = CliRunner().invoke(
+            app, ["run", "--no-progress", "--route", "custom", "--kind", "chat",
+                  "--base-url", url, "--out", str(tmp_path / "out")], env=ENV,
+        )  # fmt: skip
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "lists no model" in lines[0] and url in lines[0], res.output
+    assert ledger.requests == 0
