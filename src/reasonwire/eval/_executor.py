@@ -137,6 +137,7 @@ class Executor:
         self.reports_cost: set[str] = set()
         # routes declared free that answered without a bill: their calls are reserved at 0
         self.unbilled: set[str] = set()
+        self._reserved: dict[str, str] = {}  # call key -> its open reservation (being sent)
         self.stopped = False
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
@@ -225,6 +226,20 @@ class Executor:
     async def _call(
         self, cell: Cell, target: Target, body: dict[str, Any], key: str
     ) -> CallOutcome:
+        """:meth:`_send`; a call that fails unexpectedly after its reservation leaves it open
+        (it may have been sent and billed: the next run counts it as in flight) but stops
+        holding it for this run, so calls waiting for room are not kept waiting for it."""
+        try:
+            return await self._send(cell, target, body, key)
+        except BaseException:
+            rid = self._reserved.pop(key, None)
+            if rid is not None:
+                self.budget.abandon(rid)
+            raise
+
+    async def _send(
+        self, cell: Cell, target: Target, body: dict[str, Any], key: str
+    ) -> CallOutcome:
         dialect = get_dialect(cell.route.dialect)
         raw = self.done.get(key)
         if raw is not None:
@@ -263,6 +278,7 @@ class Executor:
             if rid is None:
                 self._budget_stop(cell, worst)
                 return CallOutcome(None)
+            self._reserved[key] = rid
             self.budget.intent(rid, key)
             try:
                 resp = await self.post(cell.route, cell.path(), body)
@@ -306,6 +322,7 @@ class Executor:
         )
         self.records.append(rec)
         self.budget.settle(rid, cost, estimate, key, cell.model)
+        self._reserved.pop(key, None)
         self.stats.sent += 1
         if not rec.ok:
             self.stats.errors += 1

@@ -256,6 +256,16 @@ class Budget:
         with self._tlock:
             self.records.append(rec)
             self._mine.discard(rid)
+        self._wake()
+
+    def abandon(self, rid: str) -> None:
+        """A call whose outcome is unknown (it failed unexpectedly): its reservation stays
+        counted (a later run settles it as in flight), but no call waits for it any more."""
+        with self._tlock:
+            self._mine.discard(rid)
+        self._wake()
+
+    def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
         for w in waiters:
             if not w.done():
