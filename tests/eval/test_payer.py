@@ -87,6 +87,7 @@ def test_the_budget_applies_on_a_loopback_address(sim: SimServer, tmp_path: Path
         route = Route("mine", "chat", url)
         res = run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=tmp_path, budget=0.01))
     assert res.budget_stopped and ledger.total <= 0.01
+    assert "price is unknown" in res.stop_reason and "--budget $0.01" in res.stop_reason
     assert res.spent_usd == pytest.approx(ledger.total, abs=1e-15)
 
 
@@ -277,7 +278,10 @@ def test_kill_9_then_resume_pays_only_the_calls_in_flight(sim: SimServer, tmp_pa
     # the stub billed the recorded calls, and the unrecorded ones in flight at the kill
     unseen = sum(phase1_billed.get(d, 0.0) for d in twice)
     assert ledger.total == pytest.approx(C * len(billed_records) + unseen, rel=1e-9)
-    assert float(spent.group(3)) > 0 and "for calls in flight at an interruption" in line
+    assert float(spent.group(3)) > 0 and "reserved for calls in flight at an interruption" in line
+    # likely: each call in flight at its model's mean bill, and the stub bills C for every call
+    likely = re.search(r"likely \$([\d.]+) at their models' mean bill", line)
+    assert likely and float(likely.group(1)) == pytest.approx(round(C * in_flight, 4), abs=1e-9)
 
 
 @contextmanager

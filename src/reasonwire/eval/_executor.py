@@ -36,7 +36,9 @@ from reasonwire.eval.budget import (
     BILLED,
     FREE_PRICE,
     UNKNOWN,
+    UNKNOWN_PRICE,
     Budget,
+    Price,
     call_cost,
     price_for,
     reported_cost,
@@ -139,6 +141,7 @@ class Executor:
         self.unbilled: set[str] = set()
         self._reserved: dict[str, str] = {}  # call key -> its open reservation (being sent)
         self.stopped = False
+        self.stop_reason = ""  # why the budget stopped the run (the summary says it)
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
         self.on_progress: Callable[[int], None] = lambda n: None
@@ -276,7 +279,7 @@ class Executor:
                 return CallOutcome(None)
             rid = await self.budget.reserve(worst, key, cell.route.name, cell.model)
             if rid is None:
-                self._budget_stop(cell, worst)
+                self._budget_stop(cell, worst, held)
                 return CallOutcome(None)
             self._reserved[key] = rid
             self.budget.intent(rid, key)
@@ -346,9 +349,19 @@ class Executor:
                 f"stopped: no connection to {cell.route.base_url} ({result.error})",
             )
 
-    def _budget_stop(self, cell: Cell, worst: float) -> None:
+    def _budget_stop(self, cell: Cell, worst: float, price: Price) -> None:
         if not self.stopped:
             self.stopped = True
+            spent = self.budget.spent()
+            self.stop_reason = (
+                f"{cell.route.name}/{cell.model}'s next call could cost up to ${worst:.4f}, "
+                f"${spent:.4f} is spent of --budget ${self.cfg.budget:g}"
+            )
+            if price == Price(*UNKNOWN_PRICE):
+                self.stop_reason += (
+                    "; its price is unknown, assumed the highest (give the route a `price` "
+                    "in --routes-file)"
+                )
             self.records.append(
                 BudgetStop(
                     run_id=self.run_id,

@@ -122,6 +122,8 @@ class Budget:
         self.interrupted_usd = 0.0  # calls in flight at an interruption, at their reservation
         self.interrupted: Counter[str] = Counter()  # call key -> interruptions it was in flight at
         self.found_in_flight = 0  # intents this run found unsettled (an interrupted run's)
+        self._flight: list[tuple[str, float]] = []  # (model, reservation) of each such call
+        self._billed_by: dict[str, tuple[int, float]] = {}  # model -> billed calls, USD
         self._seq = 0
         self._pid = os.getpid()
         self._waiters: list[asyncio.Future[None]] = []
@@ -156,10 +158,13 @@ class Budget:
                 if rec.interrupted is True:
                     self.interrupted_usd += rec.cost_usd
                     self.interrupted[rec.key] += 1
+                    self._flight.append((rec.model, rec.cost_usd))
                 elif rec.estimate:
                     self.estimated += rec.cost_usd
                 else:
                     self.billed += rec.cost_usd
+                    n, usd = self._billed_by.get(rec.model, (0, 0.0))
+                    self._billed_by[rec.model] = (n + 1, usd + rec.cost_usd)
 
     def _recover(self) -> None:
         """Settle what an earlier run left open (it was killed): a reservation never sent is
@@ -201,6 +206,13 @@ class Budget:
         with self._tlock:
             self._catch_up()
             return self.settled
+
+    def likely_in_flight(self) -> float:
+        """What the calls in flight at interruptions likely cost (their count is spent at the
+        reservation, an upper bound): see :func:`likely_cost`."""
+        with self._tlock:
+            self._catch_up()
+            return likely_cost(self._flight, self._billed_by)
 
     def resends_left(self, key: str) -> bool:
         """Whether the call ``key`` may be sent: not yet in flight at more interruptions than
@@ -270,6 +282,20 @@ class Budget:
         for w in waiters:
             if not w.done():
                 w.set_result(None)
+
+
+def likely_cost(
+    flight: list[tuple[str, float]], billed_by: Mapping[str, tuple[int, float]]
+) -> float:
+    """Calls in flight at an interruption, ``(model, reservation)``: each at the mean billed
+    cost of its model's answered calls, else at its reservation. Shown beside the reserved
+    figure (which the budget counts, to stay under the cap whatever they cost): the likely
+    bill, not a bound."""
+    total = 0.0
+    for model, reserved in flight:
+        n, usd = billed_by.get(model, (0, 0.0))
+        total += usd / n if n else reserved
+    return total
 
 
 def call_cost(

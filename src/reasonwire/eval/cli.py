@@ -119,7 +119,10 @@ def summary_line(result: RunResult, out: Path) -> str:
     if result.unknown_price:
         spend += f"; estimate: price unknown for {', '.join(result.unknown_price)}"
     if result.in_flight_usd:
-        spend += f"; ${result.in_flight_usd:.4f} for calls in flight at an interruption"
+        spend += (
+            f"; ${result.in_flight_usd:.4f} reserved for calls in flight at an interruption, "
+            f"likely ${result.in_flight_likely_usd:.4f} at their models' mean bill"
+        )
     spend += ")"
     line = (
         f"{result.sent} calls sent, {result.reused} reused from records, {result.errors} "
@@ -133,7 +136,7 @@ def summary_line(result: RunResult, out: Path) -> str:
     if result.not_resent:
         line += f"; {result.not_resent} call(s) in flight at two interruptions not sent again"
     if result.budget_stopped:
-        line += " (budget stop)"
+        line += f" (budget stop: {result.stop_reason})" if result.stop_reason else " (budget stop)"
     return line + f"; {out}/matrix.md, {out}/matrix.json, {out}/report.html"
 
 

@@ -84,3 +84,8 @@ class RunResult:
     """Calls this run found in flight at an interruption of an earlier run (sent again once)."""
     not_resent: int = 0
     """Calls not sent because they were in flight at two interruptions already."""
+    in_flight_likely_usd: float = 0.0
+    """What the calls in flight at an interruption likely cost: each at the mean billed cost
+    of its model's answered calls (its reservation when none was billed)."""
+    stop_reason: str = ""
+    """Why the budget stopped the run (empty when it did not)."""

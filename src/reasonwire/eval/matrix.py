@@ -29,6 +29,7 @@ import orjson
 from reasonwire.errors import ConfigError
 from reasonwire.eval._fold_rows import fold_rows_of
 from reasonwire.eval._rows import Rec, rows_of
+from reasonwire.eval.budget import likely_cost
 from reasonwire.eval.fold_report import fold_md
 from reasonwire.eval.records import (
     CALLS,
@@ -82,15 +83,23 @@ class _Part:
     fold: dict[tuple[str, str], list[dict[str, Any]]]
 
 
-def _in_flight(out: Path) -> tuple[int, float]:
+def _in_flight(out: Path) -> tuple[int, float, float]:
     """Calls in flight at an interruption (``cost.jsonl`` settlements marked ``interrupted``,
-    written by the run that resumed): how many, and their reservations (counted as spent)."""
-    n, usd = 0, 0.0
+    written by the run that resumed): how many, their reservations (counted as spent), and
+    what they likely cost (:func:`~reasonwire.eval.budget.likely_cost`). Over the whole
+    directory, as the budget counts them (a settlement names no fixture)."""
+    flight: list[tuple[str, float]] = []
+    billed_by: dict[str, tuple[int, float]] = {}
     for rec in read_jsonl(out / COST):
-        if rec.get("type") == "settle" and rec.get("interrupted") is True:
-            n += 1
-            usd += float(rec.get("cost_usd") or 0.0)
-    return n, usd
+        if rec.get("type") != "settle":
+            continue
+        model, usd = str(rec.get("model")), float(rec.get("cost_usd") or 0.0)
+        if rec.get("interrupted") is True:
+            flight.append((model, usd))
+        elif rec.get("estimate") is False:
+            n, total = billed_by.get(model, (0, 0.0))
+            billed_by[model] = (n + 1, total + usd)
+    return len(flight), sum(u for _, u in flight), likely_cost(flight, billed_by)
 
 
 _SHARD_MIN_BYTES = 64 << 20
@@ -261,7 +270,7 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     parts = _scan_sharded(calls, ctx, _shards(calls))
     spent = sum(part.spent for part in parts)
     billed = sum(part.billed for part in parts)
-    in_flight, in_flight_usd = _in_flight(out)
+    in_flight, in_flight_usd, in_flight_likely = _in_flight(out)
     ncalls = sum(part.ncalls for part in parts)
     for k, dialect in parts[0].discovered:  # every shard sees every key, in file order
         if k not in dialects:
@@ -304,7 +313,11 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     matrix["spent_estimate"] = any(r.get("price") == "unknown" for r in matrix["rows"])
     matrix["spent_billed_usd"] = round(billed, 8)
     matrix["spent_estimated_usd"] = round(spent - billed + in_flight_usd, 8)
-    matrix["in_flight"] = {"calls": in_flight, "usd": round(in_flight_usd, 8)}
+    matrix["in_flight"] = {
+        "calls": in_flight,
+        "usd": round(in_flight_usd, 8),
+        "likely_usd": round(in_flight_likely, 8),
+    }
     if fold_setup is not None:
         fold_rows = {}
         for part in parts:
@@ -391,8 +404,9 @@ def spent_text(matrix: dict[str, Any]) -> str:
     flight = matrix.get("in_flight") or {}
     if flight.get("calls"):
         text += (
-            f"; ${flight['usd']:.4f} for {flight['calls']} call(s) in flight at an "
-            "interruption, at their reserved worst case"
+            f"; ${flight['usd']:.4f} reserved for {flight['calls']} call(s) in flight at an "
+            f"interruption, likely ${flight.get('likely_usd', flight['usd']):.4f} at their "
+            "models' mean bill"
         )
     return text + ")"
 

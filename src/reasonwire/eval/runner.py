@@ -134,6 +134,8 @@ async def _arun(cfg: EvalConfig, records: Records, fold_trace: FoldTrace | None)
         in_flight_usd=budget.interrupted_usd,
         in_flight=budget.found_in_flight,
         not_resent=executor.stats.not_resent,
+        in_flight_likely_usd=budget.likely_in_flight(),
+        stop_reason=executor.stop_reason,
     )
 
 
