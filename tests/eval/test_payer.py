@@ -351,3 +351,27 @@ def test_an_empty_catalog_is_a_clear_line_and_exit_2(sim: SimServer, tmp_path: P
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and "lists no model" in lines[0] and url in lines[0], res.output
     assert ledger.requests == 0
+
+
+def test_a_call_in_flight_at_two_interruptions_is_not_sent_a_third_time(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """The records two kills leave for one call (its first send and its one resend, both in
+    flight): the next run does not send it, says so, and sends every other call."""
+    with billing_stub(sim.base_url, C) as (url, ledger):
+        route = Route("mine", "chat", url, local=True)
+        target = Target(route, "sim-qwen3")
+        full = run_eval(EvalConfig(targets=[target], out=tmp_path / "full"))
+        turn2 = [r for r in _calls(tmp_path / "full") if r["position"] != "turn1"]
+        key = turn2[-1]["key"]
+        out = tmp_path / "out"
+        _cost_lines(out, _killed_call("1-1", key, 0.25, sent=True))
+        interrupted = {"type": "settle", "rid": "1-1", "cost_usd": 0.25, "estimate": True,
+                       "key": key, "model": "sim-qwen3", "interrupted": True}  # fmt: skip
+        _cost_lines(out, [interrupted, *_killed_call("2-1", key, 0.25, sent=True)])
+        before = ledger.requests
+        res = run_eval(EvalConfig(targets=[target], out=out))
+    assert res.not_resent == 1 and res.in_flight == 1
+    assert key not in {r["key"] for r in _calls(out)}
+    assert res.sent == full.sent - 1 == ledger.requests - before
+    assert res.spent_usd == pytest.approx(0.5 + C * res.sent, rel=1e-9)
