@@ -375,3 +375,35 @@ def test_a_call_in_flight_at_two_interruptions_is_not_sent_a_third_time(
     assert key not in {r["key"] for r in _calls(out)}
     assert res.sent == full.sent - 1 == ledger.requests - before
     assert res.spent_usd == pytest.approx(0.5 + C * res.sent, rel=1e-9)
+
+
+def test_a_call_failing_unexpectedly_does_not_keep_others_waiting(tmp_path: Path) -> None:
+    """Room for one call at a time; the call holding it fails with an unexpected exception
+    while another waits for room. The waiter is told (no hang): the failed call's outcome is
+    unknown, so its reservation stays counted, the run stops on the budget, and the next run
+    counts that call as in flight."""
+    import httpx
+
+    from reasonwire.eval.budget import Price
+    from reasonwire.eval.runner import arun_eval
+
+    async def handler(request: httpx.Request) -> httpx.Response:
+        if json.loads(request.content)["model"] == "m1":
+            await asyncio.sleep(0.2)  # m2 is waiting for room by now
+            raise RuntimeError("a bug between the request and its record")
+        return httpx.Response(200, json={
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "m2",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "NONE"}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+        })  # fmt: skip
+
+    route = Route("paid", "chat", "https://api.example.invalid/v1")
+    price = Price(0.0, PER_TOKEN)
+    cfg = EvalConfig(
+        targets=[Target(route, "m1", price), Target(route, "m2", price)], out=tmp_path,
+        budget=1.5 * W, workers=2, max_tokens=MAX_TOKENS, transport=httpx.MockTransport(handler),
+    )  # fmt: skip
+    res = asyncio.run(asyncio.wait_for(arun_eval(cfg), 120))
+    assert res.budget_stopped and res.sent == 0
+    assert Budget(Records(tmp_path), 1.0).found_in_flight == 1
