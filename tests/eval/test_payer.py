@@ -407,3 +407,20 @@ def test_a_call_failing_unexpectedly_does_not_keep_others_waiting(tmp_path: Path
     res = asyncio.run(asyncio.wait_for(arun_eval(cfg), 120))
     assert res.budget_stopped and res.sent == 0
     assert Budget(Records(tmp_path), 1.0).found_in_flight == 1
+
+
+def test_a_declared_local_gateway_bills_per_model(sim: SimServer, tmp_path: Path) -> None:
+    """One declared-local route, two models: the simulator's OpenRouter behaviour reports
+    ``usage.cost`` (billed: counted), Qwen3 reports none (free, and not priced as unknown
+    because its neighbour bills)."""
+    route = Route("gw", "chat", sim.base_url, local=True)
+    targets = [Target(route, "sim-openrouter"), Target(route, "sim-qwen3")]
+    res = run_eval(EvalConfig(targets=targets, out=tmp_path, workers=4))
+    recs = _calls(tmp_path)
+    billed = [r for r in recs if r["model"] == "sim-openrouter" and r["ok"]]
+    assert billed and all(r["price"] == "billed" for r in billed)
+    assert all(r["cost_usd"] == r["usage"]["cost_usd"] > 0 for r in billed)
+    free = [r for r in recs if r["model"] == "sim-qwen3"]
+    assert free and {(r["price"], r["cost_usd"]) for r in free} == {("free", 0.0)}
+    assert res.unknown_price == () and res.estimated_usd == 0
+    assert res.billed_usd == pytest.approx(sum(r["cost_usd"] for r in recs), rel=1e-9)

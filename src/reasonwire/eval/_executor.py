@@ -135,10 +135,10 @@ class Executor:
         self.stats = CallStats()
         self.per_model: dict[str, int] = {}
         self.unknown_price: set[str] = set()  # route/model whose cost is a worst-case guess
-        # routes that reported a cost: no longer taken as free, even when declared so
-        self.reports_cost: set[str] = set()
-        # routes declared free that answered without a bill: their calls are reserved at 0
-        self.unbilled: set[str] = set()
+        # (route, model)s that reported a cost: no longer taken as free, even when declared so
+        self.reports_cost: set[tuple[str, str]] = set()
+        # (route, model)s declared free that answered without a bill: reserved at 0 from then
+        self.unbilled: set[tuple[str, str]] = set()
         self._reserved: dict[str, str] = {}  # call key -> its open reservation (being sent)
         self.stopped = False
         self.stop_reason = ""  # why the budget stopped the run (the summary says it)
@@ -259,11 +259,12 @@ class Executor:
         if not self.budget.resends_left(key):  # in flight at two interruptions: not again
             self.stats.not_resent += 1
             return CallOutcome(None)
-        price, source = price_for(target.price, cell.route, cell.route.name in self.reports_cost)
+        who = (cell.route.name, cell.model)  # a gateway bills some models and not others
+        price, source = price_for(target.price, cell.route, who in self.reports_cost)
         # a route declared free is free once it has answered without a bill; until then its
         # calls are reserved as paid ones: it may bill, and the cap holds either way
         held = price
-        if source == FREE_PRICE and cell.route.name not in self.unbilled:
+        if source == FREE_PRICE and who not in self.unbilled:
             held = price_for(None, replace(cell.route, local=False, free=False))[0]
         payload = json.dumps(body, ensure_ascii=False).encode()
         worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), held)
@@ -298,10 +299,10 @@ class Executor:
             billed = reported_cost(turn.usage, headers)
             if billed is not None:  # the provider's bill counts, on any address
                 cost, estimate, source = billed, False, BILLED
-                self.reports_cost.add(cell.route.name)
+                self.reports_cost.add(who)
             elif source == FREE_PRICE:  # declared free and no bill: nothing is paid
                 cost, estimate = 0.0, False
-                self.unbilled.add(cell.route.name)
+                self.unbilled.add(who)
             else:
                 cost, estimate = call_cost(turn.usage, price)
         else:
