@@ -40,6 +40,7 @@ class Ledger:
     billed: list[float] = field(default_factory=list)  # one entry per billed (200) answer
     billed_by: Counter[str] = field(default_factory=Counter)  # body -> USD billed for it
     answered: int = 0  # answers computed (any status), delivered or not
+    incomplete: int = 0  # requests cut short by the client's death (not received, not billed)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -104,6 +105,10 @@ def billing_stub(
         def do_POST(self) -> None:
             size = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(size) if size else b""
+            if len(body) < size:  # the client died mid-request: nothing to answer or bill
+                with ledger.lock:
+                    ledger.incomplete += 1
+                return
             d = digest(body)
             with ledger.lock:
                 ledger.bodies[d] += 1

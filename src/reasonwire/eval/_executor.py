@@ -113,12 +113,18 @@ class Executor:
         self.run_id = run_id
         self.fixture_id = fixture_id
         self.t_estimate = t_estimate
-        self.budget = Budget(records, cfg.budget)
         # key -> the call record of an earlier run, decoded when a cell asks for it
         self.done: dict[str, dict[str, Any]] = {}
+        recorded: dict[tuple[str, str], tuple[float, bool]] = {}  # (key, run id) -> its cost
         for raw in read_jsonl(records.out / CALLS):
-            if raw.get("type") == "call" and raw.get("error_kind") not in _RESEND:
-                self.done[str(raw.get("key"))] = raw
+            if raw.get("type") != "call":
+                continue
+            key = str(raw.get("key"))
+            cost = float(raw.get("cost_usd") or 0.0)
+            recorded[(key, str(raw.get("run_id")))] = (cost, raw.get("cost_estimate") is not False)
+            if raw.get("error_kind") not in _RESEND:
+                self.done[key] = raw
+        self.budget = Budget(records, cfg.budget, run_id, recorded)
         # (route, model) -> (T, T_source); counted ones from earlier runs are reused
         self.T: dict[tuple[str, str], tuple[int, str]] = {}
         for rec in read_records(records.out / RUNS):
