@@ -107,15 +107,26 @@ class Budget:
     Every figure is read back from the file (each record appended, then caught up), so what
     the run decides is what a later run and the report will see."""
 
-    def __init__(self, records: Records, limit_usd: float) -> None:
+    def __init__(
+        self,
+        records: Records,
+        limit_usd: float,
+        run_id: str = "",
+        recorded: Mapping[tuple[str, str], tuple[float, bool]] | None = None,
+    ) -> None:
+        """``recorded``: (call key, run id) -> (cost, is_estimate) of every call record under
+        ``--out``: a call its run recorded but was killed before settling is settled from its
+        record, not counted as in flight."""
         self.records = records
         self.limit = limit_usd
+        self.run_id = run_id
+        self._recorded = recorded or {}
         self._path = records.out / COST
         self._lockfile = records.out / ".budget.lock"
         self._tlock = threading.Lock()
         self._offset = 0
         self._open: dict[str, Reserve] = {}  # reservation id -> its record (every run)
-        self._sent: set[str] = set()  # open reservations with an intent
+        self._sent: dict[str, Intent] = {}  # open reservations with an intent
         self._mine: set[str] = set()  # open reservations of this object
         self.billed = 0.0  # the providers' figures
         self.estimated = 0.0  # from the price list
@@ -150,10 +161,10 @@ class Budget:
                 self._open[rec.rid] = rec
             elif isinstance(rec, Intent):
                 if rec.rid in self._open:
-                    self._sent.add(rec.rid)
+                    self._sent[rec.rid] = rec
             elif isinstance(rec, Settle):
                 self._open.pop(rec.rid, None)
-                self._sent.discard(rec.rid)
+                self._sent.pop(rec.rid, None)
                 self._mine.discard(rec.rid)
                 if rec.interrupted is True:
                     self.interrupted_usd += rec.cost_usd
@@ -176,10 +187,17 @@ class Budget:
             try:
                 self._catch_up()
                 for rid, res in list(self._open.items()):
-                    sent = rid in self._sent
-                    self.found_in_flight += sent
-                    self.records.append(
-                        Settle(
+                    intent = self._sent.get(rid)
+                    done = None if intent is None else self._recorded.get((res.key, intent.run_id))
+                    if done is not None:  # answered and recorded, killed before its settle
+                        cost, estimate = done
+                        settle = Settle(
+                            rid=rid, cost_usd=cost, estimate=estimate, key=res.key, model=res.model
+                        )
+                    else:
+                        sent = intent is not None
+                        self.found_in_flight += sent
+                        settle = Settle(
                             rid=rid,
                             cost_usd=res.usd if sent else 0.0,
                             estimate=True,
@@ -187,7 +205,7 @@ class Budget:
                             model=res.model,
                             interrupted=True if sent else ABSENT,
                         )
-                    )
+                    self.records.append(settle)
                 self._catch_up()
             finally:
                 fcntl.flock(lk, fcntl.LOCK_UN)
@@ -260,7 +278,7 @@ class Budget:
     def intent(self, rid: str, key: str) -> None:
         """Journal that the reserved call is being sent (before its first byte)."""
         with self._tlock:
-            self.records.append(Intent(rid=rid, key=key, pid=self._pid))
+            self.records.append(Intent(rid=rid, key=key, pid=self._pid, run_id=self.run_id))
 
     def settle(self, rid: str, cost_usd: float, estimate: bool, key: str, model: str) -> None:
         """Replace the reservation by the call's cost; wake the calls waiting for room."""

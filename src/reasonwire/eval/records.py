@@ -227,6 +227,7 @@ class Intent(JSONRecord):
     rid: str
     key: str
     pid: int
+    run_id: str = ABSENT
     unknown: Mapping[str, JSON] = rest()
 
 
@@ -419,8 +420,9 @@ class Records:
         try:
             self.out.mkdir(parents=True, exist_ok=True)
             for name in (CALLS, COST, RUNS):
-                fd = os.open(self.out / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                fd = os.open(self.out / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 self._fds[name] = fd
+                _end_torn_line(fd)
         except OSError as exc:
             self.close()
             raise ConfigError(f"--out {self.out} is not writable: {exc.strerror}") from None
@@ -441,6 +443,14 @@ class Records:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
+
+
+def _end_torn_line(fd: int) -> None:
+    """End a torn last line (its writer was killed mid-record) before anything is appended:
+    else the next record would be glued to the fragment and lost with it."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        os.write(fd, b"\n")
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
