@@ -92,7 +92,11 @@ def test_budget_exhaustion_stops_cleanly(sim: SimServer, tmp_path: Path) -> None
     res = run_eval(EvalConfig(targets=targets(sim, 0), out=tmp_path, budget=limit, workers=4))
     assert res.budget_stopped
     stops = [r for r in read_jsonl(tmp_path / "runs.jsonl") if r["type"] == "budget_stop"]
-    assert len(stops) == 1 and stops[0]["limit_usd"] == limit
+    # one record per (route, model) the budget stopped (the others went on while they fit)
+    stopped = [(s["route"], s["model"]) for s in stops]
+    assert stops and len(stopped) == len(set(stopped))
+    assert all(s["limit_usd"] == limit and s["committed_usd"] <= limit for s in stops)
+    assert all(s["committed_usd"] + s["next_call_worst_usd"] > limit for s in stops)
     settled = sum(
         r["cost_usd"] for r in read_jsonl(tmp_path / "cost.jsonl") if r["type"] == "settle"
     )

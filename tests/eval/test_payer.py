@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -458,3 +459,25 @@ def test_a_declared_local_gateway_bills_per_model(sim: SimServer, tmp_path: Path
     assert free and {(r["price"], r["cost_usd"]) for r in free} == {("free", 0.0)}
     assert res.unknown_price == () and res.estimated_usd == 0
     assert res.billed_usd == pytest.approx(sum(r["cost_usd"] for r in recs), rel=1e-9)
+
+
+def test_a_model_that_cannot_fit_does_not_stop_the_others(sim: SimServer, tmp_path: Path) -> None:
+    """The cap allows every call of one model and no call of another (its worst case alone is
+    over the cap): the first is measured whole, the second is stopped and said so."""
+    from reasonwire.eval.budget import Price
+
+    with billing_stub(sim.base_url, C) as (url, ledger):
+        route = Route("mine", "chat", url)
+        cheap = Target(route, "sim-qwen3", Price(0.0, PER_TOKEN))
+        alone = run_eval(EvalConfig(targets=[cheap], out=tmp_path / "alone", workers=4,
+                                    max_tokens=MAX_TOKENS))  # fmt: skip
+        dear = Target(route, "sim-r1", Price(0.0, 1.0))  # $512 worst case
+        cap = C * (alone.sent - 1) + W  # exactly what the cheap model needs
+        res = run_eval(EvalConfig(targets=[cheap, dear], out=tmp_path / "both", workers=4,
+                                  max_tokens=MAX_TOKENS, budget=cap))  # fmt: skip
+    per_model = Counter(r["model"] for r in _calls(tmp_path / "both"))
+    assert per_model == {"sim-qwen3": alone.sent}
+    assert ledger.requests == 2 * alone.sent  # nothing of sim-r1 reached the provider
+    stops = [r for r in read_jsonl(tmp_path / "both" / "runs.jsonl") if r["type"] == "budget_stop"]
+    assert [(s["model"], s["next_call_worst_usd"]) for s in stops] == [("sim-r1", MAX_TOKENS)]
+    assert res.budget_stopped and "sim-r1" in res.stop_reason

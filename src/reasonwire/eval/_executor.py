@@ -3,8 +3,8 @@
 It owns everything between a cell and its record: the resume cache (a cell whose key is
 already recorded, same route, endpoint, exact body and lane attempt, is answered from the
 record; ``transport`` and ``auth`` failures are sent again), the budget (a worst-case
-reservation before the call, a settlement after; the first refusal stops the run), the
-per-route bound on calls in flight, HTTP with retries, and the 401 protocol (the key is
+reservation once the call holds a slot, an intent as it is sent, a settlement after; a call
+that cannot fit stops its (route, model), the others go on while theirs fit), the per-route bound on calls in flight, HTTP with retries, and the 401 protocol (the key is
 re-read once, after ``auth_wait_s`` when it is unchanged and its source can change: an auth
 or dotenv file, never an environment variable). Every answer is written to
 ``calls.jsonl`` before it is used. Which cells are sent, and in which order, is not its
@@ -146,8 +146,10 @@ class Executor:
         # (route, model)s declared free that answered without a bill: reserved at 0 from then
         self.unbilled: set[tuple[str, str]] = set()
         self._reserved: dict[str, str] = {}  # call key -> its open reservation (being sent)
-        self.stopped = False
-        self.stop_reason = ""  # why the budget stopped the run (the summary says it)
+        # (route, model)s the budget stopped: a call of theirs did not fit even with nothing
+        # in flight (spend only grows, so it never will); the others go on while they fit
+        self.budget_stopped: set[tuple[str, str]] = set()
+        self.stop_reason = ""  # why the budget stopped the first of them (the summary says it)
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
         self.on_progress: Callable[[int], None] = lambda n: None
@@ -260,12 +262,12 @@ class Executor:
             if rec.ok and raw_body is not None and raw_body is not ABSENT:
                 kept = dialect.parse_response(raw_body)
             return CallOutcome(rec, kept, reused=True)
-        if self.stopped or cell.route.name in self.dead_routes:
+        who = (cell.route.name, cell.model)  # a gateway bills some models and not others
+        if who in self.budget_stopped or cell.route.name in self.dead_routes:
             return CallOutcome(None)
         if not self.budget.resends_left(key):  # in flight at two interruptions: not again
             self.stats.not_resent += 1
             return CallOutcome(None)
-        who = (cell.route.name, cell.model)  # a gateway bills some models and not others
         price, source = price_for(target.price, cell.route, who in self.reports_cost)
         # a route declared free is free once it has answered without a bill; until then its
         # calls are reserved as paid ones: it may bill, and the cap holds either way
@@ -282,7 +284,7 @@ class Executor:
         failure: ReasonwireError | None = None
         async with sem:
             # reserved once the call holds a slot: a call waiting for a slot holds no money
-            if self.stopped or cell.route.name in self.dead_routes:  # stopped while it waited
+            if who in self.budget_stopped or cell.route.name in self.dead_routes:  # meanwhile
                 return CallOutcome(None)
             rid = await self.budget.reserve(worst, key, cell.route.name, cell.model)
             if rid is None:
@@ -356,9 +358,22 @@ class Executor:
                 f"stopped: no connection to {cell.route.base_url} ({result.error})",
             )
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the budget stopped some (route, model) of this run."""
+        return bool(self.budget_stopped)
+
+    def over_budget(self, target: Target) -> bool:
+        """Whether the budget stopped ``target``: its later cells are not sent."""
+        return (target.route.name, target.model) in self.budget_stopped
+
     def _budget_stop(self, cell: Cell, worst: float, price: Price) -> None:
-        if not self.stopped:
-            self.stopped = True
+        who = (cell.route.name, cell.model)
+        if who in self.budget_stopped:
+            return
+        first = not self.budget_stopped
+        self.budget_stopped.add(who)
+        if first:
             spent = self.budget.spent()
             self.stop_reason = (
                 f"{cell.route.name}/{cell.model}'s next call could cost up to ${worst:.4f}, "
@@ -369,17 +384,17 @@ class Executor:
                     "; its price is unknown, assumed the highest (give the route a `price` "
                     "in --routes-file)"
                 )
-            self.records.append(
-                BudgetStop(
-                    run_id=self.run_id,
-                    limit_usd=self.cfg.budget,
-                    committed_usd=self.budget.committed(),
-                    next_call_worst_usd=worst,
-                    route=cell.route.name,
-                    model=cell.model,
-                    t=time.time(),
-                )
+        self.records.append(
+            BudgetStop(
+                run_id=self.run_id,
+                limit_usd=self.cfg.budget,
+                committed_usd=self.budget.committed(),
+                next_call_worst_usd=worst,
+                route=cell.route.name,
+                model=cell.model,
+                t=time.time(),
             )
+        )
 
     def done_outcomes(self) -> list[CallOutcome]:
         """Every outcome this run has (sent or reused), in the order cells asked for them."""
