@@ -4,10 +4,11 @@ It owns everything between a cell and its record: the resume cache (a cell whose
 already recorded, same route, endpoint, exact body and lane attempt, is answered from the
 record; ``transport`` and ``auth`` failures are sent again), the budget (a worst-case
 reservation once the call holds a slot, an intent as it is sent, a settlement after; a call
-that cannot fit stops its (route, model), the others go on while theirs fit), the per-route bound on calls in flight, HTTP with retries, and the 401 protocol (the key is
-re-read once, after ``auth_wait_s`` when it is unchanged and its source can change: an auth
-or dotenv file, never an environment variable). Every answer is written to
-``calls.jsonl`` before it is used. Which cells are sent, and in which order, is not its
+that cannot fit stops its (route, model), the others go on while theirs fit), the per-route
+bound on calls in flight, HTTP with retries, and the 401 protocol (the key is re-read once,
+after ``auth_wait_s`` when it is unchanged and its source can change: an auth or dotenv
+file, never an environment variable). Every answer is written to ``calls.jsonl`` before it
+is used. Which cells are sent, and in which order, is not its
 business (:mod:`reasonwire.eval._steps`).
 """
 
