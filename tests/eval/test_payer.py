@@ -481,3 +481,22 @@ def test_a_model_that_cannot_fit_does_not_stop_the_others(sim: SimServer, tmp_pa
     stops = [r for r in read_jsonl(tmp_path / "both" / "runs.jsonl") if r["type"] == "budget_stop"]
     assert [(s["model"], s["next_call_worst_usd"]) for s in stops] == [("sim-r1", MAX_TOKENS)]
     assert res.budget_stopped and "sim-r1" in res.stop_reason
+
+
+def _run_cli(*args: str) -> tuple[int, str]:
+    res = CliRunner().invoke(app, ["run", "--no-progress", *args], env=ENV)
+    return res.exit_code, res.output
+
+
+def test_local_declares_a_custom_route_free(sim: SimServer, tmp_path: Path) -> None:
+    base = ["--route", "custom", "--kind", "chat", "--base-url", sim.base_url,
+            "--models", "sim-qwen3"]  # fmt: skip
+    code, output = _run_cli(*base, "--local", "--out", str(tmp_path / "a"))
+    assert code == 0, output
+    last = output.strip().splitlines()[-1]
+    assert "$0.0000 spent ($0.0000 billed by the provider, $0.0000 estimated)" in last
+    code, output = _run_cli(*base, "--out", str(tmp_path / "b"))
+    assert code == 0 and "price unknown for custom/sim-qwen3" in output.strip().splitlines()[-1]
+    code, output = _run_cli("--route", "local", "--local", "--models", "m",
+                            "--out", str(tmp_path / "c"))  # fmt: skip
+    assert code == 2 and "--local only applies to --route custom" in output
