@@ -500,3 +500,15 @@ def test_local_declares_a_custom_route_free(sim: SimServer, tmp_path: Path) -> N
     code, output = _run_cli("--route", "local", "--local", "--models", "m",
                             "--out", str(tmp_path / "c"))  # fmt: skip
     assert code == 2 and "--local only applies to --route custom" in output
+
+
+def test_a_declared_local_route_is_reserved_as_paid_until_it_answers_unbilled(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    """Declared local, but it bills: before its first answer nobody knows, so its calls are
+    reserved as paid ones and the cap holds (two models billing $0.006 a call, cap $0.01)."""
+    with billing_stub(sim.base_url, 0.006) as (url, ledger):
+        route = Route("mine", "chat", url, local=True)
+        targets = [Target(route, "sim-qwen3"), Target(route, "sim-r1")]
+        res = run_eval(EvalConfig(targets=targets, out=tmp_path, budget=0.01, workers=4))
+    assert ledger.total <= 0.01 and res.budget_stopped
