@@ -512,3 +512,12 @@ def test_a_declared_local_route_is_reserved_as_paid_until_it_answers_unbilled(
         targets = [Target(route, "sim-qwen3"), Target(route, "sim-r1")]
         res = run_eval(EvalConfig(targets=targets, out=tmp_path, budget=0.01, workers=4))
     assert ledger.total <= 0.01 and res.budget_stopped
+
+
+def test_a_declared_local_route_answering_unbilled_is_reserved_at_nothing(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    route = Route("mine", "chat", sim.base_url, local=True)  # sim-qwen3 reports no cost
+    run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=tmp_path, workers=1))
+    reserves = [r["usd"] for r in read_jsonl(tmp_path / "cost.jsonl") if r["type"] == "reserve"]
+    assert len(reserves) > 2 and reserves[0] > 0 and set(reserves[1:]) == {0.0}
