@@ -382,10 +382,16 @@ def test_an_empty_catalog_is_a_clear_line_and_exit_2(sim: SimServer, tmp_path: P
             app, ["run", "--no-progress", "--route", "custom", "--kind", "chat",
                   "--base-url", url, "--out", str(tmp_path / "out")], env=ENV,
         )  # fmt: skip
+        routes = tmp_path / "routes.toml"
+        routes.write_text(f'[routes.mine]\nkind = "chat"\nbase_url = "{url}"\n')
+        listed = CliRunner().invoke(
+            app, ["models", "--route", "mine", "--routes-file", str(routes)], env=ENV
+        )
     assert res.exit_code == 2
     lines = res.output.strip().splitlines()
     assert len(lines) == 1 and "lists no model" in lines[0] and url in lines[0], res.output
     assert ledger.requests == 0
+    assert listed.exit_code == 2 and "lists no model" in listed.output
 
 
 def test_a_call_in_flight_at_two_interruptions_is_not_sent_a_third_time(

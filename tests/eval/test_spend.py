@@ -1,6 +1,7 @@
-"""Spend is honest: loopback and ``local`` routes are free, unknown prices are estimates
-everywhere shown, explicit ids take their catalog prices, TOML routes declare a price or
-``free = true``."""
+"""Spend is honest: a route declared ``local`` that reports no cost is free (a loopback
+address alone is not: see test_payer.py for providers that bill), unknown prices are
+estimates everywhere shown, explicit ids take their catalog prices, TOML routes declare a
+price or ``free = true``."""
 
 from __future__ import annotations
 

@@ -273,6 +273,8 @@ def models_command(
     try:
         r = get_route(route, load_routes(routes_file))
         entries = fetch_catalog(r, _key(r, dotenv))
+        if not entries:
+            raise ConfigError(_no_models(r, entries, models))
     except ReasonwireError as exc:
         raise _fail(exc) from None
     kept = {c.id for c in select(entries, models)}
