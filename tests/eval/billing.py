@@ -7,15 +7,13 @@ body) or in the ``x-litellm-response-cost`` header (LiteLLM's proxy, docs.litell
 client is still there to read it (a provider charges for the work, not for the delivery), and
 counts every request body it received: how many times each unique body came is the test's
 measure of "paid twice". ``delay`` holds each answer that long, so a run can be killed with
-calls in flight. Used in-process and from a child process (``python -m tests.eval.billing``
-prints its URL and serves until killed, writing its ledger as JSON lines to a file).
+calls in flight. It runs in the test's process; the harness may run in a child process.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import sys
 import threading
 import time
 from collections import Counter
@@ -23,7 +21,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -63,19 +60,13 @@ def billing_stub(
     how: str = "usage",
     delay: float = 0.0,
     catalog: list[dict[str, Any]] | None = None,
-    journal: Path | None = None,
 ) -> Iterator[tuple[str, Ledger]]:
     """Serve on a free loopback port; yields (its base URL with ``upstream``'s path, ledger).
     ``how``: ``usage`` (body) or ``header``. ``catalog``: what ``GET .../models`` lists
-    (None: the simulator's). ``journal``: a file getting one JSON line per event."""
+    (None: the simulator's)."""
     parts = urlsplit(upstream)
     origin = f"{parts.scheme}://{parts.netloc}"
     ledger = Ledger()
-
-    def note(event: dict[str, Any]) -> None:
-        if journal is not None:
-            with journal.open("a") as fh:
-                fh.write(json.dumps(event) + "\n")
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -112,7 +103,6 @@ def billing_stub(
             d = digest(body)
             with ledger.lock:
                 ledger.bodies[d] += 1
-            note({"event": "received", "body": d})
             keep = {"content-type", "x-sim-fault", "anthropic-version"}
             headers = {k: v for k, v in self.headers.items() if k.lower() in keep}
             resp = httpx.post(origin + self.path, content=body, headers=headers, timeout=120.0)
@@ -132,7 +122,6 @@ def billing_stub(
                 with ledger.lock:
                     ledger.billed.append(cost)
                     ledger.billed_by[d] += cost
-                note({"event": "billed", "body": d, "usd": cost})
             with ledger.lock:
                 ledger.answered += 1
             self._send(resp.status_code, content, out_headers)
@@ -146,11 +135,3 @@ def billing_stub(
     finally:
         server.shutdown()
         server.server_close()
-
-
-if __name__ == "__main__":  # python -m tests.eval.billing UPSTREAM COST DELAY JOURNAL
-    with billing_stub(
-        sys.argv[1], float(sys.argv[2]), delay=float(sys.argv[3]), journal=Path(sys.argv[4])
-    ) as (url, _):
-        print(url, flush=True)
-        threading.Event().wait()
