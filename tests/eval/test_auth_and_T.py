@@ -184,3 +184,45 @@ def test_T_falls_back_when_the_count_endpoint_fails(tmp_path: Path) -> None:
     row = build_matrix(out)["rows"][0]
     assert row["T_source"] == "chars/4"
     assert row["text"]["content_item"]["verdict"] == "in-loop-only"
+
+
+def _env_run(tmp: Path, monkeypatch: pytest.MonkeyPatch, in_env: bool) -> tuple[Path, list[float]]:
+    dotenv = tmp / "keys.env"
+    dotenv.write_text(f"RW_TEST_401_KEY={OLD}\n")
+    if in_env:
+        monkeypatch.setenv("RW_TEST_401_KEY", OLD)
+    else:
+        monkeypatch.delenv("RW_TEST_401_KEY", raising=False)
+    waits: list[float] = []
+
+    async def sleep(s: float) -> None:
+        waits.append(s)
+
+    route = Route("r", "chat", BASE, key=KeySource(env="RW_TEST_401_KEY"))
+    out = tmp / "out"
+    cfg = EvalConfig(
+        targets=[Target(route, "sim-qwen3")], out=out, transport=KeyGate(NEW), workers=2,
+        sleep=sleep, dotenv=str(dotenv),
+    )  # fmt: skip
+    run_eval(cfg)
+    return out, waits
+
+
+def test_a_401_with_a_key_from_the_environment_does_not_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An environment variable cannot change under the running process: no 15 s wait, no
+    second request with the same key; the cell is a recorded auth error (sent again on
+    resume, once the user has fixed the key)."""
+    out, waits = _env_run(tmp_path, monkeypatch, in_env=True)
+    calls = [r for r in read_jsonl(out / CALLS) if r.get("type") == "call"]
+    assert calls and all(r["error_kind"] == "auth" and r["status"] == 401 for r in calls)
+    assert waits == []
+
+
+def test_a_401_with_a_key_from_the_dotenv_file_waits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotenv file can be edited while the run waits: the wait applies."""
+    _, waits = _env_run(tmp_path, monkeypatch, in_env=False)
+    assert waits and set(waits) == {15.0}

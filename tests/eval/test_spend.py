@@ -1,6 +1,7 @@
-"""Spend is honest: loopback and ``local`` routes are free, unknown prices are estimates
-everywhere shown, explicit ids take their catalog prices, TOML routes declare a price or
-``free = true``."""
+"""Spend is honest: a route declared ``local`` that reports no cost is free (a loopback
+address alone is not: see test_payer.py for providers that bill), unknown prices are
+estimates everywhere shown, explicit ids take their catalog prices, TOML routes declare a
+price or ``free = true``."""
 
 from __future__ import annotations
 
@@ -44,15 +45,30 @@ def _answer() -> httpx.MockTransport:
     return httpx.MockTransport(handler)
 
 
-def test_a_loopback_route_not_marked_local_is_free(sim: SimServer, tmp_path: Path) -> None:
-    route = Route("mine", "chat", sim.base_url)  # 127.0.0.1, local=False
-    assert route.loopback and not route.local
+def test_a_declared_local_route_that_reports_no_cost_is_free(
+    sim: SimServer, tmp_path: Path
+) -> None:
+    route = Route("mine", "chat", sim.base_url, local=True)  # sim-qwen3 reports no cost
     res = run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=tmp_path))
     assert res.spent_usd == 0 and res.unknown_price == ()
     prices = {r.get("price") for r in read_jsonl(tmp_path / "calls.jsonl") if r["type"] == "call"}
     assert prices == {"free"}
     matrix = build_matrix(tmp_path)
-    assert "$0.0000 spent." in render_md(matrix) and "estimate" not in render_md(matrix)
+    md = render_md(matrix)
+    assert "$0.0000 spent ($0.0000 billed by the provider, $0.0000 estimated)." in md
+    assert "price unknown" not in md
+
+
+def test_a_loopback_address_alone_is_not_free(sim: SimServer, tmp_path: Path) -> None:
+    """Not declared local, no price, no bill: the spend is an estimate at the unknown price,
+    said so (a loopback gateway may well bill)."""
+    route = Route("mine", "chat", sim.base_url)  # 127.0.0.1, local=False
+    assert route.loopback and not route.local
+    res = run_eval(EvalConfig(targets=[Target(route, "sim-qwen3")], out=tmp_path))
+    assert res.spent_usd > 0 and res.unknown_price == ("mine/sim-qwen3",)
+    assert res.billed_usd == 0 and res.estimated_usd == res.spent_usd
+    prices = {r.get("price") for r in read_jsonl(tmp_path / "calls.jsonl") if r["type"] == "call"}
+    assert prices == {"unknown"}
 
 
 def test_an_unknown_price_is_an_estimate_everywhere(tmp_path: Path) -> None:
@@ -66,7 +82,7 @@ def test_an_unknown_price_is_an_estimate_everywhere(tmp_path: Path) -> None:
     (row,) = matrix["rows"]
     assert row["price"] == "unknown"
     md = render_md(matrix)
-    assert "spent (estimate: price unknown for paid/m)" in md
+    assert "estimated; estimate: price unknown for paid/m)" in md
     assert "is an estimate (price unknown)" in md
     assert "estimate: price unknown for paid/m" in render_html(matrix)
 

@@ -3,10 +3,12 @@
 It owns everything between a cell and its record: the resume cache (a cell whose key is
 already recorded, same route, endpoint, exact body and lane attempt, is answered from the
 record; ``transport`` and ``auth`` failures are sent again), the budget (a worst-case
-reservation before the call, a settlement after; the first refusal stops the run), the
-per-route bound on calls in flight, HTTP with retries, and the 401 protocol (the key is
-re-read once, after ``auth_wait_s`` when it is unchanged). Every answer is written to
-``calls.jsonl`` before it is used. Which cells are sent, and in which order, is not its
+reservation once the call holds a slot, an intent as it is sent, a settlement after; a call
+that cannot fit stops its (route, model), the others go on while theirs fit), the per-route
+bound on calls in flight, HTTP with retries, and the 401 protocol (the key is re-read once,
+after ``auth_wait_s`` when it is unchanged and its source can change: an auth or dotenv
+file, never an environment variable). Every answer is written to ``calls.jsonl`` before it
+is used. Which cells are sent, and in which order, is not its
 business (:mod:`reasonwire.eval._steps`).
 """
 
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,9 +37,12 @@ from reasonwire.eval.budget import (
     BILLED,
     FREE_PRICE,
     UNKNOWN,
+    UNKNOWN_PRICE,
     Budget,
+    Price,
     call_cost,
     price_for,
+    reported_cost,
     worst_case,
 )
 from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
@@ -85,6 +92,17 @@ def key_of(route: Route, dotenv: str = DEFAULT_DOTENV) -> str | None:
         return credentials.read_key(credentials.DotenvKey(dotenv, src.env))
 
 
+def key_can_change(route: Route) -> bool:
+    """Whether the route's key can change while the run waits: an auth file (its owner
+    refreshes it, e.g. ``auth.json`` of an agent's login), or a dotenv file when the variable
+    is not in the process environment. A variable of the environment cannot change for this
+    process: waiting for it would only delay the same 401."""
+    src = route.key
+    if src.auth_file:
+        return True
+    return src.env is not None and src.env not in os.environ
+
+
 class Executor:
     """Sends cells for one run (see the module docstring)."""
 
@@ -96,12 +114,18 @@ class Executor:
         self.run_id = run_id
         self.fixture_id = fixture_id
         self.t_estimate = t_estimate
-        self.budget = Budget(records, cfg.budget)
         # key -> the call record of an earlier run, decoded when a cell asks for it
         self.done: dict[str, dict[str, Any]] = {}
+        recorded: dict[tuple[str, str], tuple[float, bool]] = {}  # (key, run id) -> its cost
         for raw in read_jsonl(records.out / CALLS):
-            if raw.get("type") == "call" and raw.get("error_kind") not in _RESEND:
-                self.done[str(raw.get("key"))] = raw
+            if raw.get("type") != "call":
+                continue
+            key = str(raw.get("key"))
+            cost = float(raw.get("cost_usd") or 0.0)
+            recorded[(key, str(raw.get("run_id")))] = (cost, raw.get("cost_estimate") is not False)
+            if raw.get("error_kind") not in _RESEND:
+                self.done[key] = raw
+        self.budget = Budget(records, cfg.budget, run_id, recorded)
         # (route, model) -> (T, T_source); counted ones from earlier runs are reused
         self.T: dict[tuple[str, str], tuple[int, str]] = {}
         for rec in read_records(records.out / RUNS):
@@ -118,7 +142,15 @@ class Executor:
         self.stats = CallStats()
         self.per_model: dict[str, int] = {}
         self.unknown_price: set[str] = set()  # route/model whose cost is a worst-case guess
-        self.stopped = False
+        # (route, model)s that reported a cost: no longer taken as free, even when declared so
+        self.reports_cost: set[tuple[str, str]] = set()
+        # (route, model)s declared free that answered without a bill: reserved at 0 from then
+        self.unbilled: set[tuple[str, str]] = set()
+        self._reserved: dict[str, str] = {}  # call key -> its open reservation (being sent)
+        # (route, model)s the budget stopped: a call of theirs did not fit even with nothing
+        # in flight (spend only grows, so it never will); the others go on while they fit
+        self.budget_stopped: set[tuple[str, str]] = set()
+        self.stop_reason = ""  # why the budget stopped the first of them (the summary says it)
         # route name -> why it is stopped (its base URL did not answer): no more calls to it
         self.dead_routes: dict[str, str] = {}
         self.on_progress: Callable[[int], None] = lambda n: None
@@ -139,10 +171,12 @@ class Executor:
         except ProviderError as exc:
             if exc.status != 401 or key is None:
                 raise
-        fresh = key_of(route, self.cfg.dotenv)
-        if fresh == key:
-            await self.cfg.sleep(self.cfg.auth_wait_s)
             fresh = key_of(route, self.cfg.dotenv)
+            if fresh == key:
+                if not key_can_change(route):  # the same key again gets the same 401
+                    raise
+                await self.cfg.sleep(self.cfg.auth_wait_s)
+                fresh = key_of(route, self.cfg.dotenv)
         return await apost_json(
             self.client, url, body, route.auth_headers(fresh), retries=self.cfg.retries
         )
@@ -204,6 +238,20 @@ class Executor:
     async def _call(
         self, cell: Cell, target: Target, body: dict[str, Any], key: str
     ) -> CallOutcome:
+        """:meth:`_send`; a call that fails unexpectedly after its reservation leaves it open
+        (it may have been sent and billed: the next run counts it as in flight) but stops
+        holding it for this run, so calls waiting for room are not kept waiting for it."""
+        try:
+            return await self._send(cell, target, body, key)
+        except BaseException:
+            rid = self._reserved.pop(key, None)
+            if rid is not None:
+                self.budget.abandon(rid)
+            raise
+
+    async def _send(
+        self, cell: Cell, target: Target, body: dict[str, Any], key: str
+    ) -> CallOutcome:
         dialect = get_dialect(cell.route.dialect)
         raw = self.done.get(key)
         if raw is not None:
@@ -215,27 +263,40 @@ class Executor:
             if rec.ok and raw_body is not None and raw_body is not ABSENT:
                 kept = dialect.parse_response(raw_body)
             return CallOutcome(rec, kept, reused=True)
-        if self.stopped or cell.route.name in self.dead_routes:
+        who = (cell.route.name, cell.model)  # a gateway bills some models and not others
+        if who in self.budget_stopped or cell.route.name in self.dead_routes:
             return CallOutcome(None)
-        price, source = price_for(target.price, cell.route)
+        if not self.budget.resends_left(key):  # in flight at two interruptions: not again
+            self.stats.not_resent += 1
+            return CallOutcome(None)
+        price, source = price_for(target.price, cell.route, who in self.reports_cost)
+        # a route declared free is free once it has answered without a bill; until then its
+        # calls are reserved as paid ones: it may bill, and the cap holds either way
+        held = price
+        if source == FREE_PRICE and who not in self.unbilled:
+            held = price_for(None, replace(cell.route, local=False, free=False))[0]
         payload = json.dumps(body, ensure_ascii=False).encode()
-        worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), price)
-        rid = self.budget.reserve(worst, key, cell.route.name, cell.model)
-        if rid is None:
-            self._budget_stop(cell, worst)
-            return CallOutcome(None)
+        worst = worst_case(len(payload), _max_output(cell.params, self.cfg.max_tokens), held)
         sem = await self.semaphore(cell.route)
         started = time.monotonic()
         turn: Turn | None = None
         status: int | None = None  # the HTTP status, once a response arrived
+        headers: Mapping[str, str] = {}
         failure: ReasonwireError | None = None
         async with sem:
-            if cell.route.name in self.dead_routes:  # stopped while this call waited
-                self.budget.settle(rid, 0.0, True, key, cell.model)
+            # reserved once the call holds a slot: a call waiting for a slot holds no money
+            if who in self.budget_stopped or cell.route.name in self.dead_routes:  # meanwhile
                 return CallOutcome(None)
+            rid = await self.budget.reserve(worst, key, cell.route.name, cell.model)
+            if rid is None:
+                self._budget_stop(cell, worst, held)
+                return CallOutcome(None)
+            self._reserved[key] = rid
+            self.budget.intent(rid, key)
             try:
                 resp = await self.post(cell.route, cell.path(), body)
                 status = resp.status_code
+                headers = resp.headers
                 turn = dialect.parse_response(resp.content)
             except ReasonwireError as exc:
                 failure = exc
@@ -244,11 +305,15 @@ class Executor:
         cost, estimate = 0.0, True
         if turn is not None and status is not None:
             result = _answered(cell, turn, status, elapsed)
-            if source == FREE_PRICE:  # nothing is paid, whatever a usage block says
+            billed = reported_cost(turn.usage, headers)
+            if billed is not None:  # the provider's bill counts, on any address
+                cost, estimate, source = billed, False, BILLED
+                self.reports_cost.add(who)
+            elif source == FREE_PRICE:  # declared free and no bill: nothing is paid
                 cost, estimate = 0.0, False
+                self.unbilled.add(who)
             else:
                 cost, estimate = call_cost(turn.usage, price)
-                source = source if estimate else BILLED
         else:
             assert failure is not None
             result = _failed(failure, status, elapsed)
@@ -270,6 +335,7 @@ class Executor:
         )
         self.records.append(rec)
         self.budget.settle(rid, cost, estimate, key, cell.model)
+        self._reserved.pop(key, None)
         self.stats.sent += 1
         if not rec.ok:
             self.stats.errors += 1
@@ -293,20 +359,43 @@ class Executor:
                 f"stopped: no connection to {cell.route.base_url} ({result.error})",
             )
 
-    def _budget_stop(self, cell: Cell, worst: float) -> None:
-        if not self.stopped:
-            self.stopped = True
-            self.records.append(
-                BudgetStop(
-                    run_id=self.run_id,
-                    limit_usd=self.cfg.budget,
-                    committed_usd=self.budget.committed(),
-                    next_call_worst_usd=worst,
-                    route=cell.route.name,
-                    model=cell.model,
-                    t=time.time(),
-                )
+    @property
+    def stopped(self) -> bool:
+        """Whether the budget stopped some (route, model) of this run."""
+        return bool(self.budget_stopped)
+
+    def over_budget(self, target: Target) -> bool:
+        """Whether the budget stopped ``target``: its later cells are not sent."""
+        return (target.route.name, target.model) in self.budget_stopped
+
+    def _budget_stop(self, cell: Cell, worst: float, price: Price) -> None:
+        who = (cell.route.name, cell.model)
+        if who in self.budget_stopped:
+            return
+        first = not self.budget_stopped
+        self.budget_stopped.add(who)
+        if first:
+            spent = self.budget.spent()
+            self.stop_reason = (
+                f"{cell.route.name}/{cell.model}'s next call could cost up to ${worst:.4f}, "
+                f"${spent:.4f} is spent of --budget ${self.cfg.budget:g}"
             )
+            if price == Price(*UNKNOWN_PRICE):
+                self.stop_reason += (
+                    "; its price is unknown, assumed the highest (give the route a `price` "
+                    "in --routes-file)"
+                )
+        self.records.append(
+            BudgetStop(
+                run_id=self.run_id,
+                limit_usd=self.cfg.budget,
+                committed_usd=self.budget.committed(),
+                next_call_worst_usd=worst,
+                route=cell.route.name,
+                model=cell.model,
+                t=time.time(),
+            )
+        )
 
     def done_outcomes(self) -> list[CallOutcome]:
         """Every outcome this run has (sent or reused), in the order cells asked for them."""

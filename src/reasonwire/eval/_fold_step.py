@@ -90,7 +90,7 @@ class FoldStep:
         """The fold step of one (route, model); nothing when the method did not get its
         baseline (no state) or the run is stopped."""
         state = self.m.states.get((target.route.name, target.model))
-        if state is None or self.m.x.stopped or self.m.route_stopped(target):
+        if state is None or self.m.x.over_budget(target) or self.m.route_stopped(target):
             return
         host = urlsplit(target.route.base_url).netloc or None
         if self.trace.settings.action(target.route.name, host, target.model) is None:

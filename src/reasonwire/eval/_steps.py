@@ -287,7 +287,7 @@ class Method:
         tries = self.cfg.lane_attempts + 1 if lane is not None else 1
         res = await self.x.call(make(0), target)
         for attempt in range(1, tries):
-            if res.skipped or not res.ok or res.lane == lane or self.x.stopped:
+            if res.skipped or not res.ok or res.lane == lane or self.x.over_budget(target):
                 break
             res = await self.x.call(make(attempt), target)
         return res
@@ -460,7 +460,9 @@ class Method:
                 goal = {rule.default} if want else landed
                 missing = goal - seen.get(variant, set())
                 attempt = 1
-                while missing and attempt <= self.cfg.lane_attempts and not self.x.stopped:
+                while (
+                    missing and attempt <= self.cfg.lane_attempts and not self.x.over_budget(target)
+                ):
                     res = await self.x.call(
                         self.text_cell(target, state, position, variant, attempt), target
                     )

@@ -161,6 +161,7 @@ class CallStats:
     sent: int = 0
     reused: int = 0
     errors: int = 0
+    not_resent: int = 0  # calls in flight at two interruptions: not sent a third time
     started: float = field(default_factory=time.monotonic)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -14,7 +15,7 @@ from reasonwire.errors import ConfigError, ReasonwireError
 from reasonwire.eval.catalog import classify, fetch_catalog, select
 from reasonwire.eval.matrix import render_md
 from reasonwire.eval.report_html import write_all
-from reasonwire.eval.runner import EvalConfig, Target, run_eval
+from reasonwire.eval.runner import EvalConfig, RunResult, Target, run_eval
 from reasonwire.routes import Route, get_route, load_routes, route_from_table
 from reasonwire.wire.fold import FoldSettings
 
@@ -94,6 +95,51 @@ def _catalog(route: Route, dotenv: Path, models: str | None) -> list[dict[str, o
         return []
 
 
+def _no_models(route: Route, entries: list[dict[str, object]], models: str | None) -> str:
+    """The one line for a route that leaves nothing to measure (the run would send nothing)."""
+    where = f"{route.base_url}{route.catalog_path or ''}"
+    if not entries:
+        return (
+            f"route {route.name}: the catalog at {where} lists no model; name the ids with --models"
+        )
+    return (
+        f"route {route.name}: none of the {len(entries)} catalog entries at {where} is kept for "
+        f"--models {models or '(all)'} (`reasonwire eval models --route {route.name}` says why)"
+    )
+
+
+def summary_line(result: RunResult, out: Path) -> str:
+    """The run's last line: calls, and spend (every run sharing ``--out``) split into what
+    the providers billed and what is estimated, with the calls in flight at an interruption
+    named (they may have been billed unseen, and were sent again once)."""
+    spend = (
+        f"${result.spent_usd:.4f} spent (${result.billed_usd:.4f} billed by the provider, "
+        f"${result.estimated_usd + result.in_flight_usd:.4f} estimated"
+    )
+    if result.unknown_price:
+        spend += f"; estimate: price unknown for {', '.join(result.unknown_price)}"
+    if result.in_flight_usd:
+        spend += (
+            f"; ${result.in_flight_usd:.4f} reserved for calls in flight at an interruption, "
+            f"likely ${result.in_flight_likely_usd:.4f} at their models' mean bill"
+        )
+    spend += ")"
+    line = (
+        f"{result.sent} calls sent, {result.reused} reused from records, {result.errors} "
+        f"errors, {spend}"
+    )
+    if result.in_flight:
+        line += (
+            f"; {result.in_flight} call(s) were in flight at the interruption (counted at "
+            "their reserved worst case, sent again once)"
+        )
+    if result.not_resent:
+        line += f"; {result.not_resent} call(s) in flight at two interruptions not sent again"
+    if result.budget_stopped:
+        line += f" (budget stop: {result.stop_reason})" if result.stop_reason else " (budget stop)"
+    return line + f"; {out}/matrix.md, {out}/matrix.json, {out}/report.html"
+
+
 @app.command("run")
 def run_command(
     route: list[str] = typer.Option([], "--route", help="Route name (repeat); none = embedded."),
@@ -131,6 +177,14 @@ def run_command(
     fold_settings: Path | None = typer.Option(
         None, "--fold-settings", help="Fold settings TOML for --fold (default: built-in)."
     ),
+    wait: bool = typer.Option(
+        False, "--wait", help="Another run holds --out: wait for it, then resume from its records."
+    ),
+    local: bool = typer.Option(
+        False,
+        "--local",
+        help="--route custom: the server is yours and free (a cost it reports still counts).",
+    ),
 ) -> None:
     """Measure which models read replayed reasoning; write records and the matrix.
 
@@ -156,8 +210,15 @@ def run_command(
                 extra["fold"] = _fold_settings(fold_settings)
             if route:
                 targets = []
+                if local and route != ["custom"]:
+                    raise ConfigError("--local only applies to --route custom")
                 for r in _routes(route, routes_file, kind, base_url, key_env):
-                    chosen = select(_catalog(r, dotenv, models), models)
+                    if local:
+                        r = replace(r, local=True)
+                    entries = _catalog(r, dotenv, models)
+                    chosen = select(entries, models)
+                    if not chosen:
+                        raise ConfigError(_no_models(r, entries, models))
                     targets += [Target(r, c.id, c.price) for c in chosen]
             else:
                 from reasonwire.eval.embedded import start_embedded
@@ -174,6 +235,10 @@ def run_command(
                 consume_ratio=consume_ratio,
                 progress=progress and sys.stderr.isatty(),
                 dotenv=str(dotenv),
+                wait=wait,
+                on_wait=lambda who: Console(stderr=True).print(
+                    f"--out {out} is in use by another run ({who}): waiting for it"
+                ),
                 **extra,  # type: ignore[arg-type]
             )
             result = run_eval(cfg)
@@ -188,17 +253,7 @@ def run_command(
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo(render_md(matrix))
-    typer.echo(
-        f"{result.sent} calls sent, {result.reused} reused from records, {result.errors} "
-        f"errors, ${result.spent_usd:.4f} spent"
-        + (
-            f" (estimate: price unknown for {', '.join(result.unknown_price)})"
-            if result.unknown_price
-            else ""
-        )
-        + (" (budget stop)" if result.budget_stopped else "")
-        + f"; {out}/matrix.md, {out}/matrix.json, {out}/report.html"
-    )
+    typer.echo(summary_line(result, out))
     verdicts = [r.get("verdict") for r in matrix["rows"]]
     if verdicts and all(v == "baseline-failed" for v in verdicts):
         Console(stderr=True).print(
@@ -218,6 +273,8 @@ def models_command(
     try:
         r = get_route(route, load_routes(routes_file))
         entries = fetch_catalog(r, _key(r, dotenv))
+        if not entries:
+            raise ConfigError(_no_models(r, entries, models))
     except ReasonwireError as exc:
         raise _fail(exc) from None
     kept = {c.id for c in select(entries, models)}

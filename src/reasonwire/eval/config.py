@@ -53,6 +53,9 @@ class EvalConfig:
     dotenv: str = DEFAULT_DOTENV
     auth_wait_s: float = AUTH_WAIT_S
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep  # the 401 wait (tests inject)
+    wait: bool = False
+    """Another run holds ``out``: wait for it (``--wait``) instead of stopping at once."""
+    on_wait: Callable[[str], None] = lambda holder: None  # told who holds ``out`` before waiting
     fold: FoldSettings | None = None
     """``eval run --fold``: also measure the fold's evidence with these settings (enabled);
     None (the default): the method alone, its requests unchanged."""
@@ -71,3 +74,18 @@ class RunResult:
     calls_per_model: dict[str, int] = field(default_factory=dict)
     unknown_price: tuple[str, ...] = ()
     """route/model ids whose spend is an estimate at an assumed (unknown) price."""
+    billed_usd: float = 0.0
+    """Of ``spent_usd`` (every run sharing ``out``): the providers' own figures."""
+    estimated_usd: float = 0.0
+    """Of ``spent_usd``: from the price list (no bill reported)."""
+    in_flight_usd: float = 0.0
+    """Of ``spent_usd``: calls in flight at an interruption, counted at their reservation."""
+    in_flight: int = 0
+    """Calls this run found in flight at an interruption of an earlier run (sent again once)."""
+    not_resent: int = 0
+    """Calls not sent because they were in flight at two interruptions already."""
+    in_flight_likely_usd: float = 0.0
+    """What the calls in flight at an interruption likely cost: each at the mean billed cost
+    of its model's answered calls (its reservation when none was billed)."""
+    stop_reason: str = ""
+    """Why the budget stopped the run (empty when it did not)."""

@@ -29,9 +29,11 @@ import orjson
 from reasonwire.errors import ConfigError
 from reasonwire.eval._fold_rows import fold_rows_of
 from reasonwire.eval._rows import Rec, rows_of
+from reasonwire.eval.budget import likely_cost
 from reasonwire.eval.fold_report import fold_md
 from reasonwire.eval.records import (
     CALLS,
+    COST,
     RUNS,
     BudgetStop,
     Note,
@@ -77,7 +79,27 @@ class _Part:
     discovered: list[tuple[tuple[str, str], str]]
     spent: float
     ncalls: int
+    billed: float  # of ``spent``: the providers' own figures (``cost_estimate`` false)
     fold: dict[tuple[str, str], list[dict[str, Any]]]
+
+
+def _in_flight(out: Path) -> tuple[int, float, float]:
+    """Calls in flight at an interruption (``cost.jsonl`` settlements marked ``interrupted``,
+    written by the run that resumed): how many, their reservations (counted as spent), and
+    what they likely cost (:func:`~reasonwire.eval.budget.likely_cost`). Over the whole
+    directory, as the budget counts them (a settlement names no fixture)."""
+    flight: list[tuple[str, float]] = []
+    billed_by: dict[str, tuple[int, float]] = {}
+    for rec in read_jsonl(out / COST):
+        if rec.get("type") != "settle":
+            continue
+        model, usd = str(rec.get("model")), float(rec.get("cost_usd") or 0.0)
+        if rec.get("interrupted") is True:
+            flight.append((model, usd))
+        elif rec.get("estimate") is False:
+            n, total = billed_by.get(model, (0, 0.0))
+            billed_by[model] = (n + 1, total + usd)
+    return len(flight), sum(u for _, u in flight), likely_cost(flight, billed_by)
 
 
 _SHARD_MIN_BYTES = 64 << 20
@@ -105,7 +127,7 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     discovered: list[tuple[tuple[str, str], str]] = []
     seen: set[tuple[str, str]] = set(ctx.dialects)
     mine: dict[tuple[str, str], bool] = {}
-    spent = 0.0
+    spent = billed = 0.0
     ncalls = 0
     fid = ctx.fid
     for rec in read_jsonl(calls):
@@ -120,6 +142,10 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
             keep = mine[k] = _shard_of(k, shards) == shard
         if not keep:
             continue
+        cost = float(rec.get("cost_usd") or 0.0)
+        spent += cost
+        if rec.get("cost_estimate") is False:
+            billed += cost
         if rec.get("position") != "turn1":
             for unused in _UNUSED:
                 rec.pop(unused, None)
@@ -128,7 +154,6 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
             for unused in _UNUSED_TURN1:
                 rec.pop(unused, None)
         groups[k].append(rec)
-        spent += float(rec.get("cost_usd") or 0.0)
         ncalls += 1
     dialects = dict(ctx.dialects)
     dialects.update(discovered)
@@ -137,7 +162,7 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     if ctx.fold is not None:
         for k, recs in groups.items():
             fold[k] = [to_json(r) for r in fold_rows_of(k, dialects[k], recs, ctx.fold, ctx.th)]
-    return _Part(rows, discovered, spent, ncalls, fold)
+    return _Part(rows, discovered, spent, ncalls, billed, fold)
 
 
 def _key_rows(
@@ -244,6 +269,8 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     calls = out / CALLS
     parts = _scan_sharded(calls, ctx, _shards(calls))
     spent = sum(part.spent for part in parts)
+    billed = sum(part.billed for part in parts)
+    in_flight, in_flight_usd, in_flight_likely = _in_flight(out)
     ncalls = sum(part.ncalls for part in parts)
     for k, dialect in parts[0].discovered:  # every shard sees every key, in file order
         if k not in dialects:
@@ -276,7 +303,7 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
         thresholds=th,
         variants={d: tuple(v) for d, v in TEXT_VARIANTS.items() if v},
         no_text_variants={str(d): reason for d, reason in NO_TEXT_VARIANTS_REASON.items()},
-        spent_usd=round(spent, 8),
+        spent_usd=round(spent + in_flight_usd, 8),
         calls=ncalls,
         budget_stops=tuple(r.to_json() for r in runs if isinstance(r, BudgetStop)),
         rows=(),
@@ -284,6 +311,13 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     matrix = to_json(head)
     matrix["rows"] = [row for k in order for row in by_key[k]]  # encoded by the shards
     matrix["spent_estimate"] = any(r.get("price") == "unknown" for r in matrix["rows"])
+    matrix["spent_billed_usd"] = round(billed, 8)
+    matrix["spent_estimated_usd"] = round(spent - billed + in_flight_usd, 8)
+    matrix["in_flight"] = {
+        "calls": in_flight,
+        "usd": round(in_flight_usd, 8),
+        "likely_usd": round(in_flight_likely, 8),
+    }
     if fold_setup is not None:
         fold_rows = {}
         for part in parts:
@@ -353,13 +387,28 @@ def render_md(matrix: dict[str, Any]) -> str:
 
 
 def spent_text(matrix: dict[str, Any]) -> str:
-    """``$X spent``, labelled an estimate when some price was unknown (assumed)."""
+    """``$X spent ($B billed by the provider, $E estimated ...)``: the providers' own figures
+    apart from the estimates, these labelled by why (an unknown price, calls in flight at an
+    interruption). Matrices written before the split show the total alone."""
     text = f"${matrix['spent_usd']:.4f} spent"
+    if "spent_billed_usd" not in matrix:
+        return text
+    text += (
+        f" (${matrix['spent_billed_usd']:.4f} billed by the provider, "
+        f"${matrix['spent_estimated_usd']:.4f} estimated"
+    )
     if matrix.get("spent_estimate"):
         unknown = sorted({f"{r['route']}/{r['model']}" for r in matrix["rows"]
                           if r.get("price") == "unknown"})  # fmt: skip
-        text += f" (estimate: price unknown for {', '.join(unknown)})"
-    return text
+        text += f"; estimate: price unknown for {', '.join(unknown)}"
+    flight = matrix.get("in_flight") or {}
+    if flight.get("calls"):
+        text += (
+            f"; ${flight['usd']:.4f} reserved for {flight['calls']} call(s) in flight at an "
+            f"interruption, likely ${flight.get('likely_usd', flight['usd']):.4f} at their "
+            "models' mean bill"
+        )
+    return text + ")"
 
 
 _FAILED = ("rejected", "baseline-failed")

@@ -10,7 +10,8 @@ Every record is a frozen dataclass below, written and read by :mod:`reasonwire.m
 (keys in field order; a key only some records carry defaults to ``ABSENT``):
 
 - ``calls.jsonl``: :class:`CallRecord`, one per answered or failed call;
-- ``cost.jsonl``: :class:`Reserve` before a call, :class:`Settle` after it;
+- ``cost.jsonl``: :class:`Reserve` before a call, :class:`Intent` as it is sent,
+  :class:`Settle` after it;
 - ``runs.jsonl``: :class:`RunStart`, :class:`TRecord`, :class:`Note`, :class:`BudgetStop`,
   :class:`RunEnd`.
 """
@@ -217,8 +218,25 @@ class Reserve(JSONRecord):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Intent(JSONRecord):
+    """The reserved call ``rid`` is being sent now: written before its first byte goes out.
+    An intent that no :class:`Settle` follows was in flight when its run was interrupted: the
+    provider may have billed it (see :mod:`.budget`)."""
+
+    type: Literal["intent"] = "intent"
+    rid: str
+    key: str
+    pid: int
+    run_id: str = ABSENT
+    unknown: Mapping[str, JSON] = rest()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Settle(JSONRecord):
-    """What the reserved call cost (``estimate``: from the price list)."""
+    """What the reserved call cost (``estimate``: from the price list, not the provider's
+    bill). ``interrupted``: written by a later run for an intent its run never settled (the
+    call was in flight at a kill): ``cost_usd`` is then the call's reservation, counted as
+    spent, an estimate."""
 
     type: Literal["settle"] = "settle"
     rid: str
@@ -226,6 +244,7 @@ class Settle(JSONRecord):
     estimate: bool
     key: str
     model: str
+    interrupted: bool = ABSENT
     unknown: Mapping[str, JSON] = rest()
 
 
@@ -277,6 +296,8 @@ class RunEnd(JSONRecord):
     budget_stopped: bool
     elapsed_s: float
     t: float
+    in_flight: int = ABSENT
+    """Calls this run found in flight at an earlier run's interruption (sent again once)."""
     unknown: Mapping[str, JSON] = rest()
 
 
@@ -336,10 +357,12 @@ class TRecord(JSONRecord):
     unknown: Mapping[str, JSON] = rest()
 
 
-Record: TypeAlias = CallRecord | Reserve | Settle | RunStart | RunEnd | BudgetStop | Note | TRecord
+Record: TypeAlias = (
+    CallRecord | Reserve | Intent | Settle | RunStart | RunEnd | BudgetStop | Note | TRecord
+)
 RECORD_TYPES: Mapping[str, type[Record]] = {
     str(next(f.default for f in fields(cls) if f.name == "type")): cls
-    for cls in (CallRecord, Reserve, Settle, RunStart, RunEnd, BudgetStop, Note, TRecord)
+    for cls in (CallRecord, Reserve, Intent, Settle, RunStart, RunEnd, BudgetStop, Note, TRecord)
 }
 """Record class per ``type`` tag, over the three files."""
 
@@ -373,6 +396,7 @@ def request_key(route: str, url: str, body: Any, attempt: int) -> str:
 _FILE_OF: Mapping[type, str] = {
     CallRecord: CALLS,
     Reserve: COST,
+    Intent: COST,
     Settle: COST,
     RunStart: RUNS,
     RunEnd: RUNS,
@@ -396,8 +420,9 @@ class Records:
         try:
             self.out.mkdir(parents=True, exist_ok=True)
             for name in (CALLS, COST, RUNS):
-                fd = os.open(self.out / name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                fd = os.open(self.out / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
                 self._fds[name] = fd
+                _end_torn_line(fd)
         except OSError as exc:
             self.close()
             raise ConfigError(f"--out {self.out} is not writable: {exc.strerror}") from None
@@ -418,6 +443,14 @@ class Records:
             for fd in self._fds.values():
                 os.close(fd)
             self._fds.clear()
+
+
+def _end_torn_line(fd: int) -> None:
+    """End a torn last line (its writer was killed mid-record) before anything is appended:
+    else the next record would be glued to the fragment and lost with it."""
+    size = os.fstat(fd).st_size
+    if size and os.pread(fd, 1, size - 1) != b"\n":
+        os.write(fd, b"\n")
 
 
 def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:

@@ -24,7 +24,8 @@ from reasonwire.eval._fold_step import FoldStep
 from reasonwire.eval._steps import Method, estimate_cells
 from reasonwire.eval.config import EvalConfig, RunResult, Target
 from reasonwire.eval.fixture import make_fixture
-from reasonwire.eval.fold_trace import make_fold_trace
+from reasonwire.eval.fold_trace import FoldTrace, make_fold_trace
+from reasonwire.eval.lock import RunLock
 from reasonwire.eval.records import CALLS, Records, RunEnd, RunStart, TargetRef, read_jsonl
 from reasonwire.http import make_async_client
 from reasonwire.method.verdicts import Thresholds
@@ -35,6 +36,15 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
     """Run the method over ``cfg.targets``; records under ``cfg.out`` (see module doc)."""
     fold_trace = None if cfg.fold is None else make_fold_trace(cfg.seed, cfg.fold)
     records = Records(cfg.out)  # fails before any call when --out is unwritable
+    try:
+        with RunLock(records.out, cfg.wait, cfg.on_wait):
+            return await _arun(cfg, records, fold_trace)
+    finally:
+        records.close()
+
+
+async def _arun(cfg: EvalConfig, records: Records, fold_trace: FoldTrace | None) -> RunResult:
+    """The run itself, holding ``--out`` (:class:`~reasonwire.eval.lock.RunLock`)."""
     fx = make_fixture(cfg.seed)
     run_id = uuid.uuid4().hex[:12]
     executor = Executor(cfg, records, run_id, fx.fixture_id, fx.trace_tokens_estimate)
@@ -103,9 +113,11 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
                 budget_stopped=executor.stopped,
                 elapsed_s=round(elapsed, 3),
                 t=time.time(),
+                in_flight=executor.budget.found_in_flight or ABSENT,
             )
         )
-        records.close()
+    budget = executor.budget
+    budget.spent()  # catch up with the last settlements
     return RunResult(
         out=cfg.out,
         run_id=run_id,
@@ -117,6 +129,13 @@ async def arun_eval(cfg: EvalConfig) -> RunResult:
         elapsed_s=elapsed,
         calls_per_model=dict(executor.per_model),
         unknown_price=tuple(sorted(executor.unknown_price)),
+        billed_usd=budget.billed,
+        estimated_usd=budget.estimated,
+        in_flight_usd=budget.interrupted_usd,
+        in_flight=budget.found_in_flight,
+        not_resent=executor.stats.not_resent,
+        in_flight_likely_usd=budget.likely_in_flight(),
+        stop_reason=executor.stop_reason,
     )
 
 

@@ -1,16 +1,26 @@
-"""Fold settings from a TOML file: a ``[fold]`` table (or the top level) with the keys of
-:class:`reasonwire.wire.fold.FoldSettings` (``enabled``, ``floor_chars``, ``head_chars``,
-``tail_chars``, ``providers``, ``drop``). ``reasonwire fold plan`` writes such a file."""
+"""Fold settings from a TOML file: a ``[fold]`` table (or the top level) with the spec's keys
+``enabled``, ``floor-chars`` (the minimum reasoning block length for the fold to apply),
+``head-chars``, ``tail-chars``, ``providers`` and ``drop``; the older ``floor_chars``,
+``head_chars``, ``tail_chars`` (the fields of :class:`reasonwire.wire.fold.FoldSettings`) are
+aliases. ``reasonwire fold plan`` writes such a file (with the spec's names)."""
 
 from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.fold import FoldSettings
+
+SPEC_KEYS: Mapping[str, str] = {
+    "floor-chars": "floor_chars",
+    "head-chars": "head_chars",
+    "tail-chars": "tail_chars",
+}
+"""The spec's key name -> the settings field (whose own name stays accepted as an alias)."""
 
 
 def load_fold_settings(path: str | os.PathLike[str]) -> FoldSettings:
@@ -26,7 +36,20 @@ def load_fold_settings(path: str | os.PathLike[str]) -> FoldSettings:
     table = data.get("fold", data)
     if not isinstance(table, dict):
         raise ConfigError(f"fold settings {p}: [fold] is not a table")
-    return FoldSettings.from_mapping(table, where=f"fold settings {p}")
+    where = f"fold settings {p}"
+    return FoldSettings.from_mapping(spec_names(table, where), where=where)
 
 
-__all__ = ["load_fold_settings"]
+def spec_names(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """``table`` with the spec's key names put as the settings' field names; a key given
+    under both names is a ConfigError (which one would win is not for us to guess)."""
+    out = dict(table)
+    for spec, field in SPEC_KEYS.items():
+        if spec in out:
+            if field in out:
+                raise ConfigError(f"{where}: {spec} and {field} are the same setting: give one")
+            out[field] = out.pop(spec)
+    return out
+
+
+__all__ = ["SPEC_KEYS", "load_fold_settings"]

@@ -228,9 +228,9 @@ def settings_toml(settings: FoldSettings, header: str = "") -> str:
     lines += [
         "[fold]",
         f"enabled = {'true' if settings.enabled else 'false'}",
-        f"floor_chars = {settings.floor_chars}",
-        f"head_chars = {settings.head_chars}",
-        f"tail_chars = {settings.tail_chars}",
+        f"floor-chars = {settings.floor_chars}",
+        f"head-chars = {settings.head_chars}",
+        f"tail-chars = {settings.tail_chars}",
     ]
     if settings.providers is not None:
         lines.append(f"providers = {_toml_list(settings.providers)}")
