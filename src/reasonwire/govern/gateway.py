@@ -14,8 +14,19 @@ finish reasons, the opaque carriers the vault keys on, and blocks of tools the p
 itself, such as Claude's ``server_tool_use`` and its results, which are not reasoning; see
 :mod:`reasonwire.wire.vault` for the design), in JSON, in streams and in errors: an
 upstream error reaches the client as the gateway's own error object, never the upstream
-body. Every call, refusals included, leaves an evidence row, and no upstream call is made
-before its row exists in memory (a last-resort handler records it).
+body. Every call, refusals included, leaves an evidence row.
+
+Evidence first: the row of an upstream call is committed (outcome ``pending``) before the
+call's first byte goes upstream, then completed in place with the outcome, usage and stream
+state (:mod:`.evidence`); the upstream call is in the code path after the awaited commit and
+nowhere else, so a call without a durable row cannot happen. Every store access (fixing the
+effort, reading the vault, writing rows) runs on a small thread pool, never on the event
+loop, under one time budget per request (:class:`StoreSettings`, default 2 s): when the store
+cannot commit within it, the client gets ``503`` with ``Retry-After`` and no upstream call is
+made. Writes that come after the upstream answered (the completion, the vault entries of the
+answer) and fail are kept in an outbox, in order, and written before the next request's own
+store work (so a conversation's next turn reads its carriers once the database is back); the
+client still gets the answer it paid for, and its row says ``pending`` until then.
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
@@ -27,10 +38,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import sqlite3
+import threading
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -50,6 +66,8 @@ from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
     SQLiteStore,
+    StoreUnavailable,
+    StreamState,
     fill_usage,
 )
 from reasonwire.govern.policy import OrgPolicy
@@ -82,6 +100,58 @@ class Limits:
     max_headers: int = 64
     max_header_bytes: int = 16 * 1024
 
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """How long a request may wait for the evidence store and the vault before it is refused.
+
+    ``timeout``: seconds of store waiting one request may spend in all, before its upstream
+    call (fixing the effort, reading carriers, committing the row): past it, ``503`` with
+    ``Retry-After: retry_after`` and no upstream call. The same bound applies to each write
+    after the call. ``workers``: threads that run store work (a thread stuck on an
+    unreachable database holds one; requests past them wait in the queue, within their
+    budget). ``outbox``: writes kept for later when the store failed after an upstream call
+    (past it the oldest are dropped and counted). ``clock``: the monotonic clock the budget
+    is measured with (tests pass a fake one)."""
+
+    timeout: float = 2.0
+    retry_after: int = 1
+    workers: int = 8
+    outbox: int = 10_000
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError("store timeout must be a positive number of seconds")
+        if not (1 <= self.retry_after <= 3600):
+            raise ValueError("retry_after must be 1..3600 seconds")
+        if self.workers < 1 or self.outbox < 1:
+            raise ValueError("store workers and outbox must be at least 1")
+
+
+class _Budget:
+    """The store time one request has left: only time spent waiting for the store counts
+    (not the client's upload), so a slow client is never refused as a store failure."""
+
+    __slots__ = ("_clock", "left")
+
+    def __init__(self, settings: StoreSettings) -> None:
+        self.left = settings.timeout
+        self._clock = settings.clock
+
+    def start(self) -> float:
+        return self._clock()
+
+    def spend(self, since: float) -> None:
+        self.left -= max(0.0, self._clock() - since)
+
+
+class _StoreDown(Exception):
+    """Raised inside the gateway when a store step before the upstream call failed."""
+
+
+T = TypeVar("T")
+Op = Callable[[], object]
 
 _JSON = "application/json"
 
@@ -193,6 +263,7 @@ class Gateway:
         vault: VaultStore | None = None,
         limits: Limits | None = None,
         fold: FoldSettings | None = None,
+        store_settings: StoreSettings | None = None,
     ) -> None:
         """``fold``: the operator's fold settings for routes whose registration has none
         (:mod:`.upstream_fold`); None, the default: no fold but where a route sets one.
@@ -215,10 +286,126 @@ class Gateway:
         # request at once; that request waits for them (see _settled).
         self._unsettled: dict[str, list[asyncio.Event]] = {}
         self._upstream = upstream if upstream is not None else UpstreamPool()
+        self.store_settings = store_settings if store_settings is not None else StoreSettings()
+        self._executor = ThreadPoolExecutor(
+            self.store_settings.workers, thread_name_prefix="reasonwire-store"
+        )
+        # Writes that failed after their upstream call, oldest first (see the module doc).
+        self._outbox: deque[Op] = deque()
+        self._outbox_lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self.outbox_dropped = 0
         self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- the store, off the event loop ----------------------------------------------------
+
+    async def _db(self, budget: _Budget, work: Callable[[], T]) -> T:
+        """``work()`` on a store thread, awaited for at most what ``budget`` has left;
+        :class:`_StoreDown` when it fails or runs out (the thread may go on: every store
+        write is idempotent, and a late pending row is completed as refused, see
+        :meth:`_open_row`)."""
+        fut = self._submit(budget, work)
+        return await self._await(budget, fut)
+
+    def _submit(self, budget: _Budget, work: Callable[[], T]) -> Future[T]:
+        if budget.left <= 0:
+            raise _StoreDown("the store time budget is spent")
+        return self._executor.submit(work)
+
+    async def _await(self, budget: _Budget, fut: Future[T]) -> T:
+        since = budget.start()
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), budget.left)
+        except TimeoutError:
+            raise _StoreDown("the store did not answer in time") from None
+        except (StoreUnavailable, sqlite3.Error) as exc:
+            raise _StoreDown(str(exc) or type(exc).__name__) from None
+        finally:
+            budget.spend(since)
+
+    def _queue(self, ops: list[Op]) -> None:
+        with self._outbox_lock:
+            self._outbox.extend(ops)
+            while len(self._outbox) > self.store_settings.outbox:
+                self._outbox.popleft()
+                self.outbox_dropped += 1
+
+    def _apply(self, ops: list[Op]) -> None:
+        """Run store writes in order (on a store thread); on the first failure, it and the
+        rest go to the outbox, and the failure is raised. The outbox is written first, so
+        writes stay in order."""
+        pending = list(ops)
+        try:
+            self._flush()
+            while pending:
+                pending[0]()
+                pending.pop(0)
+        except BaseException:
+            self._queue(pending)
+            raise
+
+    def _flush(self) -> None:
+        """Write the outbox (on a store thread), oldest first; what fails stays queued."""
+        if not self._outbox:
+            return
+        with self._flushing:
+            while True:
+                with self._outbox_lock:
+                    if not self._outbox:
+                        return
+                    op = self._outbox[0]
+                op()  # raises: the op stays first in the outbox
+                with self._outbox_lock:
+                    if self._outbox and self._outbox[0] is op:
+                        self._outbox.popleft()
+
+    def outbox_size(self) -> int:
+        """Writes waiting for the store to come back."""
+        with self._outbox_lock:
+            return len(self._outbox)
+
+    async def _write(self, budget: _Budget, row: EvidenceRow, t0: float, opened: bool) -> None:
+        """Record (or complete, when its pending row was written) ``row`` within the budget;
+        when the store fails it goes to the outbox. Never raises: this is evidence of an
+        answer already decided."""
+        row.latency_ms = (time.perf_counter() - t0) * 1000
+        snap = replace(row)
+        store = self.store
+        op: Op = (lambda: store.complete(snap)) if opened else (lambda: store.record(snap))
+        await self._settle_ops(budget, [op])
+
+    async def _settle_ops(self, budget: _Budget, ops: list[Op]) -> None:
+        if budget.left <= 0:
+            self._queue(ops)
+            return
+        with contextlib.suppress(_StoreDown):
+            await self._db(budget, lambda: self._apply(ops))
+
+    async def _open_row(self, budget: _Budget, row: EvidenceRow) -> None:
+        """Commit the pending row of the upstream call about to be made; :class:`_StoreDown`
+        when it cannot be committed within the budget. If the commit lands after the budget
+        ran out (the call is then never made), the row is completed as a refusal."""
+        snap = replace(row, outcome="pending")
+        fut = self._submit(budget, lambda: self._apply_open(snap))
+        try:
+            await self._await(budget, fut)
+        except _StoreDown:
+            late = replace(snap, outcome="refused", reason="store-unavailable")
+
+            def done(f: Future[None]) -> None:
+                if not f.cancelled() and f.exception() is None:
+                    self._queue([lambda: self.store.complete(late)])
+
+            fut.add_done_callback(done)
+            raise
+
+    def _apply_open(self, row: EvidenceRow) -> None:
+        self._flush()
+        self.store.record(row)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app: one POST endpoint per served dialect and lifespan, no router or
@@ -236,12 +423,12 @@ class Gateway:
             return
         dialect = dialect_for_gateway_path(scope["path"])
         if dialect is None or scope["method"] != "POST":
-            response: Response = self._misrouted(Request(scope, receive), dialect)
+            response: Response = await self._misrouted(Request(scope, receive), dialect)
         else:
             response = await self._guarded(Request(scope, receive), dialect)
         await response(scope, receive, send)
 
-    def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
+    async def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
         """404 (no such endpoint) or 405 (not POST), with an evidence row like any refusal."""
         t0 = time.perf_counter()
         reason = "not-found" if dialect is None else "method-not-allowed"
@@ -251,8 +438,7 @@ class Gateway:
             reason=reason,
             dialect=dialect.name if dialect else None,
         )
-        with contextlib.suppress(Exception):
-            self._record(row, t0)
+        await self._write(_Budget(self.store_settings), row, t0, opened=False)
         if dialect is None:
             return _refusal(404, reason, "no such endpoint")
         return _refusal(405, reason, "use POST", dialect)
@@ -262,12 +448,15 @@ class Gateway:
         a reason and leaves an evidence row, never a bare ASGI failure."""
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=dialect.name)
+        call = _Call(row, t0, _Budget(self.store_settings))
         try:
-            return await self.handle(request, dialect, row, t0)
+            return await self.handle(request, dialect, row, t0, call)
         except Exception as exc:  # the last resort: every other path answers on its own
             row.outcome, row.reason = "refused", f"internal: {type(exc).__name__}"
+            if call.opened:
+                row.outcome = "upstream-error"
             with contextlib.suppress(Exception):
-                self._record(row, t0)
+                await self._write(call.budget, row, t0, call.opened)
             return _refusal(500, "internal-error", "the gateway failed on this request", dialect)
 
     # -- authorisation ------------------------------------------------------------------
@@ -402,8 +591,15 @@ class Gateway:
     # -- the call -----------------------------------------------------------------------
 
     async def handle(
-        self, request: Request, dialect: Dialect, row: EvidenceRow, t0: float
+        self,
+        request: Request,
+        dialect: Dialect,
+        row: EvidenceRow,
+        t0: float,
+        call: _Call | None = None,
     ) -> Response:
+        call = call if call is not None else _Call(row, t0, _Budget(self.store_settings))
+        budget = call.budget
         headers = request.headers
         try:
             row.conversation_id = headers.get(CONVERSATION_HEADER)
@@ -414,56 +610,105 @@ class Gateway:
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
             row.attempt = int(attempt)
-            auth = self._authorise(headers, dialect, row)
-            await self._settled(auth.binding.conversation_id)
+            auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, row))
+            await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             shaped = self._admit(request, await self._read_body(request), dialect, row)
-            body = self._prepare(shaped, dialect, auth, row, request.url.path)
+            path = request.url.path
+            body, up_headers = await self._db(
+                budget, lambda: self._ready(shaped, dialect, auth, row, path, headers)
+            )
         except PolicyRefusal as exc:
-            return self._refuse(row, t0, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
-        route = auth.route
-        # Last, on what really goes upstream (vaulted originals included); unchanged: the
-        # same object, so the same bytes as without a fold.
-        body = fold_upstream(auth.upstream, body, route, self.fold)
-        try:
-            up_headers = self._upstream_headers(route, headers, auth.upstream)
+            return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         except CredentialError:
             row.outcome, row.reason = "upstream-error", "credential-unavailable"
-            return self._finish_refusal(
-                row, t0, 502, "the gateway has no upstream credential", dialect
+            return await self._finish_refusal(
+                call, 502, "the gateway has no upstream credential", dialect
             )
+        except _StoreDown as exc:
+            return await self._store_down(call, dialect, str(exc))
+        route = auth.route
         options = RequestOptions(model=route.model, stream=row.stream)
         url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
         payload = _dumps(body)
         row.outcome = "upstream-error"  # until the upstream answers 200
         try:
+            await self._open_row(budget, row)
+        except _StoreDown as exc:
+            return await self._store_down(call, dialect, str(exc))
+        call.opened = True
+        # Evidence first: the only upstream call, after the awaited commit of its row.
+        try:
             resp = await self._upstream.post(url, payload, up_headers)
         except TransportError as exc:
             row.reason = f"transport: {type(exc).__name__}"
-            return self._finish_refusal(row, t0, 502, "the upstream could not be reached", dialect)
+            return await self._finish_refusal(
+                call, 502, "the upstream could not be reached", dialect
+            )
         row.status_code = resp.status_code
         if resp.status_code != 200:
-            return await self._upstream_error(resp, dialect, auth.upstream, row, t0)
+            return await self._upstream_error(resp, dialect, auth.upstream, call)
         row.outcome = "forwarded"
         if row.stream:
             settled = asyncio.Event()
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
-                self._relay(resp, dialect, auth, row, t0, settled, shaped),
+                self._relay(resp, dialect, auth, call, settled, shaped),
                 media_type="text/event-stream",  # never the upstream's header
             )
-        return await self._answer(resp, dialect, auth, row, t0)
+        return await self._answer(resp, dialect, auth, call)
+
+    def _authorise_flushed(
+        self, headers: Mapping[str, str], dialect: Dialect, row: EvidenceRow
+    ) -> _Authorised:
+        """On a store thread: the outbox first (earlier answers' carriers and rows), then
+        the authorisation (which fixes the conversation's effort in the store)."""
+        self._flush()
+        return self._authorise(headers, dialect, row)
+
+    def _ready(
+        self,
+        shaped: Mapping[str, Any],
+        dialect: Dialect,
+        auth: _Authorised,
+        row: EvidenceRow,
+        path: str,
+        client_headers: Mapping[str, str],
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """On a store thread (the vault is read): the upstream body and headers."""
+        body = self._prepare(shaped, dialect, auth, row, path)
+        # Last, on what really goes upstream (vaulted originals included); unchanged: the
+        # same object, so the same bytes as without a fold.
+        body = fold_upstream(auth.upstream, body, auth.route, self.fold)
+        return body, self._upstream_headers(auth.route, client_headers, auth.upstream)
+
+    async def _store_down(self, call: _Call, dialect: Dialect, detail: str) -> Response:
+        """503 with Retry-After: the store could not commit, nothing went upstream. The row
+        of this refusal waits in the outbox (the store is down)."""
+        row = call.row
+        row.outcome, row.reason, row.status_code = "refused", "store-unavailable", None
+        row.latency_ms = (time.perf_counter() - call.t0) * 1000
+        snap = replace(row)
+        self._queue([lambda: self.store.record(snap)])
+        return _error_response(
+            dialect,
+            503,
+            "store-unavailable",
+            "reasonwire gateway refused: store-unavailable: the evidence store cannot commit;"
+            " nothing was sent upstream",
+            headers={"retry-after": str(self.store_settings.retry_after)},
+        )
 
     async def _upstream_error(
         self,
         resp: UpstreamResponse,
         dialect: Dialect,
         upstream: Dialect,
-        row: EvidenceRow,
-        t0: float,
+        call: _Call,
     ) -> Response:
         """An upstream error as the gateway's own error object: status, a category, the
         provider's type/code when allow-listed, never the upstream body (it may quote the
         request's reasoning or the gateway's own credential)."""
+        row = call.row
         try:
             data = await resp.read()
         except TransportError:
@@ -476,7 +721,7 @@ class Gateway:
             info = None
         status = resp.status_code if 400 <= resp.status_code <= 599 else 502
         row.reason = f"upstream status {resp.status_code}"
-        self._record(row, t0)
+        await self._write(call.budget_after(self.store_settings), row, call.t0, opened=True)
         kind = info.type if info and info.type in upstream.error_types else None
         code = info.code if info and info.code in upstream.error_types else None
         message = f"the upstream answered {resp.status_code}" + (
@@ -506,46 +751,64 @@ class Gateway:
         resp: UpstreamResponse,
         dialect: Dialect,
         auth: _Authorised,
-        row: EvidenceRow,
-        t0: float,
+        call: _Call,
     ) -> Response:
+        row, t0 = call.row, call.t0
         try:
             raw = await resp.read()
         except TransportError:
             row.outcome, row.reason = "upstream-error", "upstream body cut"
-            return self._finish_refusal(row, t0, 502, "the upstream answer was cut", dialect)
+            return await self._finish_refusal(call, 502, "the upstream answer was cut", dialect)
         finally:
             await resp.aclose()
         row.ttfb_ms = (time.perf_counter() - t0) * 1000
         try:
             data = orjson.loads(raw)
             turn = auth.upstream.parse_response(data)
+            entry = None
             if auth.translation is not None:
                 data, entry = auth.translation.answer(data)
         except Exception:  # not JSON, not the dialect's shape, or a parser failing on it
             row.outcome, row.reason = "upstream-error", "upstream body malformed"
-            return self._finish_refusal(row, t0, 502, "the upstream answer was malformed", dialect)
-        self._keep(turn, auth, row)
-        if auth.translation is not None:
-            self.vault.put(auth.binding.conversation_id, [entry])
+            return await self._finish_refusal(
+                call, 502, "the upstream answer was malformed", dialect
+            )
+        fill_usage(row, turn.usage, auth.route.price_per_mtok)
+        conv = auth.binding.conversation_id
+        entries = auth.upstream.vault_entries(turn) + ([entry] if entry is not None else [])
         visible = dialect.project_body(data, self._profile(auth.route, dialect))
-        self._record(row, t0)
+        row.latency_ms = (time.perf_counter() - t0) * 1000
+        await self._settle_ops(
+            call.budget_after(self.store_settings), self._completion(conv, entries, row)
+        )
         return Response(orjson.dumps(visible), media_type=_JSON)
+
+    def _completion(self, conv: str, entries: list[tuple[str, JSON]], row: EvidenceRow) -> list[Op]:
+        """The writes after an upstream call, in order: the answer's carriers, then the
+        completed row (a row says ``forwarded`` only once what it answered is kept)."""
+        snap = replace(row)
+        ops: list[Op] = []
+        if entries:
+            ops.append(lambda: self.vault.put(conv, entries))
+        ops.append(lambda: self.store.complete(snap))
+        return ops
 
     async def _relay(
         self,
         resp: UpstreamResponse,
         dialect: Dialect,
         auth: _Authorised,
-        row: EvidenceRow,
-        t0: float,
+        call: _Call,
         settled: asyncio.Event,
         client_body: Mapping[str, Any],
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
         ends with the dialect's error event, never with a clean finish; so does a stream the
         evidence decoder cannot follow (whatever it raises: the client's stream must end in
-        the dialect's terms, and the row must say the call failed)."""
+        the dialect's terms, and the row must say the call failed). The row's
+        ``stream_state`` says who ended it: ``complete``, ``cut-by-upstream``,
+        ``cut-by-client`` or ``malformed``."""
+        row, t0 = call.row, call.t0
         decoder = auth.upstream.stream_decoder()
         translator = auth.translation.stream(client_body) if auth.translation else None
         projector = (
@@ -555,6 +818,7 @@ class Gateway:
         )
         turn: Turn | None = None
         failure: str | None = None
+        state: StreamState | None = None
         try:
             try:
                 async for chunk in resp.aiter():
@@ -566,20 +830,24 @@ class Gateway:
                     decoder.feed(chunk)
                     if out:
                         yield out
-                tail = projector.close()
-                if tail:
-                    yield tail
                 for ev in decoder.close():
                     if ev.type == "done":
                         turn = ev.turn
+                tail = projector.close()
+                if tail:
+                    yield tail
+                state = "complete"
             except TruncatedStream as exc:
                 failure = "the upstream stream ended before its last event"
+                state = "cut-by-upstream"
                 turn = exc.partial if isinstance(exc.partial, Turn) else None
             except TransportError:
                 failure = "the upstream stream was cut"
+                state = "cut-by-upstream"
                 turn = decoder.partial_turn()
             except Exception as exc:  # MalformedBody, or a decoder failing on hostile input
                 failure = f"the upstream stream was malformed ({type(exc).__name__})"
+                state = "malformed"
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure
                 yield projector.fail(failure)
@@ -587,14 +855,60 @@ class Gateway:
             await resp.aclose()
             if turn is None and failure is None:
                 turn = _finished_turn(decoder)  # the client left after the last event
+                if state is None:
+                    state = "complete" if turn is not None else "cut-by-client"
+            if state == "cut-by-client":
+                row.outcome, row.reason = "upstream-error", "the client left mid-stream"
+            row.stream_state = state
+            conv = auth.binding.conversation_id
+            entries: list[tuple[str, JSON]] = []
             if turn is not None:
-                self._keep(turn, auth, row)
+                entries += auth.upstream.vault_entries(turn)
+                fill_usage(row, turn.usage, auth.route.price_per_mtok)
             if translator is not None and auth.translation is not None:
                 entry = auth.translation.vault_entry(translator)
                 if entry is not None:
-                    self.vault.put(auth.binding.conversation_id, [entry])
-            self._record(row, t0)
-            self._settle(auth.binding.conversation_id, settled)
+                    entries.append(entry)
+            row.latency_ms = (time.perf_counter() - t0) * 1000
+            self._finish_stream(call, conv, entries, settled)
+            # Bounded wait for the writes, so a client that read to the end (or stopped at
+            # its last event) finds its row complete; a cancelled task cannot wait, and its
+            # writes finish on their own (settled is set by the store thread).
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stream_settled(call, settled)
+
+    def _finish_stream(
+        self,
+        call: _Call,
+        conv: str,
+        entries: list[tuple[str, JSON]],
+        settled: asyncio.Event,
+    ) -> None:
+        """The stream's writes on a store thread; ``settled`` is set (on the loop) once
+        they are done or queued, whether or not anyone awaits them (a generator closed by
+        a client that left cannot await)."""
+        ops = self._completion(conv, entries, call.row)
+        loop = asyncio.get_running_loop()
+
+        def run() -> None:
+            try:
+                self._apply(ops)
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                    loop.call_soon_threadsafe(self._settle, conv, settled)
+
+        try:
+            call.tail = self._executor.submit(run)
+        except RuntimeError:  # the executor is shut down (gateway closing)
+            self._queue(ops)
+            self._settle(conv, settled)
+
+    async def _stream_settled(self, call: _Call, settled: asyncio.Event) -> None:
+        """Wait (bounded) for the stream's writes, so that a client reading the stream to
+        its end finds its row complete."""
+        budget = call.budget_after(self.store_settings)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(settled.wait(), budget.left)
 
     async def _settled(self, conversation_id: str, timeout: float = 10.0) -> None:
         """Wait until the conversation's earlier streams have stored their vault entries."""
@@ -612,27 +926,37 @@ class Gateway:
             if not waiting:
                 del self._unsettled[conversation_id]
 
-    def _keep(self, turn: Turn, auth: _Authorised, row: EvidenceRow) -> None:
-        self.vault.put(auth.binding.conversation_id, auth.upstream.vault_entries(turn))
-        fill_usage(row, turn.usage, auth.route.price_per_mtok)
-
     # -- evidence -----------------------------------------------------------------------
 
-    def _record(self, row: EvidenceRow, t0: float) -> None:
-        row.latency_ms = (time.perf_counter() - t0) * 1000
-        self.store.record(row)
-
-    def _refuse(
-        self, row: EvidenceRow, t0: float, status: int, exc: PolicyRefusal, dialect: Dialect
+    async def _refuse(
+        self, call: _Call, status: int, exc: PolicyRefusal, dialect: Dialect
     ) -> Response:
-        row.reason = exc.reason
-        return self._finish_refusal(row, t0, status, exc.detail, dialect)
+        call.row.reason = exc.reason
+        return await self._finish_refusal(call, status, exc.detail, dialect)
 
-    def _finish_refusal(
-        self, row: EvidenceRow, t0: float, status: int, detail: str, dialect: Dialect
+    async def _finish_refusal(
+        self, call: _Call, status: int, detail: str, dialect: Dialect
     ) -> Response:
-        self._record(row, t0)
-        return _refusal(status, row.reason or "refused", detail, dialect)
+        budget = call.budget_after(self.store_settings) if call.opened else call.budget
+        await self._write(budget, call.row, call.t0, call.opened)
+        return _refusal(status, call.row.reason or "refused", detail, dialect)
+
+
+@dataclass
+class _Call:
+    """One request's evidence state: its row, its start, its store budget, whether its
+    pending row was committed (then later writes complete it)."""
+
+    row: EvidenceRow
+    t0: float
+    budget: _Budget
+    opened: bool = False
+    tail: Future[None] | None = None
+
+    def budget_after(self, settings: StoreSettings) -> _Budget:
+        """A fresh budget for the writes after the upstream call (the call itself is not
+        store time)."""
+        return _Budget(settings)
 
 
 def _finished_turn(decoder: Any) -> Turn | None:
