@@ -26,7 +26,10 @@ cannot commit within it, the client gets ``503`` with ``Retry-After`` and no ups
 made. Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
 store work (so a conversation's next turn reads its carriers once the database is back); the
-client still gets the answer it paid for, and its row says ``pending`` until then.
+client still gets the answer it paid for, and its row says ``pending`` until then. A
+background thread also retries the outbox every ``flush_interval`` while it is not empty, so
+a conversation that moves to another replica finds its carriers once the database is back
+and this replica has written them.
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
@@ -112,12 +115,14 @@ class StoreSettings:
     unreachable database holds one; requests past them wait in the queue, within their
     budget). ``outbox``: writes kept for later when the store failed after an upstream call
     (past it the oldest are dropped and counted). ``clock``: the monotonic clock the budget
-    is measured with (tests pass a fake one)."""
+    is measured with (tests pass a fake one). ``flush_interval``: seconds between retries of
+    a non-empty outbox by the background flusher."""
 
     timeout: float = 2.0
     retry_after: int = 1
     workers: int = 8
     outbox: int = 10_000
+    flush_interval: float = 0.2
     clock: Callable[[], float] = time.monotonic
 
     def __post_init__(self) -> None:
@@ -127,6 +132,8 @@ class StoreSettings:
             raise ValueError("retry_after must be 1..3600 seconds")
         if self.workers < 1 or self.outbox < 1:
             raise ValueError("store workers and outbox must be at least 1")
+        if not (math.isfinite(self.flush_interval) and self.flush_interval > 0):
+            raise ValueError("flush_interval must be a positive number of seconds")
 
 
 class _Budget:
@@ -295,10 +302,15 @@ class Gateway:
         self._outbox_lock = threading.Lock()
         self._flushing = threading.Lock()
         self.outbox_dropped = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
         self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
         await self._upstream.aclose()
+        self._stop.set()
+        self._wake.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # -- the store, off the event loop ----------------------------------------------------
@@ -328,16 +340,39 @@ class Gateway:
             budget.spend(since)
 
     def _queue(self, ops: list[Op]) -> None:
+        if not ops:
+            return
         with self._outbox_lock:
             self._outbox.extend(ops)
             while len(self._outbox) > self.store_settings.outbox:
                 self._outbox.popleft()
                 self.outbox_dropped += 1
+            self._wake.set()
+            if self._flusher is None and not self._stop.is_set():
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="reasonwire-outbox", daemon=True
+                )
+                self._flusher.start()
 
-    def _apply(self, ops: list[Op]) -> None:
-        """Run store writes in order (on a store thread); on the first failure, it and the
-        rest go to the outbox, and the failure is raised. The outbox is written first, so
-        writes stay in order."""
+    def _flush_loop(self) -> None:
+        """The background flusher: while the outbox holds writes, try them every
+        ``flush_interval`` (a failure leaves them queued, in order)."""
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            with contextlib.suppress(Exception):
+                self._flush()
+            with self._outbox_lock:
+                if not self._outbox:
+                    self._wake.clear()
+                    continue
+            self._stop.wait(self.store_settings.flush_interval)
+
+    def _apply(self, ops: list[Op], on_fail: Callable[[], None] | None = None) -> None:
+        """Run store writes in order (on a store thread); on the first failure, ``on_fail``
+        runs, then it and the rest go to the outbox, and the failure is raised. The outbox is
+        written first, so writes stay in order."""
         pending = list(ops)
         try:
             self._flush()
@@ -345,6 +380,8 @@ class Gateway:
                 pending[0]()
                 pending.pop(0)
         except BaseException:
+            if on_fail is not None:
+                on_fail()
             self._queue(pending)
             raise
 
@@ -358,7 +395,12 @@ class Gateway:
                     if not self._outbox:
                         return
                     op = self._outbox[0]
-                op()  # raises: the op stays first in the outbox
+                try:
+                    op()
+                except (StoreUnavailable, sqlite3.Error):
+                    raise  # the store is down: the op stays first in the outbox
+                except Exception:  # never succeeds: dropped, not blocking every later write
+                    self.outbox_dropped += 1
                 with self._outbox_lock:
                     if self._outbox and self._outbox[0] is op:
                         self._outbox.popleft()
@@ -378,12 +420,21 @@ class Gateway:
         op: Op = (lambda: store.complete(snap)) if opened else (lambda: store.record(snap))
         await self._settle_ops(budget, [op])
 
-    async def _settle_ops(self, budget: _Budget, ops: list[Op]) -> None:
+    async def _settle_ops(
+        self, budget: _Budget, ops: list[Op], on_fail: Callable[[], None] | None = None
+    ) -> bool:
+        """Write ``ops`` within the budget; False (they wait in the outbox) when the store
+        failed or did not answer in time."""
         if budget.left <= 0:
+            if on_fail is not None:
+                on_fail()
             self._queue(ops)
-            return
-        with contextlib.suppress(_StoreDown):
-            await self._db(budget, lambda: self._apply(ops))
+            return False
+        try:
+            await self._db(budget, lambda: self._apply(ops, on_fail))
+        except _StoreDown:
+            return False
+        return True
 
     async def _open_row(self, budget: _Budget, row: EvidenceRow) -> None:
         """Commit the pending row of the upstream call about to be made; :class:`_StoreDown`
@@ -689,12 +740,16 @@ class Gateway:
         row.latency_ms = (time.perf_counter() - call.t0) * 1000
         snap = replace(row)
         self._queue([lambda: self.store.record(snap)])
+        return self._unavailable(
+            dialect, "the evidence store cannot commit; nothing was sent upstream"
+        )
+
+    def _unavailable(self, dialect: Dialect, detail: str) -> Response:
         return _error_response(
             dialect,
             503,
             "store-unavailable",
-            "reasonwire gateway refused: store-unavailable: the evidence store cannot commit;"
-            " nothing was sent upstream",
+            f"reasonwire gateway refused: store-unavailable: {detail}",
             headers={"retry-after": str(self.store_settings.retry_after)},
         )
 
@@ -778,19 +833,34 @@ class Gateway:
         entries = auth.upstream.vault_entries(turn) + ([entry] if entry is not None else [])
         visible = dialect.project_body(data, self._profile(auth.route, dialect))
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        await self._settle_ops(
-            call.budget_after(self.store_settings), self._completion(conv, entries, row)
+        final = [replace(row)]
+
+        def withheld() -> None:  # on the store thread, before the writes are queued
+            final[0] = replace(
+                final[0], outcome="upstream-error", reason="answer withheld: store-unavailable"
+            )
+
+        kept = await self._settle_ops(
+            call.budget_after(self.store_settings),
+            self._completion(conv, entries, final),
+            withheld,
         )
+        if not kept:
+            # The answer's carriers are not durable: a next turn (on any replica) could not
+            # put them back. The client asks again; this call's row stays, completed later.
+            return self._unavailable(dialect, "the answer's evidence cannot be committed")
         return Response(orjson.dumps(visible), media_type=_JSON)
 
-    def _completion(self, conv: str, entries: list[tuple[str, JSON]], row: EvidenceRow) -> list[Op]:
+    def _completion(
+        self, conv: str, entries: list[tuple[str, JSON]], final: list[EvidenceRow]
+    ) -> list[Op]:
         """The writes after an upstream call, in order: the answer's carriers, then the
-        completed row (a row says ``forwarded`` only once what it answered is kept)."""
-        snap = replace(row)
+        completed row (``final[0]``, read when the write runs: a JSON answer withheld
+        rewrites it before its writes are queued)."""
         ops: list[Op] = []
         if entries:
             ops.append(lambda: self.vault.put(conv, entries))
-        ops.append(lambda: self.store.complete(snap))
+        ops.append(lambda: self.store.complete(final[0]))
         return ops
 
     async def _relay(
@@ -887,7 +957,7 @@ class Gateway:
         """The stream's writes on a store thread; ``settled`` is set (on the loop) once
         they are done or queued, whether or not anyone awaits them (a generator closed by
         a client that left cannot await)."""
-        ops = self._completion(conv, entries, call.row)
+        ops = self._completion(conv, entries, [replace(call.row)])
         loop = asyncio.get_running_loop()
 
         def run() -> None:
