@@ -59,6 +59,7 @@ from starlette.types import Receive, Scope, Send
 from reasonwire import credentials
 from reasonwire.errors import (
     CredentialError,
+    MalformedBody,
     PolicyRefusal,
     TransportError,
     TruncatedStream,
@@ -78,12 +79,13 @@ from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
-from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.dialect import Dialect, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.shape import ShapeError
 from reasonwire.wire.translate import ChatToResponses, translation
@@ -287,7 +289,7 @@ class Gateway:
         self.limits = limits if limits is not None else Limits()
         self.fold = fold
         self._verified: dict[str, Binding] = {}
-        self._profiles: dict[str, Profile] = {}
+        self._profiles: dict[tuple[str, str], Profile] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -551,10 +553,17 @@ class Gateway:
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
     def _profile(self, route: RouteRegistration, dialect: Dialect) -> Profile:
-        prof = self._profiles.get(route.route_id)
+        """The route's profile for ``dialect``; on a client dialect of
+        :data:`INLINE_THINK_DIALECTS`, with ``<think>`` blocks cut unless the route says its
+        model never writes them (:attr:`RouteRegistration.no_think_tags`)."""
+        key = (route.route_id, dialect.name)
+        prof = self._profiles.get(key)
         if prof is None:
             prof = dialect.profile(route.profile, **dict(route.profile_fields))
-            self._profiles[route.route_id] = prof
+            served = route.client_dialect or route.dialect
+            if served == dialect.name and served in INLINE_THINK_DIALECTS:
+                prof = prof.with_overrides({"think_tags": not route.no_think_tags})
+            self._profiles[key] = prof
         return prof
 
     def _prepare(
@@ -881,14 +890,19 @@ class Gateway:
         row, t0 = call.row, call.t0
         decoder = auth.upstream.stream_decoder()
         translator = auth.translation.stream(client_body) if auth.translation else None
-        projector = (
-            translator
-            if translator is not None
-            else dialect.stream_projector(self._profile(auth.route, dialect))
-        )
+        profile = self._profile(auth.route, dialect)
+        projector: StreamProjector
+        if translator is None:
+            projector = dialect.stream_projector(profile)
+        elif profile.think_tags:  # the translated stream, then the client dialect's cut
+            projector = _Chained(translator, dialect.stream_projector(profile))
+        else:
+            projector = translator
         turn: Turn | None = None
         failure: str | None = None
         state: StreamState | None = None
+        literals = self._literals(dialect)
+        held = b""  # a terminal literal event ([DONE]), sent once the stream is known good
         try:
             try:
                 async for chunk in resp.aiter():
@@ -899,11 +913,16 @@ class Gateway:
                     # last event (an SDK at [DONE]) closes this generator at the yield.
                     decoder.feed(chunk)
                     if out:
-                        yield out
+                        out, held = _hold_literal(held + out, literals)
+                        if out:
+                            yield out
                 for ev in decoder.close():
                     if ev.type == "done":
                         turn = ev.turn
-                tail = projector.close()
+                if turn is not None and _no_answer(turn):
+                    turn = None
+                    raise MalformedBody("no answer of the dialect's shape in the stream")
+                tail = held + projector.close()
                 if tail:
                     yield tail
                 state = "complete"
@@ -946,6 +965,10 @@ class Gateway:
             # writes finish on their own (settled is set by the store thread).
             with contextlib.suppress(asyncio.CancelledError):
                 await self._stream_settled(call, settled)
+
+    def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
+        """The dialect's terminal literal events as the projector writes them."""
+        return tuple(encode_event("message", t) for t in sorted(dialect.stream_literals))
 
     def _finish_stream(
         self,
@@ -1027,6 +1050,45 @@ class _Call:
         """A fresh budget for the writes after the upstream call (the call itself is not
         store time)."""
         return _Budget(settings)
+
+
+def _hold_literal(out: bytes, literals: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    """``out`` split into what to send now and a terminal literal event it ends with (held
+    until the upstream stream is known to have ended well: an SDK stops at ``[DONE]``, so
+    an error event after it would never be read)."""
+    for lit in literals:
+        if out.endswith(lit):
+            return out[: -len(lit)], lit
+    return out, b""
+
+
+def _no_answer(turn: Turn) -> bool:
+    """A finished stream with nothing of an answer in it: no text, reasoning, tool call or
+    finish reason (the upstream sent events of another shape, or only a terminal literal)."""
+    return not (turn.text or turn.reasoning_text or turn.tool_calls or turn.finish_reason)
+
+
+class _Chained:
+    """Two stream projectors in a row (a translated stream, then the client dialect's own
+    projection, for its ``<think>`` cut); the second one's error event ends a failure."""
+
+    def __init__(self, first: StreamProjector, second: StreamProjector) -> None:
+        self.first, self.second = first, second
+
+    def feed(self, chunk: bytes) -> bytes:
+        return self.second.feed(self.first.feed(chunk))
+
+    def close(self) -> bytes:
+        return self.second.feed(self.first.close()) + self.second.close()
+
+    def fail(self, reason: str) -> bytes:
+        return self.second.fail(reason)
+
+
+INLINE_THINK_DIALECTS = frozenset({"chat"})
+"""Client dialects on which ``<think>`` blocks are cut from visible text by default: the
+OpenAI-compatible Chat Completions API, where servers for open models pass a model's inline
+reasoning through in ``content`` (see :attr:`RouteRegistration.no_think_tags`)."""
 
 
 def _finished_turn(decoder: Any) -> Turn | None:
