@@ -590,6 +590,7 @@ class Gateway:
             out, row.carriers_reattached = auth.translation.request(
                 out, lambda k: self.vault.get(conv, k)
             )
+            _check_translated_tools(out, auth.route)
             out, more = auth.upstream.strip_controls(out)
             removed.update(more)
             deep_merge(out, fragment)
@@ -1052,6 +1053,24 @@ class _Call:
         return _Budget(settings)
 
 
+def _check_translated_tools(body: Mapping[str, Any], route: RouteRegistration) -> None:
+    """On a translated route, what goes upstream names function tools only, or hosted tool
+    types the route allows (:attr:`RouteRegistration.hosted_tools`); ``tool-not-allowed``
+    otherwise. Checked on the translated body: what would really reach the upstream."""
+    allowed = route.hosted_tools | {"function"}
+    tools = body.get("tools")
+    named: list[Any] = [t.get("type") if isinstance(t, dict) else t for t in tools or ()]
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        named.append(choice.get("type"))
+    refused = sorted({str(n) for n in named if n not in allowed})
+    if refused:
+        raise PolicyRefusal(
+            "tool-not-allowed",
+            f"route {route.route_id} passes function tools only; refused: {', '.join(refused)}",
+        )
+
+
 def _hold_literal(out: bytes, literals: tuple[bytes, ...]) -> tuple[bytes, bytes]:
     """``out`` split into what to send now and a terminal literal event it ends with (held
     until the upstream stream is known to have ended well: an SDK stops at ``[DONE]``, so
@@ -1102,6 +1121,7 @@ def _finished_turn(decoder: Any) -> Turn | None:
 
 _REFUSAL_STATUS = {
     "malformed-body": 400,
+    "tool-not-allowed": 400,
     "bad-attempt": 400,
     "body-too-large": 413,
     "headers-too-large": 431,

@@ -133,6 +133,12 @@ class RouteRegistration:
     reaches a governed client is hidden reasoning seen. A route that states this (a
     reviewed fact about its model) keeps a literal ``<think>`` in its text. A route that
     also sets ``profile_fields={"think_tags": True}`` contradicts itself and is refused."""
+    hosted_tools: frozenset[str] = frozenset()
+    """On a translated route (``client_dialect`` set): the upstream's hosted tool types
+    (``web_search_preview``, ``mcp``...) a client may ask for. None by default: a Chat
+    Completions client has function tools only, and a hosted tool (the provider fetching
+    the web, or calling a remote MCP server, on the gateway's credential) is something the
+    route's review must allow by name; any other is refused (``tool-not-allowed``)."""
     fold: FoldSettings | None = None
     """The fold of long replayed reasoning text on this route's upstream requests (see
     :mod:`reasonwire.govern.upstream_fold`). None, the default: the route says nothing and
