@@ -106,6 +106,11 @@ class Limits:
     max_header_bytes: int = 16 * 1024
 
 
+DEFAULT_STORE_TIMEOUT = 2.0
+"""Seconds of store waiting before a request is refused with 503 (issue 25: at most 2 s)."""
+DEFAULT_RETRY_AFTER = 1
+
+
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     """How long a request may wait for the evidence store and the vault before it is refused.
@@ -120,8 +125,8 @@ class StoreSettings:
     is measured with (tests pass a fake one). ``flush_interval``: seconds between retries of
     a non-empty outbox by the background flusher."""
 
-    timeout: float = 2.0
-    retry_after: int = 1
+    timeout: float = DEFAULT_STORE_TIMEOUT
+    retry_after: int = DEFAULT_RETRY_AFTER
     workers: int = 8
     outbox: int = 10_000
     flush_interval: float = 0.2
