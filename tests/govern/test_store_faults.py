@@ -252,6 +252,23 @@ class Faults:
     ring: KeyRing
     stores: list[PostgresEvidenceStore]
     statuses: list[int] = field(default_factory=list)
+    matrix: list[str] = field(default_factory=list)
+    after_restart: list[int] = field(default_factory=list)
+
+    def mark(self) -> tuple[int, int, int]:
+        return len(self.statuses), self.upstream.calls(), len(self.after_restart)
+
+    def note(self, fault: str, moment: str, since: tuple[int, int, int]) -> None:
+        """One line of the fault matrix: what happened to the requests since ``since``."""
+        got = self.statuses[since[0] :]
+        after = self.after_restart[since[2] :]
+        self.matrix.append(
+            f"{fault:5} | {moment:34} | requests {len(got):3} | 200 {got.count(200):3} |"
+            f" 503+Retry-After {got.count(503):3} | 500 {got.count(500)} |"
+            f" upstream calls {self.upstream.calls() - since[1]:3} |"
+            f" calls without a committed row {len(self.upstream.violations())} |"
+            f" after restart {len(after)} requests, {sum(s != 200 for s in after)} failed"
+        )
 
     def token(self, conv: str) -> str:
         gw = self.gateways[0]
@@ -319,7 +336,14 @@ def faults() -> Iterator[Faults]:
                 )
                 gws.append(gw)
                 servers.append(ThreadServer(gw.app).__enter__())
-            yield Faults(db, upstream, gws, [s.url for s in servers], ring, stores)
+            world = Faults(db, upstream, gws, [s.url for s in servers], ring, stores)
+            yield world
+            print("\nfault matrix (fault | moment | outcome):")
+            print("\n".join(world.matrix))
+            print(
+                f"upstream calls checked after the restart (db down at arrival):"
+                f" {upstream.unverified_at_arrival}"
+            )
     finally:
         for s in servers:
             s.__exit__(None, None, None)
@@ -399,6 +423,7 @@ HOW = ["fast", "kill"]
 def test_database_stopped_before_calls(faults: Faults, how: str) -> None:
     """Every call while the database is down is a 503 with Retry-After and reaches no
     upstream; the same calls after the restart all succeed at their first try."""
+    since = faults.mark()
     old = new_conv()
     r1 = faults.post(0, old, first_turn(old), stream=False)
     assert r1.status_code == 200
@@ -420,6 +445,7 @@ def test_database_stopped_before_calls(faults: Faults, how: str) -> None:
     faults.db.start()
     for replica, conv, msgs, stream in planned:
         r = faults.post(replica, conv, msgs, stream)
+        faults.after_restart.append(r.status_code)
         assert r.status_code == 200, r.text
         if stream:
             assert_clean_stream(r)
@@ -427,6 +453,7 @@ def test_database_stopped_before_calls(faults: Faults, how: str) -> None:
     refused = [x for x in faults.stores[0].rows(old) if x.outcome == "refused"]
     assert {x.reason for x in refused} == {"store-unavailable"} and len(refused) == 2
     assert_invariants(faults)
+    faults.note(how, "before a call (JSON+stream, 2 replicas)", since)
 
 
 def _held(faults: Faults, replica: int, conv: str, stream: bool) -> dict[str, Any]:
@@ -452,6 +479,7 @@ def test_database_stopped_during_a_call(faults: Faults, how: str, stream: bool) 
     other replica. Stream: the client has the whole stream; the completion and the carriers
     wait in the replica's outbox; once written, the next turn on the other replica gets its
     carriers back. Either way the call's row ends completed, not pending."""
+    since = faults.mark()
     conv = new_conv()
     held = _held(faults, 0, conv, stream)
     faults.db.stop(how)
@@ -467,10 +495,12 @@ def test_database_stopped_during_a_call(faults: Faults, how: str, stream: bool) 
     else:
         assert_unavailable(r)
         again = faults.post(1, conv, first_turn(conv), stream=False)  # the client asks again
+        faults.after_restart.append(again.status_code)
         assert again.status_code == 200, again.text
         answer = tool_message(again, False)
     faults.drained()
     r2 = faults.post(1, conv, second_turn(conv, first_turn(conv), answer), stream=False)
+    faults.after_restart.append(r2.status_code)
     assert r2.status_code == 200, r2.text
     rows = faults.stores[1].rows(conv)
     assert "pending" not in [x.outcome for x in rows]
@@ -487,6 +517,8 @@ def test_database_stopped_during_a_call(faults: Faults, how: str, stream: bool) 
             ("forwarded", None),
         ]
     assert_invariants(faults)
+    moment = "during a stream" if stream else "during a JSON call"
+    faults.note(how, moment + " (next turn: other replica)", since)
 
 
 @pytest.mark.parametrize("how", HOW)
@@ -494,6 +526,7 @@ def test_concurrent_conversations_through_a_restart(faults: Faults, how: str) ->
     """Conversations on both replicas at once while the database stops and comes back; a
     client retries a 503 (the bound is the configured timeout). No 500, no upstream call
     without a row, and every request made after the restart succeeds first time."""
+    since = faults.mark()
     stop = threading.Event()
     restarted = threading.Event()
     after: list[int] = []
@@ -545,4 +578,6 @@ def test_concurrent_conversations_through_a_restart(faults: Faults, how: str) ->
     stop.set()
     assert not errors, errors
     assert after and set(after) == {200}, after  # after the restart: 0 failed requests
+    faults.after_restart += after
     assert_invariants(faults)
+    faults.note(how, "under load (6 clients, 2 replicas)", since)
