@@ -327,16 +327,18 @@ class Gateway:
         :class:`_StoreDown` when it fails or runs out (the thread may go on: every store
         write is idempotent, and a late pending row is completed as refused, see
         :meth:`_open_row`)."""
+        since = budget.start()
         fut = self._submit(budget, work)
-        return await self._await(budget, fut)
+        return await self._await(budget, fut, since)
 
     def _submit(self, budget: _Budget, work: Callable[[], T]) -> Future[T]:
         if budget.left <= 0:
             raise _StoreDown("the store time budget is spent")
         return self._executor.submit(work)
 
-    async def _await(self, budget: _Budget, fut: Future[T]) -> T:
-        since = budget.start()
+    async def _await(self, budget: _Budget, fut: Future[T], since: float) -> T:
+        """The result of submitted store work; the wait (from ``since``, taken before the
+        work was submitted) is spent from the budget."""
         try:
             return await asyncio.wait_for(asyncio.wrap_future(fut), budget.left)
         except TimeoutError:
@@ -448,9 +450,10 @@ class Gateway:
         when it cannot be committed within the budget. If the commit lands after the budget
         ran out (the call is then never made), the row is completed as a refusal."""
         snap = replace(row, outcome="pending")
+        since = budget.start()
         fut = self._submit(budget, lambda: self._apply_open(snap))
         try:
-            await self._await(budget, fut)
+            await self._await(budget, fut, since)
         except _StoreDown:
             late = replace(snap, outcome="refused", reason="store-unavailable")
 
@@ -908,6 +911,7 @@ class Gateway:
         failure: str | None = None
         state: StreamState | None = None
         literals = self._literals(dialect)
+        ended = False  # the relay ran to its end (no exception in flight in the finally)
         held = b""  # a terminal literal event ([DONE]), sent once the stream is known good
         try:
             try:
@@ -946,6 +950,7 @@ class Gateway:
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure
                 yield projector.fail(failure)
+            ended = True
         finally:
             await resp.aclose()
             if turn is None and failure is None:
@@ -969,8 +974,11 @@ class Gateway:
             # Bounded wait for the writes, so a client that read to the end (or stopped at
             # its last event) finds its row complete; a cancelled task cannot wait, and its
             # writes finish on their own (settled is set by the store thread).
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._stream_settled(call, settled)
+            except asyncio.CancelledError:
+                if ended:  # nothing else in flight: the cancellation is this task's own
+                    raise
 
     def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
         """The dialect's terminal literal events as the projector writes them."""
