@@ -343,3 +343,20 @@ def test_an_unreachable_database_is_store_unavailable_not_a_hang(dsn: str) -> No
     with pytest.raises(StoreUnavailable):
         conns.run(lambda conn: conn.execute("SELECT 1"))
     conns.close()
+
+
+async def test_queued_refusal_rows_never_hold_a_request_up(local: Local) -> None:
+    """After a long outage the outbox may hold many refusal rows; a request writes at most
+    16 of them on its path (the background flusher writes the rest), after every queued
+    write of a real call. The flusher is held off here to count what the request did."""
+    ran: list[str] = []
+    local.gw._stop.set()  # no background flusher: only request paths write
+    local.gw._queue([lambda: ran.append("refusal")] * 100, refusal=True)
+    local.gw._queue([lambda: ran.append("call")] * 3)
+    conv = new_conv()
+    r = await local.post(conv)
+    assert r.status_code == 200
+    # three store steps flush (authorise, commit the row, complete it): 16 refusals each,
+    # after the 3 writes of calls
+    assert ran == ["call"] * 3 + ["refusal"] * 48
+    assert local.gw.outbox_size() == 100 - 48

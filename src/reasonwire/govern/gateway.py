@@ -25,9 +25,12 @@ loop, under one time budget per request (:class:`StoreSettings`, default 2 s): w
 cannot commit within it, the client gets ``503`` with ``Retry-After`` and no upstream call is
 made. Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
-store work (so a conversation's next turn reads its carriers once the database is back); the
-client still gets the answer it paid for, and its row says ``pending`` until then. A
-background thread also retries the outbox every ``flush_interval`` while it is not empty, so
+store work (so a conversation's next turn reads its carriers once the database is back). A
+stream's client has its answer already, and its row says ``pending`` until then; a JSON
+answer whose carriers cannot be kept is withheld (503: the client asks again, and no turn
+ever runs without the carriers of the one before). Refusal rows written while the store was
+down follow the writes of real calls, a few per request, the rest by a background thread,
+which also retries the outbox every ``flush_interval`` while it is not empty, so
 a conversation that moves to another replica finds its carriers once the database is back
 and this replica has written them.
 
@@ -304,8 +307,11 @@ class Gateway:
         self._executor = ThreadPoolExecutor(
             self.store_settings.workers, thread_name_prefix="reasonwire-store"
         )
-        # Writes that failed after their upstream call, oldest first (see the module doc).
+        # Writes that failed, oldest first (see the module doc): those of upstream calls
+        # (carriers, completions), then refusal rows (written after them, a few at a time
+        # on a request's path, so a long outage's refusals never delay a request).
         self._outbox: deque[Op] = deque()
+        self._refusals: deque[Op] = deque()
         self._outbox_lock = threading.Lock()
         self._flushing = threading.Lock()
         self.outbox_dropped = 0
@@ -348,13 +354,14 @@ class Gateway:
         finally:
             budget.spend(since)
 
-    def _queue(self, ops: list[Op]) -> None:
+    def _queue(self, ops: list[Op], *, refusal: bool = False) -> None:
         if not ops:
             return
         with self._outbox_lock:
-            self._outbox.extend(ops)
-            while len(self._outbox) > self.store_settings.outbox:
-                self._outbox.popleft()
+            queue = self._refusals if refusal else self._outbox
+            queue.extend(ops)
+            while len(queue) > self.store_settings.outbox:
+                queue.popleft()
                 self.outbox_dropped += 1
             self._wake.set()
             if self._flusher is None and not self._stop.is_set():
@@ -371,14 +378,16 @@ class Gateway:
             if self._stop.is_set():
                 return
             with contextlib.suppress(Exception):
-                self._flush()
+                self._flush(refusals=None)
             with self._outbox_lock:
-                if not self._outbox:
+                if not (self._outbox or self._refusals):
                     self._wake.clear()
                     continue
             self._stop.wait(self.store_settings.flush_interval)
 
-    def _apply(self, ops: list[Op], on_fail: Callable[[], None] | None = None) -> None:
+    def _apply(
+        self, ops: list[Op], on_fail: Callable[[], None] | None = None, *, refusal: bool = False
+    ) -> None:
         """Run store writes in order (on a store thread); on the first failure, ``on_fail``
         runs, then it and the rest go to the outbox, and the failure is raised. The outbox is
         written first, so writes stay in order."""
@@ -391,33 +400,40 @@ class Gateway:
         except BaseException:
             if on_fail is not None:
                 on_fail()
-            self._queue(pending)
+            self._queue(pending, refusal=refusal)
             raise
 
-    def _flush(self) -> None:
-        """Write the outbox (on a store thread), oldest first; what fails stays queued."""
-        if not self._outbox:
+    def _flush(self, refusals: int | None = 16) -> None:
+        """Write the outbox (on a store thread), oldest first: every write of an upstream
+        call, then up to ``refusals`` refusal rows (None: all); what fails stays queued."""
+        if not (self._outbox or self._refusals):
             return
         with self._flushing:
-            while True:
-                with self._outbox_lock:
-                    if not self._outbox:
-                        return
-                    op = self._outbox[0]
-                try:
-                    op()
-                except (StoreUnavailable, sqlite3.Error):
-                    raise  # the store is down: the op stays first in the outbox
-                except Exception:  # never succeeds: dropped, not blocking every later write
-                    self.outbox_dropped += 1
-                with self._outbox_lock:
-                    if self._outbox and self._outbox[0] is op:
-                        self._outbox.popleft()
+            self._drain(self._outbox, None)
+            self._drain(self._refusals, refusals)
+
+    def _drain(self, queue: deque[Op], limit: int | None) -> None:
+        done = 0
+        while limit is None or done < limit:
+            with self._outbox_lock:
+                if not queue:
+                    return
+                op = queue[0]
+            try:
+                op()
+            except (StoreUnavailable, sqlite3.Error):
+                raise  # the store is down: the op stays first in the outbox
+            except Exception:  # never succeeds: dropped, not blocking every later write
+                self.outbox_dropped += 1
+            with self._outbox_lock:
+                if queue and queue[0] is op:
+                    queue.popleft()
+            done += 1
 
     def outbox_size(self) -> int:
         """Writes waiting for the store to come back."""
         with self._outbox_lock:
-            return len(self._outbox)
+            return len(self._outbox) + len(self._refusals)
 
     async def _write(self, budget: _Budget, row: EvidenceRow, t0: float, opened: bool) -> None:
         """Record (or complete, when its pending row was written) ``row`` within the budget;
@@ -426,21 +442,28 @@ class Gateway:
         row.latency_ms = (time.perf_counter() - t0) * 1000
         snap = replace(row)
         store = self.store
-        op: Op = (lambda: store.complete(snap)) if opened else (lambda: store.record(snap))
-        await self._settle_ops(budget, [op])
+        if opened:
+            await self._settle_ops(budget, [lambda: store.complete(snap)])
+        else:
+            await self._settle_ops(budget, [lambda: store.record(snap)], refusal=True)
 
     async def _settle_ops(
-        self, budget: _Budget, ops: list[Op], on_fail: Callable[[], None] | None = None
+        self,
+        budget: _Budget,
+        ops: list[Op],
+        on_fail: Callable[[], None] | None = None,
+        *,
+        refusal: bool = False,
     ) -> bool:
         """Write ``ops`` within the budget; False (they wait in the outbox) when the store
         failed or did not answer in time."""
         if budget.left <= 0:
             if on_fail is not None:
                 on_fail()
-            self._queue(ops)
+            self._queue(ops, refusal=refusal)
             return False
         try:
-            await self._db(budget, lambda: self._apply(ops, on_fail))
+            await self._db(budget, lambda: self._apply(ops, on_fail, refusal=refusal))
         except _StoreDown:
             return False
         return True
@@ -757,7 +780,7 @@ class Gateway:
         row.outcome, row.reason, row.status_code = "refused", "store-unavailable", None
         row.latency_ms = (time.perf_counter() - call.t0) * 1000
         snap = replace(row)
-        self._queue([lambda: self.store.record(snap)])
+        self._queue([lambda: self.store.record(snap)], refusal=True)
         return self._unavailable(
             dialect, "the evidence store cannot commit; nothing was sent upstream"
         )
