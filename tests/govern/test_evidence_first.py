@@ -20,6 +20,7 @@ import pytest
 from reasonwire.govern.binding import KeyRing
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore, StoreUnavailable
 from reasonwire.govern.gateway import Gateway, StoreSettings
+from reasonwire.govern.upstream import StaleConnection, UpstreamPool
 from tests import pg
 from tests.govern.conftest import POLICY, ThreadServer, World, make_registry, new_conv
 from tests.govern.hostile import (
@@ -69,12 +70,19 @@ class Gate(SQLiteStore):
 
 
 class Local:
-    def __init__(self, world: World, store: Gate, settings: StoreSettings) -> None:
+    def __init__(
+        self, world: World, store: Gate, settings: StoreSettings, pool: Any = None
+    ) -> None:
         self.world = world
         upstream = world.gateway.registry.routes[ROUTE].upstream_base_url
         self.store = store
         self.gw = Gateway(
-            make_registry(upstream), POLICY, world.ring, store, store_settings=settings
+            make_registry(upstream),
+            POLICY,
+            world.ring,
+            store,
+            store_settings=settings,
+            upstream=pool,
         )
 
     async def post(self, conv: str, stream: bool = False) -> httpx.Response:
@@ -360,3 +368,79 @@ async def test_queued_refusal_rows_never_hold_a_request_up(local: Local) -> None
     # after the 3 writes of calls
     assert ran == ["call"] * 3 + ["refusal"] * 48
     assert local.gw.outbox_size() == 100 - 48
+
+
+# -- a stale keep-alive connection: sent again under a new row ---------------------------------
+
+
+class StaleOnce(UpstreamPool):
+    """The first call fails as a stale keep-alive connection does (nothing read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stale = 1
+
+    async def post(self, url: str, body: bytes, headers: Any, *, retry_stale: bool = True) -> Any:
+        assert retry_stale is False  # the gateway retries itself, one row per attempt
+        if self.stale:
+            self.stale -= 1
+            raise StaleConnection("reused upstream connection closed: IncompleteReadError")
+        return await super().post(url, body, headers, retry_stale=retry_stale)
+
+
+async def test_a_call_sent_again_after_a_stale_connection_has_a_row_per_attempt(
+    world: World,
+) -> None:
+    here = Local(world, Gate(), StoreSettings(), pool=StaleOnce())
+    conv = new_conv()
+    here.store.seen_upstream = lambda: len(world.recorder.find(conv))
+    try:
+        r = await here.post(conv)
+    finally:
+        await here.gw.aclose()
+    assert r.status_code == 200
+    assert here.store.order == [
+        "record:pending:0",
+        "complete:upstream-error:0",
+        "record:pending:0",  # the second attempt's own row, before its bytes go out
+        "complete:forwarded:1",
+    ]
+    first, second = here.store.rows(conv)
+    assert first.call_id != second.call_id and "sent again" in (first.reason or "")
+
+
+async def test_the_pool_reports_a_stale_connection_instead_of_resending() -> None:
+    """A raw server that answers one request on a connection, then closes the connection
+    on the next: without ``retry_stale`` the pool says so and sends nothing again."""
+    requests = 0
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal requests
+        while True:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+                await reader.readexactly(2)
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            requests += 1
+            if requests == 2:
+                break  # closes the reused connection without answering
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}")
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    pool = UpstreamPool()
+    url = f"http://127.0.0.1:{port}/v1/x"
+    try:
+        first = await pool.post(url, b"{}", {})
+        assert await first.read() == b"{}"
+        await first.aclose()
+        with pytest.raises(StaleConnection):
+            await pool.post(url, b"{}", {}, retry_stale=False)
+        assert requests == 2  # sent once, not again
+    finally:
+        await pool.aclose()
+        server.close()
+        await server.wait_closed()

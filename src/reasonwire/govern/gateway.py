@@ -48,6 +48,7 @@ import math
 import sqlite3
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -80,7 +81,7 @@ from reasonwire.govern.evidence import (
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
-from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
+from reasonwire.govern.upstream import StaleConnection, UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
 from reasonwire.wire.dialect import Dialect, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
@@ -728,14 +729,16 @@ class Gateway:
         except _StoreDown as exc:
             return await self._store_down(call, dialect, str(exc))
         call.opened = True
-        # Evidence first: the only upstream call, after the awaited commit of its row.
         try:
-            resp = await self._upstream.post(url, payload, up_headers)
+            resp = await self._post(call, url, payload, up_headers)
+        except _StoreDown as exc:
+            return await self._store_down(call, dialect, str(exc))
         except TransportError as exc:
-            row.reason = f"transport: {type(exc).__name__}"
+            call.row.reason = f"transport: {type(exc).__name__}"
             return await self._finish_refusal(
                 call, 502, "the upstream could not be reached", dialect
             )
+        row = call.row  # another row when the call was sent again (see _post)
         row.status_code = resp.status_code
         if resp.status_code != 200:
             return await self._upstream_error(resp, dialect, auth.upstream, call)
@@ -748,6 +751,24 @@ class Gateway:
                 media_type="text/event-stream",  # never the upstream's header
             )
         return await self._answer(resp, dialect, auth, call)
+
+    async def _post(
+        self, call: _Call, url: str, payload: bytes, headers: Mapping[str, str]
+    ) -> UpstreamResponse:
+        """The upstream call, evidence first: every attempt is sent only after its own row
+        was committed. A keep-alive connection found stale is sent again once on a fresh
+        one, under a new row (the first is completed as that transport failure)."""
+        try:
+            return await self._upstream.post(url, payload, headers, retry_stale=False)
+        except StaleConnection as exc:
+            first = call.row
+            first.reason = f"transport: {exc}; sent again as another call"
+            await self._write(call.budget_after(self.store_settings), first, call.t0, True)
+            again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
+            call.row, call.opened = again, False
+            await self._open_row(call.budget_after(self.store_settings), again)
+            call.opened = True
+            return await self._upstream.post(url, payload, headers, retry_stale=False)
 
     def _authorise_flushed(
         self, headers: Mapping[str, str], dialect: Dialect, row: EvidenceRow
