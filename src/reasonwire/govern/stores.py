@@ -371,8 +371,17 @@ class PgConnections:
         """Connections opened so far (the fault tests read it: a restart costs new ones)."""
 
     def _connect(self) -> Connection[Any]:
+        # A peer that vanished (no reset: a partition, a host gone) must not hold a thread
+        # forever: unacknowledged sends give up after the timeout, idle ones are probed.
         conn: Connection[Any] = self._psycopg.connect(
-            self._conninfo, autocommit=True, connect_timeout=max(2, math.ceil(self.timeout))
+            self._conninfo,
+            autocommit=True,
+            connect_timeout=max(2, math.ceil(self.timeout)),
+            keepalives=1,
+            keepalives_idle=10,
+            keepalives_interval=5,
+            keepalives_count=3,
+            tcp_user_timeout=max(1000, int(self.timeout * 1000)),
         )
         self.opened += 1
         return conn
