@@ -14,7 +14,12 @@ finish reasons, the opaque carriers the vault keys on, and blocks of tools the p
 itself, such as Claude's ``server_tool_use`` and its results, which are not reasoning; see
 :mod:`reasonwire.wire.vault` for the design), in JSON, in streams and in errors: an
 upstream error reaches the client as the gateway's own error object, never the upstream
-body. Every call, refusals included, leaves an evidence row.
+body. On Chat Completions routes ``<think>...</think>`` blocks are cut from visible text
+unless the route states its model never writes them (``no_think_tags``); a stream that ends
+badly (cut, malformed, or with no answer of the dialect's shape) ends with the dialect's
+error event, never a clean ``[DONE]``; a translated route passes function tools only, and
+hosted tool types its registration names (``hosted_tools``). Every call, refusals included,
+leaves an evidence row.
 
 Evidence first: the row of an upstream call is committed (outcome ``pending``) before the
 call's first byte goes upstream, then completed in place with the outcome, usage and stream
