@@ -327,7 +327,14 @@ class Gateway:
         self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
+        """Close the upstream pool; write what the outbox holds (bounded by the store
+        timeout: what cannot be written then is lost, and its rows stay ``pending``)."""
         await self._upstream.aclose()
+        if self.outbox_size():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    asyncio.to_thread(self._flush, None), self.store_settings.timeout
+                )
         self._stop.set()
         self._wake.set()
         self._executor.shutdown(wait=False, cancel_futures=True)
