@@ -103,7 +103,7 @@ class Local:
 
 @pytest.fixture
 async def local(world: World) -> AsyncIterator[Local]:
-    here = Local(world, Gate(), StoreSettings(timeout=0.3, retry_after=7, flush_interval=0.01))
+    here = Local(world, Gate(), StoreSettings(timeout=1.0, retry_after=7, flush_interval=0.01))
     yield here
     here.store.release.set()
     await here.gw.aclose()
@@ -126,7 +126,7 @@ async def test_the_row_is_committed_before_the_call_and_completed_after(local: L
 async def test_a_store_that_cannot_commit_is_a_503_and_no_upstream_call(
     local: Local, mode: str, stream: bool
 ) -> None:
-    """The write hangs past the bound (0.3 s here; the test would hang, not fail slowly, if
+    """The write hangs past the bound (1 s here; the test would hang, not fail slowly, if
     the bound did not hold) or fails at once: 503, Retry-After as configured (7), the
     gateway's own error object, nothing upstream."""
     conv = new_conv()

@@ -48,7 +48,7 @@ from tests.govern.conftest import (
 )
 
 RETRY_AFTER = 1
-SETTINGS = StoreSettings(timeout=0.5, retry_after=RETRY_AFTER, flush_interval=0.05)
+SETTINGS = StoreSettings(retry_after=RETRY_AFTER, flush_interval=0.05)  # the default 2 s bound
 ROUTE, MODEL = "chat/sim-deepseek", "sim-deepseek"
 TOOLS: Any = [
     {
