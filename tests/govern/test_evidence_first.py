@@ -444,3 +444,33 @@ async def test_the_pool_reports_a_stale_connection_instead_of_resending() -> Non
         await pool.aclose()
         server.close()
         await server.wait_closed()
+
+
+async def test_a_locked_sqlite_file_is_a_503_then_the_same_call_goes_through(
+    world: World, tmp_path: Path
+) -> None:
+    """SQLite as the store: another process holds the file's write lock (the store would
+    wait its busy timeout, 30 s, on a thread); the request is refused at the bound with
+    503 and nothing goes upstream; once the lock is gone the same call succeeds."""
+    import sqlite3
+
+    path = tmp_path / "ev.sqlite"
+    here = Local(world, SQLiteStore(path), StoreSettings(timeout=1.0, retry_after=3))  # type: ignore[arg-type]
+    blocker = sqlite3.connect(path, isolation_level=None)
+    conv = new_conv()
+    try:
+        blocker.execute("BEGIN EXCLUSIVE")
+        r = await here.post(conv)
+        assert r.status_code == 503 and r.headers["retry-after"] == "3"
+        assert world.recorder.find(conv) == []
+        blocker.execute("ROLLBACK")
+        deadline = time.monotonic() + 30
+        while True:  # the refused call's own thread finishes its wait first
+            r = await here.post(conv)
+            if r.status_code == 200 or time.monotonic() > deadline:
+                break
+            assert r.status_code == 503
+        assert r.status_code == 200 and len(world.recorder.find(conv)) == 1
+    finally:
+        blocker.close()
+        await here.gw.aclose()

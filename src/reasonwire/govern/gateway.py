@@ -716,7 +716,9 @@ class Gateway:
                 )
             row.attempt = int(attempt)
             auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, row))
+            since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
+            budget.spend(since)
             shaped = self._admit(request, await self._read_body(request), dialect, row)
             path = request.url.path
             body, up_headers = await self._db(
