@@ -486,6 +486,9 @@ def test_database_stopped_during_a_call(faults: Faults, how: str, stream: bool) 
     faults.upstream.holds.release.set()
     held["thread"].join(60)
     r = held["r"]
+    # the call's completion (and its carriers) could not be written: they wait in replica
+    # 0's outbox, and its row is still the pending one committed before the call
+    assert faults.gateways[0].outbox_size() >= 1
     other = new_conv()
     assert_unavailable(faults.post(1, other, first_turn(other), stream=False))
     faults.db.start()
