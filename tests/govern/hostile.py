@@ -800,11 +800,14 @@ class HostileWorld:
         return {HEADER: self.token(conv, route_id, requested), CONVERSATION_HEADER: conv}
 
     def rows(self, conv: str, n: int = 1, timeout: float = 5.0) -> list[EvidenceRow]:
-        """The conversation's evidence rows once there are ``n`` (a stream's row lands when
+        """The conversation's evidence rows once there are ``n`` completed ones (a row is
+        committed ``pending`` before its upstream call, evidence first, and completed when
         the gateway has finished with it, which may be just after the client's last byte)."""
         deadline = time.monotonic() + timeout
         rows = self.store.rows(conv)
-        while len(rows) < n and time.monotonic() < deadline:
+        while (
+            len(rows) < n or any(r.outcome == "pending" for r in rows)
+        ) and time.monotonic() < deadline:
             time.sleep(0.01)
             rows = self.store.rows(conv)
         return rows

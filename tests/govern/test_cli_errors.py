@@ -120,6 +120,25 @@ def test_unopenable_gateway_evidence_path(
     assert "cannot open evidence database" in out
 
 
+@pytest.mark.parametrize(
+    ("flag", "value", "says"),
+    [
+        ("--store-timeout", "0", "store timeout"),
+        ("--store-timeout", "-1", "store timeout"),
+        ("--retry-after", "0", "retry_after"),
+        ("--retry-after", "3601", "retry_after"),
+    ],
+)
+def test_store_bounds_out_of_range(
+    policy: str, keys: Path, tmp_path: Path, flag: str, value: str, says: str
+) -> None:
+    ev = str(tmp_path / "ev.sqlite")
+    out = _one_line_error(
+        _serve("--policy", policy, "--keys", str(keys), "--evidence", ev, flag, value)
+    )
+    assert says in out
+
+
 @pytest.mark.parametrize("how", ["missing", "a directory", "parent is a file", "not UTF-8"])
 def test_unopenable_qualify_evidence_path(tmp_path: Path, how: str) -> None:
     path = tmp_path / "ev.json"

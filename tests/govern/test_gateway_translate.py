@@ -79,8 +79,8 @@ def test_chat_client_two_round_tool_loop_on_responses(world: World, stream: bool
     first_items = [i for i in ups[1]["body"]["input"] if i.get("type") == "reasoning"]
     assert first_items and all(i.get("encrypted_content") for i in first_items)
     assert json.dumps(first_items[0]) in json.dumps(ups[2]["body"]["input"])
-    for _ in range(100):  # a stream's row lands when the gateway's relay finishes
-        if len(world.store.rows(conv)) == 3:
+    for _ in range(100):  # a stream's row is completed when the gateway's relay finishes
+        if [r.outcome for r in world.store.rows(conv)] == ["forwarded"] * 3:
             break
         time.sleep(0.02)
     rows = _forwarded(world, conv)

@@ -309,8 +309,9 @@ def test_pg_migrations_are_idempotent_and_concurrent(dsn: str) -> None:
         t.join(timeout=60)
     assert not errors, errors
     with psycopg.connect(dsn, autocommit=True) as conn:
-        assert pg_migrate(conn) == 1  # again: nothing to do
-        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+        assert pg_migrate(conn) == 2  # again: nothing to do
+        versions = conn.execute("SELECT version FROM schema_version ORDER BY version")
+        assert versions.fetchall() == [(1,), (2,)]
         vtype = conn.execute(
             "SELECT data_type FROM information_schema.columns"
             " WHERE table_name = 'vault' AND column_name = 'value'"
@@ -339,12 +340,63 @@ def test_sqlite_file_from_before_migrations_opens_and_keeps_its_rows(tmp_path: P
     assert len(store.rows("old")) == 1
     store.close()
     again = sqlite3.connect(path)
-    assert again.execute("SELECT version FROM schema_version").fetchall() == [(1,)]
+    versions = again.execute("SELECT version FROM schema_version ORDER BY version")
+    assert versions.fetchall() == [(1,), (2,)]
     again.execute("INSERT INTO schema_version VALUES (7, 'newer', 0)")
     again.commit()
     again.close()
     with pytest.raises(ConfigError, match="schema version 7"):
         SQLiteStore(path)
+
+
+V1_COLUMNS = [c for c in EvidenceRow.__dataclass_fields__ if c != "stream_state"]
+"""The evidence columns of schema version 1, before evidence first added stream_state."""
+
+
+def test_version_1_databases_migrate_to_2_and_keep_their_rows(tmp_path: Path, dsn: str) -> None:
+    """A database written at version 1 (no stream_state column, no unique call ids) gains
+    both; its rows read back with no stream state; a repeated insert of one call id is
+    ignored, a completion rewrites it."""
+    import psycopg
+
+    from reasonwire.govern.stores import PG_MIGRATIONS
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE schema_version (version INTEGER PRIMARY KEY,"
+            " description TEXT NOT NULL, applied DOUBLE PRECISION NOT NULL)"
+        )
+        for step in PG_MIGRATIONS[0][2]:
+            conn.execute(step)  # type: ignore[arg-type]
+        conn.execute("INSERT INTO schema_version VALUES (1, 'v1', 0)")
+        conn.execute(
+            "INSERT INTO evidence (outcome, conversation_id, call_id, ts, controls_removed,"
+            " carriers_reattached, stream, usage_status, cost_status)"
+            " VALUES ('forwarded', 'old', 'c-old', 1, '', 0, false, 'unavailable', 'unavailable')"
+        )
+    path = tmp_path / "v1.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, description TEXT NOT NULL,"
+        f" applied REAL NOT NULL); CREATE TABLE evidence ({', '.join(V1_COLUMNS)});"
+        "INSERT INTO schema_version VALUES (1, 'v1', 0);"
+        "INSERT INTO evidence (outcome, conversation_id, call_id, ts, controls_removed,"
+        " carriers_reattached, stream, usage_status, cost_status)"
+        " VALUES ('forwarded', 'old', 'c-old', 1, '', 0, 0, 'unavailable', 'unavailable');"
+    )
+    db.commit()
+    db.close()
+    for store in (PostgresEvidenceStore(dsn), SQLiteStore(path)):
+        (old,) = store.rows("old")
+        assert old.call_id == "c-old" and old.stream_state is None
+        row = EvidenceRow(outcome="pending", conversation_id="new", call_id="c-new", stream=True)
+        store.record(row)
+        store.record(EvidenceRow(outcome="refused", conversation_id="new", call_id="c-new"))
+        assert [r.outcome for r in store.rows("new")] == ["pending"]  # the repeat is ignored
+        row.outcome, row.stream_state, row.output_tokens = "forwarded", "cut-by-client", 5
+        store.complete(row)
+        assert store.rows("new") == [row]
+        store.close()
 
 
 def test_unreachable_postgres_is_one_line_without_the_password() -> None:

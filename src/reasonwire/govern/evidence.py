@@ -11,6 +11,16 @@ on both: the first writer wins, atomically, and every later call reads the winne
 :class:`EvidenceStore` is the interface; :class:`SQLiteStore` the embedded implementation,
 :class:`reasonwire.govern.stores.PostgresEvidenceStore` the shared one.
 
+Evidence first (the gateway's rule, :mod:`.gateway`): the row of an upstream call is written
+(committed) with outcome ``pending`` before the call's first byte goes upstream, then
+completed in place (:meth:`EvidenceStore.complete`, by ``call_id``) with the outcome, usage and
+``stream_state``. A row left ``pending`` says an upstream call may have been made whose outcome
+was never recorded (the gateway stopped, or the database was unreachable at completion and
+stayed so). A store that cannot commit raises :class:`StoreUnavailable`; the gateway then
+makes no upstream call. Writes are idempotent (``call_id`` is unique: a repeated insert is
+ignored, a repeated completion rewrites the same values), so a write retried on a fresh
+connection after a broken one cannot duplicate a row.
+
 Schema changes are migrations (:data:`SQLITE_MIGRATIONS`): numbered steps recorded in a
 ``schema_version`` table, each step idempotent (``CREATE ... IF NOT EXISTS``), so a database
 written before the table existed, or one being migrated by another replica, is safe.
@@ -27,12 +37,21 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, Protocol
 
-from reasonwire.errors import ConfigError, PolicyRefusal
+from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
 from reasonwire.wire.model import Usage
 
 UsageStatus = Literal["reported", "unavailable"]
 CostStatus = Literal["confirmed", "estimated", "unavailable"]
-Outcome = Literal["forwarded", "refused", "upstream-error"]
+Outcome = Literal["pending", "forwarded", "refused", "upstream-error"]
+StreamState = Literal["complete", "cut-by-upstream", "cut-by-client", "malformed"]
+"""How a relayed stream ended: every upstream byte relayed to its terminal event; the upstream
+connection cut or ended before its terminal event; the client gone before the end; bytes that
+are not the dialect's stream."""
+
+
+class StoreUnavailable(ReasonwireError):
+    """The store could not read or commit (database down, connection broken, locked past its
+    bound). The gateway answers 503 with ``Retry-After`` and makes no upstream call."""
 
 
 @dataclass
@@ -67,17 +86,29 @@ class EvidenceRow:
     cost_usd: float | None = None
     latency_ms: float | None = None
     ttfb_ms: float | None = None
+    stream_state: StreamState | None = None
+    """None for a JSON call or one that never reached the upstream."""
 
 
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EvidenceRow))
 """The evidence table's columns, in :class:`EvidenceRow` order."""
 _COLUMNS = list(COLUMNS)
+_V1_COLUMNS = [c for c in _COLUMNS if c != "stream_state"]
+"""The columns of schema version 1 (later versions add columns by migration)."""
 
 
 class EvidenceStore(Protocol):
     """Where evidence rows and fixed conversation efforts and intents live."""
 
-    def record(self, row: EvidenceRow) -> None: ...
+    def record(self, row: EvidenceRow) -> None:
+        """Insert ``row``, committed when this returns (a row with its ``call_id`` already
+        stored is left as it is); :class:`StoreUnavailable` when it cannot be."""
+        ...
+
+    def complete(self, row: EvidenceRow) -> None:
+        """Rewrite the stored row with ``row.call_id`` with every field of ``row``, committed
+        when this returns; :class:`StoreUnavailable` when it cannot be."""
+        ...
 
     def fix_effort(self, conversation_id: str, level: str) -> str:
         """Fix ``level`` for a new conversation; return the level it was fixed with."""
@@ -142,7 +173,7 @@ SQLITE_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         1,
         "evidence rows, fixed efforts and intents, vault",
         (
-            f"CREATE TABLE IF NOT EXISTS evidence ({', '.join(_COLUMNS)})",
+            f"CREATE TABLE IF NOT EXISTS evidence ({', '.join(_V1_COLUMNS)})",
             "CREATE INDEX IF NOT EXISTS evidence_conv ON evidence (conversation_id)",
             "CREATE TABLE IF NOT EXISTS conversation_effort ("
             " conversation_id TEXT PRIMARY KEY, level TEXT NOT NULL, created REAL NOT NULL)",
@@ -153,6 +184,14 @@ SQLITE_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             "CREATE TABLE IF NOT EXISTS vault ("
             " seq INTEGER PRIMARY KEY AUTOINCREMENT, conversation_id TEXT NOT NULL,"
             " key TEXT NOT NULL, value TEXT NOT NULL, UNIQUE (conversation_id, key))",
+        ),
+    ),
+    (
+        2,
+        "evidence first: unique call ids, stream state",
+        (
+            "ALTER TABLE evidence ADD COLUMN stream_state",
+            "CREATE UNIQUE INDEX IF NOT EXISTS evidence_call ON evidence (call_id)",
         ),
     ),
 )
@@ -179,7 +218,7 @@ def sqlite_migrate(db: sqlite3.Connection) -> int:
         for version, description, steps in SQLITE_MIGRATIONS:
             if version > current:
                 for step in steps:
-                    db.execute(step)
+                    _sqlite_step(db, step)
                 db.execute(
                     "INSERT INTO schema_version VALUES (?, ?, ?)",
                     (version, description, time.time()),
@@ -189,6 +228,18 @@ def sqlite_migrate(db: sqlite3.Connection) -> int:
         db.execute("ROLLBACK")
         raise
     return max(int(current), latest)
+
+
+def _sqlite_step(db: sqlite3.Connection, step: str) -> None:
+    """One migration step, idempotent: SQLite has no ``ADD COLUMN IF NOT EXISTS``, so an
+    added column that a table already has (a file written before migrations existed, with
+    every column of its day) is skipped."""
+    words = step.split()
+    if words[:2] == ["ALTER", "TABLE"] and words[3:5] == ["ADD", "COLUMN"]:
+        have = {r[1] for r in db.execute(f"PRAGMA table_info({words[2]})")}
+        if words[5] in have:
+            return
+    db.execute(step)
 
 
 def sqlite_connect(path: str) -> sqlite3.Connection:
@@ -203,7 +254,8 @@ def sqlite_connect(path: str) -> sqlite3.Connection:
 
 class SQLiteStore:
     """Embedded store. WAL mode, one connection guarded by a lock (the gateway is one process;
-    calls are short). ``path=":memory:"`` for a throwaway store."""
+    calls are short). ``path=":memory:"`` for a throwaway store. Database errors (a locked or
+    unwritable file) raise :class:`StoreUnavailable`."""
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         self.path = str(path)
@@ -213,28 +265,46 @@ class SQLiteStore:
         self._efforts: dict[str, str] = {}
         self._intents: dict[str, str] = {}
         self._insert = (
-            f"INSERT INTO evidence ({', '.join(_COLUMNS)}) "
+            f"INSERT OR IGNORE INTO evidence ({', '.join(_COLUMNS)}) "
             f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
+        )
+        self._update = (
+            f"UPDATE evidence SET {', '.join(f'{c} = ?' for c in _COLUMNS if c != 'call_id')}"
+            " WHERE call_id = ?"
         )
 
     def record(self, row: EvidenceRow) -> None:
         values = tuple(getattr(row, c) for c in _COLUMNS)
-        with self._lock:
-            self._db.execute(self._insert, values)
+        try:
+            with self._lock:
+                self._db.execute(self._insert, values)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
+
+    def complete(self, row: EvidenceRow) -> None:
+        values = (*(getattr(row, c) for c in _COLUMNS if c != "call_id"), row.call_id)
+        try:
+            with self._lock:
+                self._db.execute(self._update, values)
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
 
     def _fix(self, table: str, column: str, cache: dict[str, str], conv: str, value: str) -> str:
         known = cache.get(conv)
         if known is not None:
             return known  # fixed values never change: a cache hit is always current
-        with self._lock:
-            # First writer wins (across processes too: the primary key decides), then every
-            # caller reads what won.
-            self._db.execute(
-                f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?)", (conv, value, time.time())
-            )
-            (fixed,) = self._db.execute(
-                f"SELECT {column} FROM {table} WHERE conversation_id = ?", (conv,)
-            ).fetchone()
+        try:
+            with self._lock:
+                # First writer wins (across processes too: the primary key decides), then
+                # every caller reads what won.
+                self._db.execute(
+                    f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?)", (conv, value, time.time())
+                )
+                (fixed,) = self._db.execute(
+                    f"SELECT {column} FROM {table} WHERE conversation_id = ?", (conv,)
+                ).fetchone()
+        except sqlite3.Error as exc:
+            raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
         cache[conv] = str(fixed)
         return str(fixed)
 

@@ -14,8 +14,30 @@ finish reasons, the opaque carriers the vault keys on, and blocks of tools the p
 itself, such as Claude's ``server_tool_use`` and its results, which are not reasoning; see
 :mod:`reasonwire.wire.vault` for the design), in JSON, in streams and in errors: an
 upstream error reaches the client as the gateway's own error object, never the upstream
-body. Every call, refusals included, leaves an evidence row, and no upstream call is made
-before its row exists in memory (a last-resort handler records it).
+body. On Chat Completions routes ``<think>...</think>`` blocks are cut from visible text
+unless the route states its model never writes them (``no_think_tags``); a stream that ends
+badly (cut, malformed, or with no answer of the dialect's shape) ends with the dialect's
+error event, never a clean ``[DONE]``; a translated route passes function tools only, and
+hosted tool types its registration names (``hosted_tools``). Every call, refusals included,
+leaves an evidence row.
+
+Evidence first: the row of an upstream call is committed (outcome ``pending``) before the
+call's first byte goes upstream, then completed in place with the outcome, usage and stream
+state (:mod:`.evidence`); the upstream call is in the code path after the awaited commit and
+nowhere else, so a call without a durable row cannot happen. Every store access (fixing the
+effort, reading the vault, writing rows) runs on a small thread pool, never on the event
+loop, under one time budget per request (:class:`StoreSettings`, default 2 s): when the store
+cannot commit within it, the client gets ``503`` with ``Retry-After`` and no upstream call is
+made. Writes that come after the upstream answered (the completion, the vault entries of the
+answer) and fail are kept in an outbox, in order, and written before the next request's own
+store work (so a conversation's next turn reads its carriers once the database is back). A
+stream's client has its answer already, and its row says ``pending`` until then; a JSON
+answer whose carriers cannot be kept is withheld (503: the client asks again, and no turn
+ever runs without the carriers of the one before). Refusal rows written while the store was
+down follow the writes of real calls, a few per request, the rest by a background thread,
+which also retries the outbox every ``flush_interval`` while it is not empty, so
+a conversation that moves to another replica finds its carriers once the database is back
+and this replica has written them.
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
@@ -27,10 +49,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
+import sqlite3
+import threading
 import time
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -40,6 +68,7 @@ from starlette.types import Receive, Scope, Send
 from reasonwire import credentials
 from reasonwire.errors import (
     CredentialError,
+    MalformedBody,
     PolicyRefusal,
     TransportError,
     TruncatedStream,
@@ -50,19 +79,22 @@ from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
     SQLiteStore,
+    StoreUnavailable,
+    StreamState,
     fill_usage,
 )
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
-from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
+from reasonwire.govern.upstream import StaleConnection, UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
-from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.dialect import Dialect, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
+from reasonwire.wire.projection import encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.shape import ShapeError
 from reasonwire.wire.translate import ChatToResponses, translation
@@ -82,6 +114,67 @@ class Limits:
     max_headers: int = 64
     max_header_bytes: int = 16 * 1024
 
+
+DEFAULT_STORE_TIMEOUT = 2.0
+"""Seconds of store waiting before a request is refused with 503 (issue 25: at most 2 s)."""
+DEFAULT_RETRY_AFTER = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """How long a request may wait for the evidence store and the vault before it is refused.
+
+    ``timeout``: seconds of store waiting one request may spend in all, before its upstream
+    call (fixing the effort, reading carriers, committing the row): past it, ``503`` with
+    ``Retry-After: retry_after`` and no upstream call. The same bound applies to each write
+    after the call. ``workers``: threads that run store work (a thread stuck on an
+    unreachable database holds one; requests past them wait in the queue, within their
+    budget). ``outbox``: writes kept for later when the store failed after an upstream call
+    (past it the oldest are dropped and counted). ``clock``: the monotonic clock the budget
+    is measured with (tests pass a fake one). ``flush_interval``: seconds between retries of
+    a non-empty outbox by the background flusher."""
+
+    timeout: float = DEFAULT_STORE_TIMEOUT
+    retry_after: int = DEFAULT_RETRY_AFTER
+    workers: int = 8
+    outbox: int = 10_000
+    flush_interval: float = 0.2
+    clock: Callable[[], float] = time.monotonic
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.timeout) and self.timeout > 0):
+            raise ValueError("store timeout must be a positive number of seconds")
+        if not (1 <= self.retry_after <= 3600):
+            raise ValueError("retry_after must be 1..3600 seconds")
+        if self.workers < 1 or self.outbox < 1:
+            raise ValueError("store workers and outbox must be at least 1")
+        if not (math.isfinite(self.flush_interval) and self.flush_interval > 0):
+            raise ValueError("flush_interval must be a positive number of seconds")
+
+
+class _Budget:
+    """The store time one request has left: only time spent waiting for the store counts
+    (not the client's upload), so a slow client is never refused as a store failure."""
+
+    __slots__ = ("_clock", "left")
+
+    def __init__(self, settings: StoreSettings) -> None:
+        self.left = settings.timeout
+        self._clock = settings.clock
+
+    def start(self) -> float:
+        return self._clock()
+
+    def spend(self, since: float) -> None:
+        self.left -= max(0.0, self._clock() - since)
+
+
+class _StoreDown(Exception):
+    """Raised inside the gateway when a store step before the upstream call failed."""
+
+
+T = TypeVar("T")
+Op = Callable[[], object]
 
 _JSON = "application/json"
 
@@ -193,6 +286,7 @@ class Gateway:
         vault: VaultStore | None = None,
         limits: Limits | None = None,
         fold: FoldSettings | None = None,
+        store_settings: StoreSettings | None = None,
     ) -> None:
         """``fold``: the operator's fold settings for routes whose registration has none
         (:mod:`.upstream_fold`); None, the default: no fold but where a route sets one.
@@ -209,16 +303,206 @@ class Gateway:
         self.limits = limits if limits is not None else Limits()
         self.fold = fold
         self._verified: dict[str, Binding] = {}
-        self._profiles: dict[str, Profile] = {}
+        self._profiles: dict[tuple[str, str], Profile] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
         self._unsettled: dict[str, list[asyncio.Event]] = {}
         self._upstream = upstream if upstream is not None else UpstreamPool()
+        self.store_settings = store_settings if store_settings is not None else StoreSettings()
+        self._executor = ThreadPoolExecutor(
+            self.store_settings.workers, thread_name_prefix="reasonwire-store"
+        )
+        # Writes that failed, oldest first (see the module doc): those of upstream calls
+        # (carriers, completions), then refusal rows (written after them, a few at a time
+        # on a request's path, so a long outage's refusals never delay a request).
+        self._outbox: deque[Op] = deque()
+        self._refusals: deque[Op] = deque()
+        self._outbox_lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self.outbox_dropped = 0
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._flusher: threading.Thread | None = None
         self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
+        """Close the upstream pool; write what the outbox holds (bounded by the store
+        timeout: what cannot be written then is lost, and its rows stay ``pending``)."""
         await self._upstream.aclose()
+        if self.outbox_size():
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    asyncio.to_thread(self._flush, None), self.store_settings.timeout
+                )
+        self._stop.set()
+        self._wake.set()
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- the store, off the event loop ----------------------------------------------------
+
+    async def _db(self, budget: _Budget, work: Callable[[], T]) -> T:
+        """``work()`` on a store thread, awaited for at most what ``budget`` has left;
+        :class:`_StoreDown` when it fails or runs out (the thread may go on: every store
+        write is idempotent, and a late pending row is completed as refused, see
+        :meth:`_open_row`)."""
+        since = budget.start()
+        fut = self._submit(budget, work)
+        return await self._await(budget, fut, since)
+
+    def _submit(self, budget: _Budget, work: Callable[[], T]) -> Future[T]:
+        if budget.left <= 0:
+            raise _StoreDown("the store time budget is spent")
+        return self._executor.submit(work)
+
+    async def _await(self, budget: _Budget, fut: Future[T], since: float) -> T:
+        """The result of submitted store work; the wait (from ``since``, taken before the
+        work was submitted) is spent from the budget."""
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(fut), budget.left)
+        except TimeoutError:
+            raise _StoreDown("the store did not answer in time") from None
+        except (StoreUnavailable, sqlite3.Error) as exc:
+            raise _StoreDown(str(exc) or type(exc).__name__) from None
+        finally:
+            budget.spend(since)
+
+    def _queue(self, ops: list[Op], *, refusal: bool = False) -> None:
+        if not ops:
+            return
+        with self._outbox_lock:
+            queue = self._refusals if refusal else self._outbox
+            queue.extend(ops)
+            while len(queue) > self.store_settings.outbox:
+                queue.popleft()
+                self.outbox_dropped += 1
+            self._wake.set()
+            if self._flusher is None and not self._stop.is_set():
+                self._flusher = threading.Thread(
+                    target=self._flush_loop, name="reasonwire-outbox", daemon=True
+                )
+                self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        """The background flusher: while the outbox holds writes, try them every
+        ``flush_interval`` (a failure leaves them queued, in order)."""
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.is_set():
+                return
+            with contextlib.suppress(Exception):
+                self._flush(refusals=None)
+            with self._outbox_lock:
+                if not (self._outbox or self._refusals):
+                    self._wake.clear()
+                    continue
+            self._stop.wait(self.store_settings.flush_interval)
+
+    def _apply(
+        self, ops: list[Op], on_fail: Callable[[], None] | None = None, *, refusal: bool = False
+    ) -> None:
+        """Run store writes in order (on a store thread); on the first failure, ``on_fail``
+        runs, then it and the rest go to the outbox, and the failure is raised. The outbox is
+        written first, so writes stay in order."""
+        pending = list(ops)
+        try:
+            self._flush()
+            while pending:
+                pending[0]()
+                pending.pop(0)
+        except BaseException:
+            if on_fail is not None:
+                on_fail()
+            self._queue(pending, refusal=refusal)
+            raise
+
+    def _flush(self, refusals: int | None = 16) -> None:
+        """Write the outbox (on a store thread), oldest first: every write of an upstream
+        call, then up to ``refusals`` refusal rows (None: all); what fails stays queued."""
+        if not (self._outbox or self._refusals):
+            return
+        with self._flushing:
+            self._drain(self._outbox, None)
+            self._drain(self._refusals, refusals)
+
+    def _drain(self, queue: deque[Op], limit: int | None) -> None:
+        done = 0
+        while limit is None or done < limit:
+            with self._outbox_lock:
+                if not queue:
+                    return
+                op = queue[0]
+            try:
+                op()
+            except (StoreUnavailable, sqlite3.Error):
+                raise  # the store is down: the op stays first in the outbox
+            except Exception:  # never succeeds: dropped, not blocking every later write
+                self.outbox_dropped += 1
+            with self._outbox_lock:
+                if queue and queue[0] is op:
+                    queue.popleft()
+            done += 1
+
+    def outbox_size(self) -> int:
+        """Writes waiting for the store to come back."""
+        with self._outbox_lock:
+            return len(self._outbox) + len(self._refusals)
+
+    async def _write(self, budget: _Budget, row: EvidenceRow, t0: float, opened: bool) -> None:
+        """Record (or complete, when its pending row was written) ``row`` within the budget;
+        when the store fails it goes to the outbox. Never raises: this is evidence of an
+        answer already decided."""
+        row.latency_ms = (time.perf_counter() - t0) * 1000
+        snap = replace(row)
+        store = self.store
+        if opened:
+            await self._settle_ops(budget, [lambda: store.complete(snap)])
+        else:
+            await self._settle_ops(budget, [lambda: store.record(snap)], refusal=True)
+
+    async def _settle_ops(
+        self,
+        budget: _Budget,
+        ops: list[Op],
+        on_fail: Callable[[], None] | None = None,
+        *,
+        refusal: bool = False,
+    ) -> bool:
+        """Write ``ops`` within the budget; False (they wait in the outbox) when the store
+        failed or did not answer in time."""
+        if budget.left <= 0:
+            if on_fail is not None:
+                on_fail()
+            self._queue(ops, refusal=refusal)
+            return False
+        try:
+            await self._db(budget, lambda: self._apply(ops, on_fail, refusal=refusal))
+        except _StoreDown:
+            return False
+        return True
+
+    async def _open_row(self, budget: _Budget, row: EvidenceRow) -> None:
+        """Commit the pending row of the upstream call about to be made; :class:`_StoreDown`
+        when it cannot be committed within the budget. If the commit lands after the budget
+        ran out (the call is then never made), the row is completed as a refusal."""
+        snap = replace(row, outcome="pending")
+        since = budget.start()
+        fut = self._submit(budget, lambda: self._apply_open(snap))
+        try:
+            await self._await(budget, fut, since)
+        except _StoreDown:
+            late = replace(snap, outcome="refused", reason="store-unavailable")
+
+            def done(f: Future[None]) -> None:
+                if not f.cancelled() and f.exception() is None:
+                    self._queue([lambda: self.store.complete(late)])
+
+            fut.add_done_callback(done)
+            raise
+
+    def _apply_open(self, row: EvidenceRow) -> None:
+        self._flush()
+        self.store.record(row)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app: one POST endpoint per served dialect and lifespan, no router or
@@ -236,12 +520,12 @@ class Gateway:
             return
         dialect = dialect_for_gateway_path(scope["path"])
         if dialect is None or scope["method"] != "POST":
-            response: Response = self._misrouted(Request(scope, receive), dialect)
+            response: Response = await self._misrouted(Request(scope, receive), dialect)
         else:
             response = await self._guarded(Request(scope, receive), dialect)
         await response(scope, receive, send)
 
-    def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
+    async def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
         """404 (no such endpoint) or 405 (not POST), with an evidence row like any refusal."""
         t0 = time.perf_counter()
         reason = "not-found" if dialect is None else "method-not-allowed"
@@ -251,8 +535,7 @@ class Gateway:
             reason=reason,
             dialect=dialect.name if dialect else None,
         )
-        with contextlib.suppress(Exception):
-            self._record(row, t0)
+        await self._write(_Budget(self.store_settings), row, t0, opened=False)
         if dialect is None:
             return _refusal(404, reason, "no such endpoint")
         return _refusal(405, reason, "use POST", dialect)
@@ -262,12 +545,15 @@ class Gateway:
         a reason and leaves an evidence row, never a bare ASGI failure."""
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=dialect.name)
+        call = _Call(row, t0, _Budget(self.store_settings))
         try:
-            return await self.handle(request, dialect, row, t0)
+            return await self.handle(request, dialect, row, t0, call)
         except Exception as exc:  # the last resort: every other path answers on its own
             row.outcome, row.reason = "refused", f"internal: {type(exc).__name__}"
+            if call.opened:
+                row.outcome = "upstream-error"
             with contextlib.suppress(Exception):
-                self._record(row, t0)
+                await self._write(call.budget, row, t0, call.opened)
             return _refusal(500, "internal-error", "the gateway failed on this request", dialect)
 
     # -- authorisation ------------------------------------------------------------------
@@ -311,10 +597,17 @@ class Gateway:
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
     def _profile(self, route: RouteRegistration, dialect: Dialect) -> Profile:
-        prof = self._profiles.get(route.route_id)
+        """The route's profile for ``dialect``; on a client dialect of
+        :data:`INLINE_THINK_DIALECTS`, with ``<think>`` blocks cut unless the route says its
+        model never writes them (:attr:`RouteRegistration.no_think_tags`)."""
+        key = (route.route_id, dialect.name)
+        prof = self._profiles.get(key)
         if prof is None:
             prof = dialect.profile(route.profile, **dict(route.profile_fields))
-            self._profiles[route.route_id] = prof
+            served = route.client_dialect or route.dialect
+            if served == dialect.name and served in INLINE_THINK_DIALECTS:
+                prof = prof.with_overrides({"think_tags": not route.no_think_tags})
+            self._profiles[key] = prof
         return prof
 
     def _prepare(
@@ -341,6 +634,7 @@ class Gateway:
             out, row.carriers_reattached = auth.translation.request(
                 out, lambda k: self.vault.get(conv, k)
             )
+            _check_translated_tools(out, auth.route)
             out, more = auth.upstream.strip_controls(out)
             removed.update(more)
             deep_merge(out, fragment)
@@ -402,8 +696,15 @@ class Gateway:
     # -- the call -----------------------------------------------------------------------
 
     async def handle(
-        self, request: Request, dialect: Dialect, row: EvidenceRow, t0: float
+        self,
+        request: Request,
+        dialect: Dialect,
+        row: EvidenceRow,
+        t0: float,
+        call: _Call | None = None,
     ) -> Response:
+        call = call if call is not None else _Call(row, t0, _Budget(self.store_settings))
+        budget = call.budget
         headers = request.headers
         try:
             row.conversation_id = headers.get(CONVERSATION_HEADER)
@@ -414,56 +715,131 @@ class Gateway:
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
             row.attempt = int(attempt)
-            auth = self._authorise(headers, dialect, row)
-            await self._settled(auth.binding.conversation_id)
+            auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, row))
+            since = budget.start()  # waiting for earlier writes is store time too
+            await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
+            budget.spend(since)
             shaped = self._admit(request, await self._read_body(request), dialect, row)
-            body = self._prepare(shaped, dialect, auth, row, request.url.path)
+            path = request.url.path
+            body, up_headers = await self._db(
+                budget, lambda: self._ready(shaped, dialect, auth, row, path, headers)
+            )
         except PolicyRefusal as exc:
-            return self._refuse(row, t0, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
-        route = auth.route
-        # Last, on what really goes upstream (vaulted originals included); unchanged: the
-        # same object, so the same bytes as without a fold.
-        body = fold_upstream(auth.upstream, body, route, self.fold)
-        try:
-            up_headers = self._upstream_headers(route, headers, auth.upstream)
+            return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         except CredentialError:
             row.outcome, row.reason = "upstream-error", "credential-unavailable"
-            return self._finish_refusal(
-                row, t0, 502, "the gateway has no upstream credential", dialect
+            return await self._finish_refusal(
+                call, 502, "the gateway has no upstream credential", dialect
             )
+        except _StoreDown as exc:
+            return await self._store_down(call, dialect, str(exc))
+        route = auth.route
         options = RequestOptions(model=route.model, stream=row.stream)
         url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
         payload = _dumps(body)
         row.outcome = "upstream-error"  # until the upstream answers 200
         try:
-            resp = await self._upstream.post(url, payload, up_headers)
+            await self._open_row(budget, row)
+        except _StoreDown as exc:
+            return await self._store_down(call, dialect, str(exc))
+        call.opened = True
+        try:
+            resp = await self._post(call, url, payload, up_headers)
+        except _StoreDown as exc:
+            return await self._store_down(call, dialect, str(exc))
         except TransportError as exc:
-            row.reason = f"transport: {type(exc).__name__}"
-            return self._finish_refusal(row, t0, 502, "the upstream could not be reached", dialect)
+            call.row.reason = f"transport: {type(exc).__name__}"
+            return await self._finish_refusal(
+                call, 502, "the upstream could not be reached", dialect
+            )
+        row = call.row  # another row when the call was sent again (see _post)
         row.status_code = resp.status_code
         if resp.status_code != 200:
-            return await self._upstream_error(resp, dialect, auth.upstream, row, t0)
+            return await self._upstream_error(resp, dialect, auth.upstream, call)
         row.outcome = "forwarded"
         if row.stream:
             settled = asyncio.Event()
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
-                self._relay(resp, dialect, auth, row, t0, settled, shaped),
+                self._relay(resp, dialect, auth, call, settled, shaped),
                 media_type="text/event-stream",  # never the upstream's header
             )
-        return await self._answer(resp, dialect, auth, row, t0)
+        return await self._answer(resp, dialect, auth, call)
+
+    async def _post(
+        self, call: _Call, url: str, payload: bytes, headers: Mapping[str, str]
+    ) -> UpstreamResponse:
+        """The upstream call, evidence first: every attempt is sent only after its own row
+        was committed. A keep-alive connection found stale is sent again once on a fresh
+        one, under a new row (the first is completed as that transport failure)."""
+        try:
+            return await self._upstream.post(url, payload, headers, retry_stale=False)
+        except StaleConnection as exc:
+            first = call.row
+            first.reason = f"transport: {exc}; sent again as another call"
+            await self._write(call.budget_after(self.store_settings), first, call.t0, True)
+            again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
+            call.row, call.opened = again, False
+            await self._open_row(call.budget_after(self.store_settings), again)
+            call.opened = True
+            return await self._upstream.post(url, payload, headers, retry_stale=False)
+
+    def _authorise_flushed(
+        self, headers: Mapping[str, str], dialect: Dialect, row: EvidenceRow
+    ) -> _Authorised:
+        """On a store thread: the outbox first (earlier answers' carriers and rows), then
+        the authorisation (which fixes the conversation's effort in the store)."""
+        self._flush()
+        return self._authorise(headers, dialect, row)
+
+    def _ready(
+        self,
+        shaped: Mapping[str, Any],
+        dialect: Dialect,
+        auth: _Authorised,
+        row: EvidenceRow,
+        path: str,
+        client_headers: Mapping[str, str],
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """On a store thread (the vault is read): the upstream body and headers."""
+        body = self._prepare(shaped, dialect, auth, row, path)
+        # Last, on what really goes upstream (vaulted originals included); unchanged: the
+        # same object, so the same bytes as without a fold.
+        body = fold_upstream(auth.upstream, body, auth.route, self.fold)
+        return body, self._upstream_headers(auth.route, client_headers, auth.upstream)
+
+    async def _store_down(self, call: _Call, dialect: Dialect, detail: str) -> Response:
+        """503 with Retry-After: the store could not commit, nothing went upstream. The row
+        of this refusal waits in the outbox (the store is down)."""
+        row = call.row
+        row.outcome, row.reason, row.status_code = "refused", "store-unavailable", None
+        row.latency_ms = (time.perf_counter() - call.t0) * 1000
+        snap = replace(row)
+        self._queue([lambda: self.store.record(snap)], refusal=True)
+        return self._unavailable(
+            dialect, "the evidence store cannot commit; nothing was sent upstream"
+        )
+
+    def _unavailable(self, dialect: Dialect, detail: str) -> Response:
+        return _error_response(
+            dialect,
+            503,
+            "store-unavailable",
+            f"reasonwire gateway refused: store-unavailable: {detail}",
+            headers={"retry-after": str(self.store_settings.retry_after)},
+        )
 
     async def _upstream_error(
         self,
         resp: UpstreamResponse,
         dialect: Dialect,
         upstream: Dialect,
-        row: EvidenceRow,
-        t0: float,
+        call: _Call,
     ) -> Response:
         """An upstream error as the gateway's own error object: status, a category, the
         provider's type/code when allow-listed, never the upstream body (it may quote the
         request's reasoning or the gateway's own credential)."""
+        row = call.row
         try:
             data = await resp.read()
         except TransportError:
@@ -476,7 +852,7 @@ class Gateway:
             info = None
         status = resp.status_code if 400 <= resp.status_code <= 599 else 502
         row.reason = f"upstream status {resp.status_code}"
-        self._record(row, t0)
+        await self._write(call.budget_after(self.store_settings), row, call.t0, opened=True)
         kind = info.type if info and info.type in upstream.error_types else None
         code = info.code if info and info.code in upstream.error_types else None
         message = f"the upstream answered {resp.status_code}" + (
@@ -506,55 +882,95 @@ class Gateway:
         resp: UpstreamResponse,
         dialect: Dialect,
         auth: _Authorised,
-        row: EvidenceRow,
-        t0: float,
+        call: _Call,
     ) -> Response:
+        row, t0 = call.row, call.t0
         try:
             raw = await resp.read()
         except TransportError:
             row.outcome, row.reason = "upstream-error", "upstream body cut"
-            return self._finish_refusal(row, t0, 502, "the upstream answer was cut", dialect)
+            return await self._finish_refusal(call, 502, "the upstream answer was cut", dialect)
         finally:
             await resp.aclose()
         row.ttfb_ms = (time.perf_counter() - t0) * 1000
         try:
             data = orjson.loads(raw)
             turn = auth.upstream.parse_response(data)
+            entry = None
             if auth.translation is not None:
                 data, entry = auth.translation.answer(data)
         except Exception:  # not JSON, not the dialect's shape, or a parser failing on it
             row.outcome, row.reason = "upstream-error", "upstream body malformed"
-            return self._finish_refusal(row, t0, 502, "the upstream answer was malformed", dialect)
-        self._keep(turn, auth, row)
-        if auth.translation is not None:
-            self.vault.put(auth.binding.conversation_id, [entry])
+            return await self._finish_refusal(
+                call, 502, "the upstream answer was malformed", dialect
+            )
+        fill_usage(row, turn.usage, auth.route.price_per_mtok)
+        conv = auth.binding.conversation_id
+        entries = auth.upstream.vault_entries(turn) + ([entry] if entry is not None else [])
         visible = dialect.project_body(data, self._profile(auth.route, dialect))
-        self._record(row, t0)
+        row.latency_ms = (time.perf_counter() - t0) * 1000
+        final = [replace(row)]
+
+        def withheld() -> None:  # on the store thread, before the writes are queued
+            final[0] = replace(
+                final[0], outcome="upstream-error", reason="answer withheld: store-unavailable"
+            )
+
+        kept = await self._settle_ops(
+            call.budget_after(self.store_settings),
+            self._completion(conv, entries, final),
+            withheld,
+        )
+        if not kept:
+            # The answer's carriers are not durable: a next turn (on any replica) could not
+            # put them back. The client asks again; this call's row stays, completed later.
+            return self._unavailable(dialect, "the answer's evidence cannot be committed")
         return Response(orjson.dumps(visible), media_type=_JSON)
+
+    def _completion(
+        self, conv: str, entries: list[tuple[str, JSON]], final: list[EvidenceRow]
+    ) -> list[Op]:
+        """The writes after an upstream call, in order: the answer's carriers, then the
+        completed row (``final[0]``, read when the write runs: a JSON answer withheld
+        rewrites it before its writes are queued)."""
+        ops: list[Op] = []
+        if entries:
+            ops.append(lambda: self.vault.put(conv, entries))
+        ops.append(lambda: self.store.complete(final[0]))
+        return ops
 
     async def _relay(
         self,
         resp: UpstreamResponse,
         dialect: Dialect,
         auth: _Authorised,
-        row: EvidenceRow,
-        t0: float,
+        call: _Call,
         settled: asyncio.Event,
         client_body: Mapping[str, Any],
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
         ends with the dialect's error event, never with a clean finish; so does a stream the
         evidence decoder cannot follow (whatever it raises: the client's stream must end in
-        the dialect's terms, and the row must say the call failed)."""
+        the dialect's terms, and the row must say the call failed). The row's
+        ``stream_state`` says who ended it: ``complete``, ``cut-by-upstream``,
+        ``cut-by-client`` or ``malformed``."""
+        row, t0 = call.row, call.t0
         decoder = auth.upstream.stream_decoder()
         translator = auth.translation.stream(client_body) if auth.translation else None
-        projector = (
-            translator
-            if translator is not None
-            else dialect.stream_projector(self._profile(auth.route, dialect))
-        )
+        profile = self._profile(auth.route, dialect)
+        projector: StreamProjector
+        if translator is None:
+            projector = dialect.stream_projector(profile)
+        elif profile.think_tags:  # the translated stream, then the client dialect's cut
+            projector = _Chained(translator, dialect.stream_projector(profile))
+        else:
+            projector = translator
         turn: Turn | None = None
         failure: str | None = None
+        state: StreamState | None = None
+        literals = self._literals(dialect)
+        ended = False  # the relay ran to its end (no exception in flight in the finally)
+        held = b""  # a terminal literal event ([DONE]), sent once the stream is known good
         try:
             try:
                 async for chunk in resp.aiter():
@@ -565,36 +981,99 @@ class Gateway:
                     # last event (an SDK at [DONE]) closes this generator at the yield.
                     decoder.feed(chunk)
                     if out:
-                        yield out
-                tail = projector.close()
-                if tail:
-                    yield tail
+                        out, held = _hold_literal(held + out, literals)
+                        if out:
+                            yield out
                 for ev in decoder.close():
                     if ev.type == "done":
                         turn = ev.turn
+                if turn is not None and _no_answer(turn):
+                    turn = None
+                    raise MalformedBody("no answer of the dialect's shape in the stream")
+                tail = held + projector.close()
+                if tail:
+                    yield tail
+                state = "complete"
             except TruncatedStream as exc:
                 failure = "the upstream stream ended before its last event"
+                state = "cut-by-upstream"
                 turn = exc.partial if isinstance(exc.partial, Turn) else None
             except TransportError:
                 failure = "the upstream stream was cut"
+                state = "cut-by-upstream"
                 turn = decoder.partial_turn()
             except Exception as exc:  # MalformedBody, or a decoder failing on hostile input
                 failure = f"the upstream stream was malformed ({type(exc).__name__})"
+                state = "malformed"
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure
                 yield projector.fail(failure)
+            ended = True
         finally:
             await resp.aclose()
             if turn is None and failure is None:
                 turn = _finished_turn(decoder)  # the client left after the last event
+                if state is None:
+                    state = "complete" if turn is not None else "cut-by-client"
+            if state == "cut-by-client":
+                row.outcome, row.reason = "upstream-error", "the client left mid-stream"
+            row.stream_state = state
+            conv = auth.binding.conversation_id
+            entries: list[tuple[str, JSON]] = []
             if turn is not None:
-                self._keep(turn, auth, row)
+                entries += auth.upstream.vault_entries(turn)
+                fill_usage(row, turn.usage, auth.route.price_per_mtok)
             if translator is not None and auth.translation is not None:
                 entry = auth.translation.vault_entry(translator)
                 if entry is not None:
-                    self.vault.put(auth.binding.conversation_id, [entry])
-            self._record(row, t0)
-            self._settle(auth.binding.conversation_id, settled)
+                    entries.append(entry)
+            row.latency_ms = (time.perf_counter() - t0) * 1000
+            self._finish_stream(call, conv, entries, settled)
+            # Bounded wait for the writes, so a client that read to the end (or stopped at
+            # its last event) finds its row complete; a cancelled task cannot wait, and its
+            # writes finish on their own (settled is set by the store thread).
+            try:
+                await self._stream_settled(call, settled)
+            except asyncio.CancelledError:
+                if ended:  # nothing else in flight: the cancellation is this task's own
+                    raise
+
+    def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
+        """The dialect's terminal literal events as the projector writes them."""
+        return tuple(encode_event("message", t) for t in sorted(dialect.stream_literals))
+
+    def _finish_stream(
+        self,
+        call: _Call,
+        conv: str,
+        entries: list[tuple[str, JSON]],
+        settled: asyncio.Event,
+    ) -> None:
+        """The stream's writes on a store thread; ``settled`` is set (on the loop) once
+        they are done or queued, whether or not anyone awaits them (a generator closed by
+        a client that left cannot await)."""
+        ops = self._completion(conv, entries, [replace(call.row)])
+        loop = asyncio.get_running_loop()
+
+        def run() -> None:
+            try:
+                self._apply(ops)
+            finally:
+                with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                    loop.call_soon_threadsafe(self._settle, conv, settled)
+
+        try:
+            call.tail = self._executor.submit(run)
+        except RuntimeError:  # the executor is shut down (gateway closing)
+            self._queue(ops)
+            self._settle(conv, settled)
+
+    async def _stream_settled(self, call: _Call, settled: asyncio.Event) -> None:
+        """Wait (bounded) for the stream's writes, so that a client reading the stream to
+        its end finds its row complete."""
+        budget = call.budget_after(self.store_settings)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(settled.wait(), budget.left)
 
     async def _settled(self, conversation_id: str, timeout: float = 10.0) -> None:
         """Wait until the conversation's earlier streams have stored their vault entries."""
@@ -612,27 +1091,94 @@ class Gateway:
             if not waiting:
                 del self._unsettled[conversation_id]
 
-    def _keep(self, turn: Turn, auth: _Authorised, row: EvidenceRow) -> None:
-        self.vault.put(auth.binding.conversation_id, auth.upstream.vault_entries(turn))
-        fill_usage(row, turn.usage, auth.route.price_per_mtok)
-
     # -- evidence -----------------------------------------------------------------------
 
-    def _record(self, row: EvidenceRow, t0: float) -> None:
-        row.latency_ms = (time.perf_counter() - t0) * 1000
-        self.store.record(row)
-
-    def _refuse(
-        self, row: EvidenceRow, t0: float, status: int, exc: PolicyRefusal, dialect: Dialect
+    async def _refuse(
+        self, call: _Call, status: int, exc: PolicyRefusal, dialect: Dialect
     ) -> Response:
-        row.reason = exc.reason
-        return self._finish_refusal(row, t0, status, exc.detail, dialect)
+        call.row.reason = exc.reason
+        return await self._finish_refusal(call, status, exc.detail, dialect)
 
-    def _finish_refusal(
-        self, row: EvidenceRow, t0: float, status: int, detail: str, dialect: Dialect
+    async def _finish_refusal(
+        self, call: _Call, status: int, detail: str, dialect: Dialect
     ) -> Response:
-        self._record(row, t0)
-        return _refusal(status, row.reason or "refused", detail, dialect)
+        budget = call.budget_after(self.store_settings) if call.opened else call.budget
+        await self._write(budget, call.row, call.t0, call.opened)
+        return _refusal(status, call.row.reason or "refused", detail, dialect)
+
+
+@dataclass
+class _Call:
+    """One request's evidence state: its row, its start, its store budget, whether its
+    pending row was committed (then later writes complete it)."""
+
+    row: EvidenceRow
+    t0: float
+    budget: _Budget
+    opened: bool = False
+    tail: Future[None] | None = None
+
+    def budget_after(self, settings: StoreSettings) -> _Budget:
+        """A fresh budget for the writes after the upstream call (the call itself is not
+        store time)."""
+        return _Budget(settings)
+
+
+def _check_translated_tools(body: Mapping[str, Any], route: RouteRegistration) -> None:
+    """On a translated route, what goes upstream names function tools only, or hosted tool
+    types the route allows (:attr:`RouteRegistration.hosted_tools`); ``tool-not-allowed``
+    otherwise. Checked on the translated body: what would really reach the upstream."""
+    allowed = route.hosted_tools | {"function"}
+    tools = body.get("tools")
+    named: list[Any] = [t.get("type") if isinstance(t, dict) else t for t in tools or ()]
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        named.append(choice.get("type"))
+    refused = sorted({str(n) for n in named if n not in allowed})
+    if refused:
+        raise PolicyRefusal(
+            "tool-not-allowed",
+            f"route {route.route_id} passes function tools only; refused: {', '.join(refused)}",
+        )
+
+
+def _hold_literal(out: bytes, literals: tuple[bytes, ...]) -> tuple[bytes, bytes]:
+    """``out`` split into what to send now and a terminal literal event it ends with (held
+    until the upstream stream is known to have ended well: an SDK stops at ``[DONE]``, so
+    an error event after it would never be read)."""
+    for lit in literals:
+        if out.endswith(lit):
+            return out[: -len(lit)], lit
+    return out, b""
+
+
+def _no_answer(turn: Turn) -> bool:
+    """A finished stream with nothing of an answer in it: no text, reasoning, tool call or
+    finish reason (the upstream sent events of another shape, or only a terminal literal)."""
+    return not (turn.text or turn.reasoning_text or turn.tool_calls or turn.finish_reason)
+
+
+class _Chained:
+    """Two stream projectors in a row (a translated stream, then the client dialect's own
+    projection, for its ``<think>`` cut); the second one's error event ends a failure."""
+
+    def __init__(self, first: StreamProjector, second: StreamProjector) -> None:
+        self.first, self.second = first, second
+
+    def feed(self, chunk: bytes) -> bytes:
+        return self.second.feed(self.first.feed(chunk))
+
+    def close(self) -> bytes:
+        return self.second.feed(self.first.close()) + self.second.close()
+
+    def fail(self, reason: str) -> bytes:
+        return self.second.fail(reason)
+
+
+INLINE_THINK_DIALECTS = frozenset({"chat"})
+"""Client dialects on which ``<think>`` blocks are cut from visible text by default: the
+OpenAI-compatible Chat Completions API, where servers for open models pass a model's inline
+reasoning through in ``content`` (see :attr:`RouteRegistration.no_think_tags`)."""
 
 
 def _finished_turn(decoder: Any) -> Turn | None:
@@ -646,6 +1192,7 @@ def _finished_turn(decoder: Any) -> Turn | None:
 
 _REFUSAL_STATUS = {
     "malformed-body": 400,
+    "tool-not-allowed": 400,
     "bad-attempt": 400,
     "body-too-large": 413,
     "headers-too-large": 431,

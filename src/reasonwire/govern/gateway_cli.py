@@ -27,7 +27,12 @@ from reasonwire.errors import ConfigError
 from reasonwire.fold import load_fold_settings
 from reasonwire.govern.binding import KeyRing
 from reasonwire.govern.evidence import EvidenceStore
-from reasonwire.govern.gateway import Gateway
+from reasonwire.govern.gateway import (
+    DEFAULT_RETRY_AFTER,
+    DEFAULT_STORE_TIMEOUT,
+    Gateway,
+    StoreSettings,
+)
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry
 from reasonwire.govern.stores import open_evidence_store, open_vault
@@ -95,6 +100,16 @@ def serve(
             "ids or upstream hosts). Default: no fold but where a route sets one."
         ),
     ] = None,
+    store_timeout: Annotated[
+        float,
+        typer.Option(
+            help="Seconds of store waiting a request may spend before its upstream call; past "
+            "them it is refused with 503 and Retry-After, and nothing goes upstream."
+        ),
+    ] = DEFAULT_STORE_TIMEOUT,
+    retry_after: Annotated[
+        int, typer.Option(help="Retry-After seconds of a 503 when the store cannot commit.")
+    ] = DEFAULT_RETRY_AFTER,
 ) -> None:
     """Serve the governed-effort gateway on loopback until interrupted."""
     import uvicorn
@@ -104,8 +119,20 @@ def serve(
         registry, org = load_policy(policy)
         folding = load_fold_settings(fold) if fold is not None else None
         ring = KeyRing.load_dir(keys)
+        try:
+            settings = StoreSettings(timeout=store_timeout, retry_after=retry_after)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         shared = open_vault(vault) if vault else None
-        gw = Gateway(registry, org, ring, _open_store(evidence), vault=shared, fold=folding)
+        gw = Gateway(
+            registry,
+            org,
+            ring,
+            _open_store(evidence),
+            vault=shared,
+            fold=folding,
+            store_settings=settings,
+        )
     except ConfigError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from None

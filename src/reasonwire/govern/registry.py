@@ -124,6 +124,21 @@ class RouteRegistration:
     """Clients speak this dialect and the gateway translates to ``dialect`` upstream (Chat
     Completions clients on a Responses upstream: models that refuse function tools plus
     effort on Chat Completions). None: clients speak ``dialect``."""
+    no_think_tags: bool = False
+    """The route's model never writes its reasoning inline as ``<think>...</think>`` in
+    visible text. On a route whose clients speak an OpenAI-compatible dialect (Chat
+    Completions) the gateway cuts such blocks by default, whatever the vendor profile says:
+    an OpenAI-compatible server without a reasoning parser passes a model's inline thinking
+    through in ``content`` (the default profile does not say it may), and a block that
+    reaches a governed client is hidden reasoning seen. A route that states this (a
+    reviewed fact about its model) keeps a literal ``<think>`` in its text. A route that
+    also sets ``profile_fields={"think_tags": True}`` contradicts itself and is refused."""
+    hosted_tools: frozenset[str] = frozenset()
+    """On a translated route (``client_dialect`` set): the upstream's hosted tool types
+    (``web_search_preview``, ``mcp``...) a client may ask for. None by default: a Chat
+    Completions client has function tools only, and a hosted tool (the provider fetching
+    the web, or calling a remote MCP server, on the gateway's credential) is something the
+    route's review must allow by name; any other is refused (``tool-not-allowed``)."""
     fold: FoldSettings | None = None
     """The fold of long replayed reasoning text on this route's upstream requests (see
     :mod:`reasonwire.govern.upstream_fold`). None, the default: the route says nothing and
@@ -132,6 +147,12 @@ class RouteRegistration:
     provider must get its reasoning whole is pinned off with ``FoldSettings()``. Not part of
     :func:`~reasonwire.govern.validator.mapping_id`: the fold changes what history is
     replayed, not what a level means on the wire, so setting it needs no re-qualification."""
+
+    def __post_init__(self) -> None:
+        if self.no_think_tags and self.profile_fields.get("think_tags") is True:
+            raise ValueError(
+                f"route {self.route_id}: no_think_tags contradicts profile_fields think_tags"
+            )
 
 
 def dialect_levels(

@@ -12,7 +12,8 @@ sacred): the durable stores keep the exact JSON text (``orjson.dumps``) in a ``T
 never ``jsonb`` (which reorders keys and rewrites numbers), and load it back, so
 ``orjson.dumps(get(...)) == orjson.dumps(value)``.
 
-PostgreSQL (psycopg 3) uses a connection pool and migrations: numbered steps recorded in a
+PostgreSQL (psycopg 3) uses a small connection pool of its own (:class:`PgConnections`: broken
+connections replaced, reconnection on demand) and migrations: numbered steps recorded in a
 ``schema_version`` table, each step idempotent (``CREATE TABLE IF NOT EXISTS``), applied under
 an advisory lock so replicas starting together migrate once. :func:`open_evidence_store` and
 :func:`open_vault` pick the backend from a target: a ``postgresql://`` (or ``postgres://``)
@@ -21,13 +22,16 @@ URL, or a SQLite file path.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import sqlite3
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import orjson
 
@@ -38,6 +42,7 @@ from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
     SQLiteStore,
+    StoreUnavailable,
     row_from_values,
     sqlite_connect,
 )
@@ -45,10 +50,12 @@ from reasonwire.wire.model import JSON
 
 if TYPE_CHECKING:
     from psycopg import Connection
-    from psycopg_pool import ConnectionPool
+
+T = TypeVar("T")
 
 __all__ = [
     "MemoryVault",
+    "PgConnections",
     "PostgresEvidenceStore",
     "PostgresVault",
     "SQLiteVault",
@@ -107,7 +114,8 @@ def load_json(text: str) -> JSON:
 class MemoryVault:
     """In memory and bounded: past ``max_conversations`` the oldest conversation goes, past
     ``max_entries`` a conversation's oldest entry goes (a replaced value keeps its place).
-    Exactly the gateway's own ``Vault``; replicas do not share it."""
+    Exactly the gateway's own ``Vault``; replicas do not share it. A lock makes it safe
+    from the gateway's store threads."""
 
     def __init__(
         self,
@@ -117,27 +125,31 @@ class MemoryVault:
         self._data: OrderedDict[str, OrderedDict[str, JSON]] = OrderedDict()
         self._max_conv = max_conversations
         self._max_entries = max_entries
+        self._lock = threading.Lock()
 
     def put(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> None:
         if not entries:
             return
-        conv = self._data.get(conversation_id)
-        if conv is None:
-            conv = self._data[conversation_id] = OrderedDict()
-            if len(self._data) > self._max_conv:
-                self._data.popitem(last=False)
-        for key, value in entries:
-            conv[key] = value
-            while len(conv) > self._max_entries:
-                conv.popitem(last=False)
+        with self._lock:
+            conv = self._data.get(conversation_id)
+            if conv is None:
+                conv = self._data[conversation_id] = OrderedDict()
+                if len(self._data) > self._max_conv:
+                    self._data.popitem(last=False)
+            for key, value in entries:
+                conv[key] = value
+                while len(conv) > self._max_entries:
+                    conv.popitem(last=False)
 
     def get(self, conversation_id: str, key: str) -> JSON | None:
-        conv = self._data.get(conversation_id)
-        return None if conv is None else conv.get(key)
+        with self._lock:
+            conv = self._data.get(conversation_id)
+            return None if conv is None else conv.get(key)
 
     def values(self) -> list[JSON]:
         """Every stored value (for evidence collection: what must stay hidden)."""
-        return [v for conv in self._data.values() for v in conv.values()]
+        with self._lock:
+            return [v for conv in self._data.values() for v in conv.values()]
 
     def close(self) -> None:
         self._data.clear()
@@ -248,7 +260,7 @@ PG_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
         (
             "CREATE TABLE IF NOT EXISTS evidence ("
             " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY, "
-            + ", ".join(_pg_column(c) for c in COLUMNS)
+            + ", ".join(_pg_column(c) for c in COLUMNS if c != "stream_state")
             + ")",
             "CREATE INDEX IF NOT EXISTS evidence_conv ON evidence (conversation_id)",
             "CREATE TABLE IF NOT EXISTS conversation_effort ("
@@ -265,6 +277,14 @@ PG_MIGRATIONS: tuple[tuple[int, str, tuple[str, ...]], ...] = (
             " seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,"
             " conversation_id TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL,"
             " UNIQUE (conversation_id, key))",
+        ),
+    ),
+    (
+        2,
+        "evidence first: unique call ids, stream state",
+        (
+            f"ALTER TABLE evidence ADD COLUMN IF NOT EXISTS {_pg_column('stream_state')}",
+            "CREATE UNIQUE INDEX IF NOT EXISTS evidence_call ON evidence (call_id)",
         ),
     ),
 )
@@ -315,35 +335,131 @@ def pg_migrate(conn: Connection[Any]) -> int:
     return max(current, latest)
 
 
-def _pool(conninfo: str, min_size: int, max_size: int, timeout: float) -> ConnectionPool:
-    """An open, migrated pool of autocommit connections; :class:`ConfigError` (naming host,
-    port and database, never the password) when the database cannot be reached."""
-    try:
-        import psycopg
-        from psycopg_pool import ConnectionPool, PoolTimeout
-    except ModuleNotFoundError as exc:
-        raise MissingExtra.of("govern", exc, "the PostgreSQL store") from None
+class PgConnections:
+    """A small pool of autocommit connections, opened on demand, that never hands out a
+    connection it knows is broken and replaces one found broken while in use.
+
+    Why not ``psycopg_pool``: its background reconnection backs off exponentially (1 s, 2 s,
+    4 s...), so after a database restart requests keep failing for as long as the last delay,
+    and a connection the server closed stays idle in the pool until a request trips on it.
+    Here a request that needs a connection opens one itself when none is idle (the first
+    request after a restart reconnects at once), and :meth:`run` retries its work on another
+    connection when the one it used turns out broken (a restarted server's stale idle
+    connections fail at their first use), at most ``max_size + 1`` times and within
+    ``timeout``. Work passed to :meth:`run` must be idempotent (every store write is: see
+    :mod:`.evidence`).
+
+    At most ``max_size`` connections are in use at once; a caller waits ``timeout`` seconds
+    for one, then gets :class:`StoreUnavailable`, as it does when the database cannot be
+    reached or answers an error. ``timeout`` also bounds connecting (libpq's
+    ``connect_timeout``, whole seconds, at least 2)."""
+
+    def __init__(self, conninfo: str, max_size: int = 4, timeout: float = 10.0) -> None:
+        try:
+            import psycopg
+        except ModuleNotFoundError as exc:
+            raise MissingExtra.of("govern", exc, "the PostgreSQL store") from None
+        self._psycopg = psycopg
+        self._conninfo = conninfo
+        self._max_size = max_size
+        self._slots = threading.BoundedSemaphore(max_size)
+        self._idle: list[Connection[Any]] = []
+        self._lock = threading.Lock()
+        self.timeout = timeout
+        self._closed = False
+        self.opened = 0
+        """Connections opened so far (the fault tests read it: a restart costs new ones)."""
+
+    def _connect(self) -> Connection[Any]:
+        # A peer that vanished (no reset: a partition, a host gone) must not hold a thread
+        # forever: unacknowledged sends give up after the timeout, idle ones are probed.
+        conn: Connection[Any] = self._psycopg.connect(
+            self._conninfo,
+            autocommit=True,
+            connect_timeout=max(2, math.ceil(self.timeout)),
+            keepalives=1,
+            keepalives_idle=10,
+            keepalives_interval=5,
+            keepalives_count=3,
+            tcp_user_timeout=max(1000, int(self.timeout * 1000)),
+        )
+        self.opened += 1
+        return conn
+
+    def _release(self, conn: Connection[Any]) -> None:
+        from psycopg.pq import TransactionStatus
+
+        reusable = (
+            not self._closed
+            and not conn.closed
+            and not conn.broken
+            and conn.info.transaction_status == TransactionStatus.IDLE
+        )
+        if reusable:
+            with self._lock:
+                self._idle.append(conn)
+        else:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def run(self, work: Callable[[Connection[Any]], T]) -> T:
+        """``work(conn)`` on a pooled connection, again on another one while the one it got
+        is found broken; :class:`StoreUnavailable` when no connection answers in time."""
+        psycopg = self._psycopg
+        deadline = time.monotonic() + self.timeout
+        if self._closed:
+            raise StoreUnavailable("the store is closed")
+        if not self._slots.acquire(timeout=self.timeout):
+            raise StoreUnavailable("no database connection free in time")
+        try:
+            for _ in range(self._max_size + 2):
+                with self._lock:
+                    conn = self._idle.pop() if self._idle else None
+                fresh = conn is None
+                try:
+                    if conn is None:
+                        conn = self._connect()
+                    result = work(conn)
+                except psycopg.Error as exc:
+                    broken = conn is not None and (conn.broken or conn.closed)
+                    if conn is not None:
+                        self._release(conn)
+                    if broken and not fresh and time.monotonic() < deadline:
+                        continue  # a stale connection (the server restarted): another one
+                    raise StoreUnavailable(f"database: {type(exc).__name__}") from None
+                except BaseException:
+                    if conn is not None:
+                        self._release(conn)
+                    raise
+                self._release(conn)
+                return result
+            raise StoreUnavailable("database: every connection tried was broken")
+        finally:
+            self._slots.release()
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _open(conninfo: str, max_size: int, timeout: float) -> PgConnections:
+    """Connections to a reachable, migrated database; :class:`ConfigError` (naming host,
+    port and database, never the password) when it cannot be reached."""
     where = describe_conninfo(conninfo)
-    pool: ConnectionPool = ConnectionPool(
-        conninfo,
-        min_size=min_size,
-        max_size=max_size,
-        kwargs={"autocommit": True},
-        open=False,
-        timeout=timeout,
-        name="reasonwire",
-    )
+    conns = PgConnections(conninfo, max_size, timeout)
     try:
-        pool.open(wait=True, timeout=timeout)
-        with pool.connection() as conn:
-            pg_migrate(conn)
-    except (PoolTimeout, psycopg.Error) as exc:
-        pool.close()
-        raise ConfigError(f"cannot use PostgreSQL at {where}: {type(exc).__name__}") from None
+        conns.run(pg_migrate)
+    except StoreUnavailable as exc:
+        conns.close()
+        raise ConfigError(f"cannot use PostgreSQL at {where}: {exc}") from None
     except BaseException:
-        pool.close()
+        conns.close()
         raise
-    return pool
+    return conns
 
 
 class _PostgresBase:
@@ -351,30 +467,28 @@ class _PostgresBase:
         self,
         conninfo: str = "",
         *,
-        pool: ConnectionPool | None = None,
-        min_size: int = 1,
+        connections: PgConnections | None = None,
         max_size: int = 4,
         timeout: float = 10.0,
     ) -> None:
-        """Open a pool on ``conninfo`` (a ``postgresql://`` URL or libpq key/value string),
-        or share ``pool`` (already open; migrated here). A shared pool is not closed by
-        :meth:`close`."""
-        if pool is not None:
-            self._pool = pool
-            self._owns_pool = False
-            with pool.connection() as conn:
-                pg_migrate(conn)
+        """Connect to ``conninfo`` (a ``postgresql://`` URL or libpq key/value string), or
+        share ``connections`` (migrated here). Shared connections are not closed by
+        :meth:`close`. ``timeout``: how long one operation may wait for a connection."""
+        if connections is not None:
+            self._conns = connections
+            self._owns = False
+            connections.run(pg_migrate)
         else:
-            self._pool = _pool(conninfo, min_size, max_size, timeout)
-            self._owns_pool = True
+            self._conns = _open(conninfo, max_size, timeout)
+            self._owns = True
 
     @property
-    def pool(self) -> ConnectionPool:
-        return self._pool
+    def connections(self) -> PgConnections:
+        return self._conns
 
     def close(self) -> None:
-        if self._owns_pool:
-            self._pool.close()
+        if self._owns:
+            self._conns.close()
 
 
 class PostgresEvidenceStore(_PostgresBase):
@@ -382,6 +496,11 @@ class PostgresEvidenceStore(_PostgresBase):
 
     _INSERT = (
         f"INSERT INTO evidence ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
+        " ON CONFLICT (call_id) DO NOTHING"
+    )
+    _UPDATE = (
+        f"UPDATE evidence SET {', '.join(f'{c} = %s' for c in COLUMNS if c != 'call_id')}"
+        " WHERE call_id = %s"
     )
     _SELECT = f"SELECT {', '.join(COLUMNS)} FROM evidence"
 
@@ -391,14 +510,19 @@ class PostgresEvidenceStore(_PostgresBase):
         self._intents: dict[str, str] = {}
 
     def record(self, row: EvidenceRow) -> None:
-        with self._pool.connection() as conn:
-            conn.execute(self._INSERT, tuple(getattr(row, c) for c in COLUMNS))
+        values = tuple(getattr(row, c) for c in COLUMNS)
+        self._conns.run(lambda conn: conn.execute(self._INSERT, values))
+
+    def complete(self, row: EvidenceRow) -> None:
+        values = (*(getattr(row, c) for c in COLUMNS if c != "call_id"), row.call_id)
+        self._conns.run(lambda conn: conn.execute(self._UPDATE, values))
 
     def _fix(self, table: str, column: str, cache: dict[str, str], conv: str, value: str) -> str:
         known = cache.get(conv)
         if known is not None:
             return known  # fixed values never change: a cache hit is always current
-        with self._pool.connection() as conn:
+
+        def work(conn: Connection[Any]) -> Any:
             # Atomic across replicas: the primary key lets exactly one INSERT in; a racing
             # one waits for it to commit and does nothing; the SELECT (a new snapshot under
             # READ COMMITTED) reads the winner.
@@ -406,10 +530,12 @@ class PostgresEvidenceStore(_PostgresBase):
                 f"INSERT INTO {table} VALUES (%s, %s, %s) ON CONFLICT (conversation_id) DO NOTHING",
                 (conv, value, time.time()),
             )
-            found = conn.execute(
+            return conn.execute(
                 f"SELECT {column} FROM {table} WHERE conversation_id = %s",
                 (conv,),
             ).fetchone()
+
+        found = self._conns.run(work)
         if found is None:  # cannot happen: the row was there when the INSERT ended
             raise ConfigError(f"{table}: no row for the conversation after inserting it")
         fixed = str(found[0])
@@ -425,14 +551,15 @@ class PostgresEvidenceStore(_PostgresBase):
         )
 
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]:
-        with self._pool.connection() as conn:
+        def work(conn: Connection[Any]) -> list[Any]:
             if conversation_id is None:
-                found = conn.execute(self._SELECT + " ORDER BY ts, seq").fetchall()
-            else:
-                found = conn.execute(
-                    self._SELECT + " WHERE conversation_id = %s ORDER BY ts, seq",
-                    (conversation_id,),
-                ).fetchall()
+                return conn.execute(self._SELECT + " ORDER BY ts, seq").fetchall()
+            return conn.execute(
+                self._SELECT + " WHERE conversation_id = %s ORDER BY ts, seq",
+                (conversation_id,),
+            ).fetchall()
+
+        found = self._conns.run(work)
         return [row_from_values(dict(zip(COLUMNS, values, strict=True))) for values in found]
 
 
@@ -457,7 +584,12 @@ class PostgresVault(_PostgresBase):
         if not entries:
             return
         texts = [(k, dump_json(v)) for k, v in entries]
-        with self._pool.connection() as conn, conn.transaction():
+        self._conns.run(lambda conn: self._put(conn, conversation_id, texts))
+
+    def _put(
+        self, conn: Connection[Any], conversation_id: str, texts: list[tuple[str, str]]
+    ) -> None:
+        with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (conversation_id,)
             )
@@ -490,17 +622,19 @@ class PostgresVault(_PostgresBase):
                 )
 
     def get(self, conversation_id: str, key: str) -> JSON | None:
-        with self._pool.connection() as conn:
-            found = conn.execute(
+        found = self._conns.run(
+            lambda conn: conn.execute(
                 "SELECT value FROM vault WHERE conversation_id = %s AND key = %s",
                 (conversation_id, key),
             ).fetchone()
+        )
         return None if found is None else load_json(found[0])
 
     def values(self) -> list[JSON]:
         """Every stored value (for evidence collection: what must stay hidden)."""
-        with self._pool.connection() as conn:
-            found = conn.execute("SELECT value FROM vault ORDER BY seq").fetchall()
+        found = self._conns.run(
+            lambda conn: conn.execute("SELECT value FROM vault ORDER BY seq").fetchall()
+        )
         return [load_json(t) for (t,) in found]
 
 

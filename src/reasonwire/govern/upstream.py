@@ -16,6 +16,14 @@ from urllib.parse import urlsplit
 
 from reasonwire.errors import TransportError
 
+
+class StaleConnection(TransportError):
+    """A reused keep-alive connection failed before any byte of an answer was read (the
+    server had closed it, or closed it on this request). The request may be sent again on
+    a fresh connection; the gateway does so under a new evidence row (one row per attempt,
+    each committed before its bytes go out)."""
+
+
 _MAX_HEAD = 64 * 1024
 _CHUNK = 64 * 1024
 
@@ -124,9 +132,13 @@ class UpstreamPool:
         else:
             conn.writer.close()
 
-    async def post(self, url: str, body: bytes, headers: Mapping[str, str]) -> UpstreamResponse:
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, retry_stale: bool = True
+    ) -> UpstreamResponse:
         """Send a POST; return once the response head arrived. A reused connection the
-        server closed before answering is retried once on a fresh one (nothing was read)."""
+        server closed before answering is retried once on a fresh one (nothing was read),
+        or, with ``retry_stale=False``, raises :class:`StaleConnection` for the caller to
+        retry (the gateway, which records each attempt)."""
         u = urlsplit(url)
         scheme = u.scheme.lower()
         if scheme not in ("http", "https") or not u.hostname:
@@ -152,6 +164,10 @@ class UpstreamPool:
             ) as exc:
                 conn.writer.close()
                 if conn.reused and isinstance(exc, OSError | asyncio.IncompleteReadError):
+                    if not retry_stale:
+                        raise StaleConnection(
+                            f"reused upstream connection closed: {type(exc).__name__}"
+                        ) from None
                     continue
                 raise TransportError(f"upstream answer: {type(exc).__name__}") from None
             except TimeoutError:
