@@ -70,12 +70,6 @@ def test_a_block_one_below_the_floor_is_kept(tmp_path: Path) -> None:
     assert fold_text(_block(FLOOR - 1), s) == _block(FLOOR - 1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 26: the floor is inclusive per the spec; the rule is "
-    "reasonwire.wire.fold.fold_cuts (`len(text) <= floor_chars` keeps it), in the wire "
-    "package, which this change may not edit: it must become `<`",
-)
 def test_a_block_of_exactly_the_floor_folds(tmp_path: Path) -> None:
     s = _load(tmp_path, SPEC)
     assert fold_text(_block(FLOOR), s) == _folded(FLOOR)

@@ -1,7 +1,7 @@
 """The fold of one text: the exact definition, its boundaries, and properties for any string
 and any valid settings (hypothesis).
 
-Definition (reasonwire.wire.fold): for ``n = len(text) > floor_chars`` and a text not already
+Definition (reasonwire.wire.fold): for ``n = len(text) >= floor_chars`` and a text not already
 folded, ``h`` is the largest position <= ``head_chars`` where ``safe_cut`` holds and ``t`` the
 smallest position >= ``n - tail_chars`` where it holds; the result is
 ``text[:h] + marker(t - h) + text[t:]``. For a text of plain code points (no combining mark,
@@ -74,7 +74,7 @@ PROPS = settings(max_examples=400, deadline=None)
 def test_fold_is_exactly_the_definition(text: str, s: FoldSettings) -> None:
     out = fold_text(text, s)
     n = len(text)
-    if n <= s.floor_chars or is_folded(text, s):
+    if n < s.floor_chars or is_folded(text, s):  # the spec: floor is the minimum that folds
         assert out == text
         return
     h, t = head_cut(text, s.head_chars), tail_cut(text, s.tail_chars)
@@ -115,7 +115,7 @@ def test_never_splits_a_surrogate_pair(text: str, s: FoldSettings) -> None:
 def test_plain_text_cuts_exactly_at_head_and_tail(text: str, s: FoldSettings) -> None:
     out = fold_text(text, s)
     n = len(text)
-    if n <= s.floor_chars:
+    if n < s.floor_chars:
         assert out == text
     else:
         h, t = s.head_chars, n - s.tail_chars
@@ -124,11 +124,12 @@ def test_plain_text_cuts_exactly_at_head_and_tail(text: str, s: FoldSettings) ->
 
 def test_floor_boundary() -> None:
     s = FoldSettings(enabled=True, floor_chars=30, head_chars=10, tail_chars=5)
-    # len == floor: the spec says it folds (test_spec_settings.py, strict xfail until the
-    # rule in wire/fold.py is inclusive)
+    # the spec: floor is "the minimum reasoning block length for the fold to apply"
+    at = "a" * 10 + "b" * 15 + "c" * 5  # len == floor: folds
+    assert fold_text(at, s) == "a" * 10 + marker(15) + "c" * 5
     over = "a" * 10 + "b" * 16 + "c" * 5  # floor + 1
     assert fold_text(over, s) == "a" * 10 + marker(16) + "c" * 5
-    assert fold_text("x" * 29, s) == "x" * 29
+    assert fold_text("x" * 29, s) == "x" * 29  # floor - 1: kept
 
 
 def test_tightest_valid_settings_still_idempotent() -> None:

@@ -124,7 +124,7 @@ def fold_registry(upstream: str, boundary: int) -> Registry:
         ("chat/fold-pinned-off", FoldSettings()),
         ("chat/fold-elsewhere", replace(FOLD, providers=frozenset({"chat/sim-chat-all"}))),
         ("chat/fold-at-floor", replace(FOLD, floor_chars=boundary)),
-        ("chat/fold-over-floor", replace(FOLD, floor_chars=boundary - 1)),
+        ("chat/fold-under-floor", replace(FOLD, floor_chars=boundary + 1)),
     ):
         reg.add_route(_route(route_id, "sim-deepseek", upstream, fold))
     for old, new in (
@@ -243,7 +243,7 @@ def test_long_replayed_reasoning_is_folded_upstream(
 
 
 @pytest.mark.parametrize(
-    ("route_id", "folds"), [("chat/fold-at-floor", False), ("chat/fold-over-floor", True)]
+    ("route_id", "folds"), [("chat/fold-at-floor", True), ("chat/fold-under-floor", False)]
 )
 def test_threshold_at_floor_and_one_past_it(
     tapped: tuple[World, World, Tap], route_id: str, folds: bool
@@ -254,7 +254,8 @@ def test_threshold_at_floor_and_one_past_it(
     chat_loop(world, conv, route_id, BOUNDARY_TASK)
     first, second = tap.calls[before:]
     original = _answer_reasoning(first["answer"])
-    # at-floor: floor_chars == len(original); over-floor: floor_chars == len(original) - 1
+    # the floor is the minimum length that folds (the spec): at-floor floor_chars ==
+    # len(original) folds; under-floor floor_chars == len(original) + 1 keeps it
     assert len(original) == world.extra["boundary"]
     expected = folded_by_rule(original, HEAD, TAIL) if folds else original
     assert _sent_reasoning(second) == [expected]

@@ -182,7 +182,7 @@ def make_fold_trace(seed: int, settings: FoldSettings) -> FoldTrace:
     )
     assert len(text) == n
     cuts = fold_cuts(text, s)
-    assert cuts is not None  # n > floor_chars
+    assert cuts is not None  # n >= floor_chars
     placed = []
     for region, word, start in (
         ("head", words[0], head_start),

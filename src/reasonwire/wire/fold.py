@@ -1,7 +1,8 @@
 """The fold: shorten long replayed reasoning *text* in a request body, leave everything else.
 
 A client that replays its model's reasoning pays for it as input on every later call. When a
-replayed text carrier is longer than ``floor_chars``, the fold keeps its first ``head_chars``
+replayed text carrier is at least ``floor_chars`` long (the spec's "minimum reasoning block
+length for the fold to apply"), the fold keeps its first ``head_chars``
 and last ``tail_chars`` characters and puts a short marker between them saying how many
 characters were folded::
 
@@ -245,15 +246,16 @@ def is_folded(text: str, settings: FoldSettings) -> bool:
 
 def fold_cuts(text: str, settings: FoldSettings) -> tuple[int, int] | None:
     """``(h, t)``: the fold keeps ``text[:h]`` and ``text[t:]``; None when ``text`` stays as
-    it is (``len(text) <= floor_chars``, or already folded)."""
-    if len(text) <= settings.floor_chars or is_folded(text, settings):
+    it is (``len(text) < floor_chars``: the floor is the minimum length that folds, or
+    already folded)."""
+    if len(text) < settings.floor_chars or is_folded(text, settings):
         return None
     return head_cut(text, settings.head_chars), tail_cut(text, settings.tail_chars)
 
 
 def fold_text(text: str, settings: FoldSettings) -> str:
     """``text`` folded by ``settings`` (ignores ``enabled`` and ``providers``): unchanged
-    when ``len(text) <= floor_chars`` or it is already folded, else head + marker + tail."""
+    when ``len(text) < floor_chars`` or it is already folded, else head + marker + tail."""
     cuts = fold_cuts(text, settings)
     if cuts is None:
         return text
