@@ -693,3 +693,54 @@ def test_the_proxy_refuses_to_start_when_client_headers_would_be_forwarded(
 @pytest.fixture
 def w(world: World) -> World:
     return world
+
+
+# -- evidence first ---------------------------------------------------------------------------
+
+
+def test_no_upstream_attempt_without_a_committed_row(w: World) -> None:
+    """Evidence first: an attempt's row is committed (``pending``) before the attempt goes
+    out. With the evidence database held locked by another writer the hook cannot commit, so
+    the upstream sees no request and the client gets 503 with Retry-After within the store
+    budget; once the lock is gone the next request is served and evidenced."""
+    import sqlite3
+
+    conv, c, v = new_conv(), Canaries(), Visible()
+    w.upstream.plan(conv, _litellm_json(c, v), _litellm_json(c, v))
+    holder = sqlite3.connect(w.db, timeout=30, isolation_level=None)
+    try:
+        holder.execute("BEGIN EXCLUSIVE")
+        r = w.post(conv, w.body(conv))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert r.status_code == 503, r.text
+    assert r.headers.get("retry-after") == "1"
+    _no_leak(w, c, dict(r.headers), r.content)
+    assert _attempts(w, conv) == []  # nothing was sent without its row
+    again = w.post(conv, w.body(conv))
+    assert again.status_code == 200, again.text
+    assert len(_attempts(w, conv)) == 1
+    assert [x.outcome for x in w.rows(conv, 1) if x.outcome != "refused"] == ["forwarded"]
+
+
+def test_each_attempt_s_row_is_committed_before_the_attempt_arrives(w: World) -> None:
+    """At the moment the upstream receives an attempt, that attempt's row is already in the
+    evidence database, ``pending`` (read by the upstream itself, from another connection)."""
+    conv, c, v = new_conv(), Canaries(), Visible()
+    seen_rows: list[list[str]] = []
+
+    def answer(seen: Seen) -> Reply:
+        store = SQLiteStore(w.db)
+        try:
+            seen_rows.append([r.outcome for r in store.rows(conv) if r.outcome != "refused"])
+        finally:
+            store.close()
+        return _litellm_json(c, v)
+
+    w.upstream.plan(conv, _error_echoing_key(500), answer)
+    r = w.post(conv, w.body(conv))
+    assert r.status_code == 200, r.text
+    # the second attempt arrives: the first is completed, the second committed as pending
+    assert seen_rows == [["upstream-error", "pending"]]
+    assert [x.outcome for x in w.rows(conv, 2)] == ["upstream-error", "forwarded"]

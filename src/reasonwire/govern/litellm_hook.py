@@ -63,6 +63,7 @@ The LiteLLM class (a ``CustomLogger``) is made at run time from the installed Li
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import os
 import sys
@@ -80,7 +81,7 @@ from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
 from reasonwire.govern.authority import settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, fill_usage
+from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, StoreUnavailable, fill_usage
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
@@ -165,13 +166,17 @@ _MASK = "[verified by reasonwire]"
 
 
 class Refused(Exception):
-    """A refused call: the HTTP status and the reason (the row is already recorded)."""
+    """A refused call: the HTTP status and the reason (the row is already recorded, or, for
+    ``store-unavailable``, could not be), and any response headers (``Retry-After``)."""
 
-    def __init__(self, status: int, reason: str, message: str) -> None:
+    def __init__(
+        self, status: int, reason: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.reason = reason
         self.message = message
+        self.headers = headers
 
 
 @dataclass
@@ -269,7 +274,15 @@ class Governor:
         keys: KeyRing,
         store: EvidenceStore,
         vault: VaultStore | None = None,
+        store_timeout: float = 2.0,
+        retry_after: int = 1,
     ) -> None:
+        """``store_timeout``: seconds a request may wait for the evidence store before its
+        upstream call (authorising, committing each attempt's row); past it the client gets
+        ``503`` with ``Retry-After: retry_after`` and nothing goes upstream (the gateway's
+        :class:`~reasonwire.govern.gateway.StoreSettings` defaults)."""
+        self.store_timeout = store_timeout
+        self.retry_after = retry_after
         self.registry = registry
         self.policy = policy
         self.keys = keys
@@ -403,8 +416,10 @@ class Governor:
             return self._calls.get(call_id) if isinstance(call_id, str) else None
 
     def attempt_start(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """One upstream attempt is about to be sent: it gets its own row; an attempt on
-        another model than the route's (a fallback) is refused before it is sent."""
+        """One upstream attempt is about to be sent: it gets its own row, committed as
+        ``pending`` before the attempt goes out (a store that cannot commit raises, and the
+        attempt is not sent); an attempt on another model than the route's (a fallback) is
+        refused before it is sent."""
         call = self._call(kwargs)
         if call is None:
             return kwargs
@@ -413,8 +428,11 @@ class Governor:
                 self._close(call, "upstream-error", None, "attempt ended without a report")
             call.attempts += 1
             row = replace(call.template, call_id=_new_id(), ts=time.time())
-            row.outcome = "upstream-error"  # until the attempt answers 200
+            row.outcome = "pending"  # committed before the attempt is sent (evidence first)
             row.attempt = (call.template.attempt or 1) + call.attempts - 1
+        self.store.record(row)  # StoreUnavailable: no row, so no upstream call
+        with self._lock:
+            row.outcome = "upstream-error"  # until the attempt answers 200
             call.open, call.open_t0 = row, time.perf_counter()
         meta = _metadata(kwargs)
         group = meta.get("model_group")
@@ -475,7 +493,7 @@ class Governor:
         row.outcome, row.reason, row.status_code = outcome, reason, status
         row.latency_ms = (time.perf_counter() - call.open_t0) * 1000
         call.rows.append(row.call_id)
-        self.store.record(row)
+        self.store.complete(row)  # the pending row written before the attempt, completed
 
     # -- after the call ----------------------------------------------------------------
 
@@ -589,6 +607,21 @@ def _error_detail(governor: Governor, status: int, reason: str, message: str) ->
     return governor.dialect.error_body(status, reason, message, None)
 
 
+async def _bounded(governor: Governor, fn: Any, *args: Any) -> Any:
+    """``fn(*args)`` on a worker thread (store work never blocks the proxy's event loop),
+    within the governor's store budget: a store that cannot answer in time, or cannot
+    commit, is a :class:`Refused` 503 with ``Retry-After``, and no upstream call follows."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(fn, *args), governor.store_timeout)
+    except (TimeoutError, StoreUnavailable):
+        raise Refused(
+            503,
+            "store-unavailable",
+            "reasonwire refused: the evidence store cannot commit; nothing was sent upstream",
+            {"Retry-After": str(governor.retry_after)},
+        ) from None
+
+
 def hook_class() -> type:
     """The LiteLLM ``CustomLogger`` subclass around a :class:`Governor` (needs LiteLLM and
     FastAPI, which the proxy has)."""
@@ -603,17 +636,25 @@ def hook_class() -> type:
         self: Any, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
     ) -> dict[str, Any]:
         try:
-            return self.governor.pre_call(data, str(call_type))  # type: ignore[no-any-return]
+            return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))  # type: ignore[no-any-return]
         except Refused as exc:
             raise http_exception(
                 status_code=exc.status,
                 detail={"error": {"code": exc.reason, "message": exc.message}},
+                headers=exc.headers,
             ) from None
 
     async def async_pre_call_deployment_hook(
         self: Any, kwargs: dict[str, Any], call_type: Any
     ) -> dict[str, Any]:
-        return self.governor.attempt_start(kwargs)  # type: ignore[no-any-return]
+        try:
+            return await _bounded(self.governor, self.governor.attempt_start, kwargs)  # type: ignore[no-any-return]
+        except Refused as exc:
+            raise http_exception(
+                status_code=exc.status,
+                detail={"error": {"code": exc.reason, "message": exc.message}},
+                headers=exc.headers,
+            ) from None
 
     async def async_post_call_failure_deployment_hook(
         self: Any,
