@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,10 +68,14 @@ def _read_in_loop(model: str, lane: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def fold_run(sim: SimServer, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+def fold_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Any]]:
+    """Its own simulator: the portal's lane follows the server's call counter, so on the
+    session's shared simulator the lanes this run sees depended on the tests run before it
+    (a full-suite run once saw no OpenRouter lane at all)."""
     out = tmp_path_factory.mktemp("fold-run")
-    run_eval(_cfg(sim, out, MODELS, fold=ON))
-    return out, write_all(out)
+    with SimServer(seed=0) as own:
+        run_eval(_cfg(own, out, MODELS, fold=ON))
+    yield out, write_all(out)
 
 
 def test_fold_rows_are_the_fields_the_sim_reads_in_the_loop(fold_run: tuple[Path, Any]) -> None:
