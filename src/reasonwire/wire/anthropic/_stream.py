@@ -48,6 +48,24 @@ from reasonwire.wire.model import (
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _DELTA_FIELDS = {"thinking_delta": "thinking", "signature_delta": "signature", "text_delta": "text"}
+_RUN_DELTAS: dict[str, Callable[[str], StreamEvent]] = {
+    "thinking_delta": ReasoningDelta,
+    "text_delta": TextDelta,
+}
+_CONTROL = bytes(range(32))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Run:
+    """A delta event's bytes around its one string (``prefix`` ends with the string's
+    opening quote, ``suffix`` starts with its closing one), learned from an event this
+    decoder parsed: block ``index``'s ``key`` grows by the string, as ``delta`` events."""
+
+    prefix: bytes
+    suffix: bytes
+    index: int
+    key: str
+    delta: Callable[[str], StreamEvent]
 
 
 class AnthropicStreamDecoder:
@@ -69,18 +87,96 @@ class AnthropicStreamDecoder:
         self._error: StreamError | None = None
         self._pieces: dict[int, dict[str, list[str]]] = {}
         self._guard = jsonload.StreamGuard()
+        self._runs: list[_Run] = []
 
     # -- protocol --------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> list[StreamEvent]:
+        """Events of ``data``. A batch whose events are all one learned delta shape (the long
+        runs of thinking, then of text, that make up an answer) is taken by :meth:`_run`;
+        any other batch event by event, the shapes learned again from its last events."""
         loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
         if not events:
             return []
         out: list[StreamEvent] = []
+        if self._run(events, out):
+            return out
         for event in events:
             out.extend(self._on_event(event, loads))
+        self._learn(events[-2:])
         return out
+
+    def _run(self, events: list[RawEvent], out: list[StreamEvent]) -> bool:
+        """Take a batch whose payloads all have one learned shape at once, with the pieces
+        and deltas :meth:`_on_block_delta` would give; False to decline. Proof as for the
+        chat decoder's runs: every payload starts with the prefix and ends with the suffix,
+        and the joined middles hold no quote, backslash or control byte, so each middle is a
+        plain string (the same JSON but for that string)."""
+        if not self._runs or self._finished:
+            return False
+        datas = [e[0] for e in events]
+        first = datas[0]
+        run = next((r for r in self._runs if first.startswith(r.prefix)), None)
+        if run is None:
+            return False
+        n, lp, ls = len(datas), len(run.prefix), len(run.suffix)
+        if (
+            sum(map(bytes.startswith, datas, [run.prefix] * n)) != n
+            or sum(map(bytes.endswith, datas, [run.suffix] * n)) != n
+            or min(map(len, datas)) < lp + ls
+        ):
+            return False
+        mids = b"\n".join([d[lp : len(d) - ls] for d in datas])
+        if (
+            b'"' in mids
+            or b"\\" in mids
+            or len(mids) - len(mids.translate(None, _CONTROL)) != n - 1
+        ):
+            return False
+        try:
+            pieces = mids.decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            return False
+        pending = self._pieces.get(run.index, {}).get(run.key)
+        if pending is None:
+            return False
+        pending.extend(pieces)
+        out.extend(map(run.delta, filter(None, pieces)))
+        return True
+
+    def _learn(self, events: list[RawEvent]) -> None:
+        """The shapes of the last events of a batch just parsed (their blocks are open)."""
+        self._runs = []
+        for data, *_ in events:
+            if b"\\" in data or len(data.translate(None, _CONTROL)) != len(data):
+                continue
+            try:
+                payload = json.loads(data)
+            except ValueError:
+                continue
+            delta = payload.get("delta") if type(payload) is dict else None
+            if (
+                type(delta) is not dict
+                or payload.get("type") != "content_block_delta"
+                or type(payload.get("index")) is not int
+                or delta.get("type") not in _RUN_DELTAS
+            ):
+                continue
+            key = _DELTA_FIELDS[delta["type"]]
+            piece = delta.get(key)
+            if not isinstance(piece, str) or payload["index"] in self._closed_blocks:
+                continue
+            needle = b'"' + piece.encode("utf-8") + b'"'
+            if data.count(needle) != 1:
+                continue
+            at = data.index(needle) + 1
+            prefix, suffix = data[:at], data[at + len(needle) - 2 :]
+            if any(prefix.startswith(r.prefix) or r.prefix.startswith(prefix) for r in self._runs):
+                continue
+            self._runs.append(
+                _Run(prefix, suffix, payload["index"], key, _RUN_DELTAS[delta["type"]])
+            )
 
     def close(self) -> list[StreamEvent]:
         out: list[StreamEvent] = []
