@@ -93,6 +93,23 @@ class Variants:
     stand_in: bool = False
 
 
+GOOGLE_RPC_STATUS: Mapping[int, str] = MappingProxyType(
+    {
+        400: "INVALID_ARGUMENT",
+        401: "UNAUTHENTICATED",
+        403: "PERMISSION_DENIED",
+        404: "NOT_FOUND",
+        413: "INVALID_ARGUMENT",
+        429: "RESOURCE_EXHAUSTED",
+        431: "INVALID_ARGUMENT",
+        500: "INTERNAL",
+        502: "UNAVAILABLE",
+        503: "UNAVAILABLE",
+    }
+)
+"""HTTP status -> the google.rpc code name Google's error bodies carry (Gemini's
+generateContent and Interactions APIs alike)."""
+
 BASELINE = "none"
 """The variant without any carrier."""
 
@@ -108,6 +125,7 @@ class SentCarrier:
 
 __all__ = [
     "BASELINE",
+    "GOOGLE_RPC_STATUS",
     "CarrierKind",
     "CarrierSpec",
     "Control",

@@ -23,7 +23,7 @@ from reasonwire.sim.tokens import chunks, count
 NAME = "gemini"
 SKIP = "skip_thought_signature_validator"
 _AAD = "gemini.thought"
-_STATUS = {
+STATUS = {
     400: "INVALID_ARGUMENT",
     403: "PERMISSION_DENIED",
     404: "NOT_FOUND",
@@ -38,7 +38,7 @@ def error_body(err: SimError) -> dict[str, Any]:
         "error": {
             "code": err.status,
             "message": err.message,
-            "status": _STATUS.get(err.status, "UNKNOWN"),
+            "status": STATUS.get(err.status, "UNKNOWN"),
         }
     }
 

@@ -26,19 +26,12 @@ from typing import Any
 
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse, text_of
+from reasonwire.sim.dialects.gemini import STATUS
 from reasonwire.sim.engine import Seen, SimError, SimState, plan
 from reasonwire.sim.tokens import chunks, count
 
 NAME = "interactions"
 _AAD = "interactions.thought"
-_STATUS = {
-    400: "INVALID_ARGUMENT",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    429: "RESOURCE_EXHAUSTED",
-    500: "INTERNAL",
-    503: "UNAVAILABLE",
-}
 _STORE_PREFIX = "interaction:"
 """Key prefix of stored interactions in the simulator's shared store table."""
 
@@ -46,7 +39,7 @@ _STORE_PREFIX = "interaction:"
 def error_body(err: SimError) -> dict[str, Any]:
     """``error.code`` is a string on this API (the google-genai SDK's ``interactions.Error``
     has ``code: str``; generateContent's integer code fails that schema)."""
-    name = _STATUS.get(err.status, "UNKNOWN")
+    name = STATUS.get(err.status, "UNKNOWN")
     return {"error": {"code": name, "message": err.message, "status": name}}
 
 

@@ -45,6 +45,7 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
+from reasonwire.wire.runs import cut_around, middles
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _DELTA_FIELDS = {"thinking_delta": "thinking", "signature_delta": "signature", "text_delta": "text"}
@@ -52,7 +53,6 @@ _RUN_DELTAS: dict[str, Callable[[str], StreamEvent]] = {
     "thinking_delta": ReasoningDelta,
     "text_delta": TextDelta,
 }
-_CONTROL = bytes(range(32))
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -112,7 +112,7 @@ class AnthropicStreamDecoder:
         and deltas :meth:`_on_block_delta` would give; False to decline. Proof as for the
         chat decoder's runs: every payload starts with the prefix and ends with the suffix,
         and the joined middles hold no quote, backslash or control byte, so each middle is a
-        plain string (the same JSON but for that string)."""
+        plain string (:func:`reasonwire.wire.runs.middles`)."""
         if not self._runs or self._finished:
             return False
         datas = [e[0] for e in events]
@@ -120,23 +120,8 @@ class AnthropicStreamDecoder:
         run = next((r for r in self._runs if first.startswith(r.prefix)), None)
         if run is None:
             return False
-        n, lp, ls = len(datas), len(run.prefix), len(run.suffix)
-        if (
-            sum(map(bytes.startswith, datas, [run.prefix] * n)) != n
-            or sum(map(bytes.endswith, datas, [run.suffix] * n)) != n
-            or min(map(len, datas)) < lp + ls
-        ):
-            return False
-        mids = b"\n".join([d[lp : len(d) - ls] for d in datas])
-        if (
-            b'"' in mids
-            or b"\\" in mids
-            or len(mids) - len(mids.translate(None, _CONTROL)) != n - 1
-        ):
-            return False
-        try:
-            pieces = mids.decode("utf-8").split("\n")
-        except UnicodeDecodeError:
+        pieces = middles(datas, run.prefix, run.suffix)
+        if pieces is None:
             return False
         pending = self._pieces.get(run.index, {}).get(run.key)
         if pending is None:
@@ -149,8 +134,6 @@ class AnthropicStreamDecoder:
         """The shapes of the last events of a batch just parsed (their blocks are open)."""
         self._runs = []
         for data, *_ in events:
-            if b"\\" in data or len(data.translate(None, _CONTROL)) != len(data):
-                continue
             try:
                 payload = json.loads(data)
             except ValueError:
@@ -167,11 +150,10 @@ class AnthropicStreamDecoder:
             piece = delta.get(key)
             if not isinstance(piece, str) or payload["index"] in self._closed_blocks:
                 continue
-            needle = b'"' + piece.encode("utf-8") + b'"'
-            if data.count(needle) != 1:
+            cut = cut_around(data, piece)
+            if cut is None:
                 continue
-            at = data.index(needle) + 1
-            prefix, suffix = data[:at], data[at + len(needle) - 2 :]
+            prefix, suffix = cut
             if any(prefix.startswith(r.prefix) or r.prefix.startswith(prefix) for r in self._runs):
                 continue
             self._runs.append(

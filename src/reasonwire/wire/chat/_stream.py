@@ -59,6 +59,7 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
+from reasonwire.wire.runs import middles
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _ABSENT: Any = object()  # a dict.get default no JSON value can be
@@ -400,36 +401,17 @@ class ChatStreamDecoder:
 
     def _run(self, events: list[RawEvent], out: list[StreamEvent]) -> bool:
         """Take a batch whose payloads are all one learned shape, with its events in order
-        (the pieces and deltas :meth:`_events` would give); False to decline. The proof is
-        :meth:`_bulk`'s, for one shape: every payload starts with its prefix and ends with
-        its suffix, and the joined bytes hold only the shape's quotes and no backslash or
-        control byte but the joining newlines, so each middle is a plain string."""
+        (the pieces and deltas :meth:`_events` would give); False to decline. The proof, for
+        one shape: :func:`reasonwire.wire.runs.middles`."""
         if not self._shapes or self._done:
             return False
         datas = list(map(_FIRST, events))
-        n = len(datas)
         first = datas[0]
-        for shape in self._shapes:
-            if first.startswith(shape.prefix):
-                break
-        else:
+        shape = next((sh for sh in self._shapes if first.startswith(sh.prefix)), None)
+        if shape is None:
             return False
-        if (
-            sum(map(bytes.startswith, datas, repeat(shape.prefix))) != n
-            or sum(map(bytes.endswith, datas, repeat(shape.suffix))) != n
-            or min(map(len, datas)) < len(shape.prefix) + len(shape.suffix)
-        ):
-            return False
-        mids = b"\n".join(map(bytes.__getitem__, datas, repeat(shape.cut)))
-        if (
-            b'"' in mids
-            or b"\\" in mids
-            or len(mids) - len(mids.translate(None, _CONTROL)) != n - 1
-        ):
-            return False
-        try:
-            pieces = mids.decode("utf-8").split("\n")
-        except UnicodeDecodeError:
+        pieces = middles(datas, shape.prefix, shape.suffix)
+        if pieces is None:
             return False
         if shape.field == "content":
             target = self._content
@@ -441,7 +423,7 @@ class ChatStreamDecoder:
             return False
         target.extend(pieces)
         out.extend(map(delta, filter(None, pieces)))
-        self._events_seen += n
+        self._events_seen += len(datas)
         return True
 
     def _bulk(self, events: list[RawEvent]) -> bool:

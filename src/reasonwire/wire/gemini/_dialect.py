@@ -33,7 +33,7 @@ import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import ErrorInfo, SentCarrier
+from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo, SentCarrier
 from reasonwire.wire.gemini import _facts, _hidden
 from reasonwire.wire.gemini._parse import (
     is_thought,
@@ -169,7 +169,9 @@ class GeminiDialect(Dialect):
     def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
         """Google's error shape (``error.code`` / ``message`` / ``status``), which the
         google-genai SDK reads; the status is an allow-listed one or derived from the code."""
-        kind = info.type if info and info.type in self.error_types else _STATUS.get(status)
+        kind = (
+            info.type if info and info.type in self.error_types else GOOGLE_RPC_STATUS.get(status)
+        )
         return {"error": {"code": status, "message": message, "status": kind or "INTERNAL"}}
 
     def wants_stream(self, body: Mapping[str, Any]) -> bool:
@@ -274,21 +276,6 @@ class GeminiDialect(Dialect):
         if native is not None:
             return _model_content(_stripped_parts(native))
         return _model_content(_foreign_parts(message, keep_carriers=False))
-
-
-_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    413: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    431: "INVALID_ARGUMENT",
-    500: "INTERNAL",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-}
-"""HTTP status -> the google.rpc code name Google's error bodies carry."""
 
 
 def _error_event(reason: str) -> bytes:

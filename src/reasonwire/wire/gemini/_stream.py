@@ -69,10 +69,10 @@ from reasonwire.wire.model import (
     Turn,
     UsageEvent,
 )
+from reasonwire.wire.runs import cut_around, middle
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 _PLAIN_TEXT_KEYS = frozenset({"text", "thought"})
-_CONTROL = bytes(range(32))
 _MERGE_TARGET_KEYS = frozenset({"text", "thought", "thoughtSignature"})
 _WS = b" \t\r\n"
 
@@ -169,8 +169,8 @@ class GeminiStreamDecoder:
         for raw, name, _, _ in events:
             shape = self._shape
             if shape is not None and self._grow is not None:
-                piece = self._piece(raw, shape)
-                if piece is not None:
+                piece = middle(raw, shape[0], shape[1])
+                if piece:  # (an empty text part goes the general way: rule 3 drops it)
                     self._payloads += 1
                     self._grow.append(piece)
                     out.append(ReasoningDelta(piece) if shape[2] else TextDelta(piece))
@@ -185,24 +185,10 @@ class GeminiStreamDecoder:
                 self._learn(raw, payload)
         return out
 
-    def _piece(self, raw: bytes, shape: tuple[bytes, bytes, bool]) -> str | None:
-        """The text piece of ``raw`` when it is the learned shape around a plain string."""
-        prefix, suffix, _ = shape
-        end = len(raw) - len(suffix)
-        if end <= len(prefix) or not raw.startswith(prefix) or not raw.endswith(suffix):
-            return None  # (equal bytes around a clean middle: the same part, the same flag)
-        mid = raw[len(prefix) : end]
-        if b'"' in mid or b"\\" in mid or len(mid.translate(None, _CONTROL)) != len(mid):
-            return None
-        try:
-            return mid.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-
     def _learn(self, raw: bytes, payload: JSON) -> None:
         """Keep the bytes around this payload's piece as the shape, when the payload is the
         uniform kind (module docstring) and its piece sits once, plainly, in its bytes."""
-        if type(payload) is not dict or "error" in payload or b"\\" in raw:
+        if type(payload) is not dict or "error" in payload:
             return
         cands = payload.get("candidates")
         if type(cands) is not list or len(cands) != 1 or type(cands[0]) is not dict:
@@ -224,12 +210,9 @@ class GeminiStreamDecoder:
             or bool(part.get("thought")) is not bool(self._parts[-1].get("thought"))
         ):
             return
-        needle = b'"' + text.encode("utf-8") + b'"'
-        if raw.count(needle) != 1:
-            return
-        at = raw.index(needle) + 1
-        prefix, suffix = raw[:at], raw[at + len(needle) - 2 :]
-        self._shape = (prefix, suffix, bool(part.get("thought")))
+        cut = cut_around(raw, text)
+        if cut is not None:
+            self._shape = (*cut, bool(part.get("thought")))
 
     def _parse(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], Any]) -> JSON:
         """One SSE payload; None for a blank one or ``[DONE]``."""

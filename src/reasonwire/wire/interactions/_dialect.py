@@ -26,7 +26,7 @@ import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import ErrorInfo, SentCarrier
+from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo, SentCarrier
 from reasonwire.wire.interactions import _facts, _hidden
 from reasonwire.wire.interactions._parse import DIALECT as NAME
 from reasonwire.wire.interactions._parse import is_thought, parse_body
@@ -122,7 +122,9 @@ class InteractionsDialect(Dialect):
         """The Interactions error shape: ``error.code`` is a string on this API (the
         google-genai SDK's ``interactions.Error``: ``code: str``, ``message: str``; an integer
         code fails its schema), here the google.rpc status name, also given as ``status``."""
-        kind = info.type if info and info.type in self.error_types else _STATUS.get(status)
+        kind = (
+            info.type if info and info.type in self.error_types else GOOGLE_RPC_STATUS.get(status)
+        )
         name = kind or "INTERNAL"
         return {"error": {"code": name, "message": message, "status": name}}
 
@@ -204,20 +206,6 @@ class InteractionsDialect(Dialect):
             return _stripped(native)
         return _foreign_steps(message)
 
-
-_STATUS = {
-    400: "INVALID_ARGUMENT",
-    401: "UNAUTHENTICATED",
-    403: "PERMISSION_DENIED",
-    404: "NOT_FOUND",
-    413: "INVALID_ARGUMENT",
-    429: "RESOURCE_EXHAUSTED",
-    431: "INVALID_ARGUMENT",
-    500: "INTERNAL",
-    502: "UNAVAILABLE",
-    503: "UNAVAILABLE",
-}
-"""HTTP status -> the google.rpc code name Google's error bodies carry."""
 
 DIALECT = InteractionsDialect()
 

@@ -16,14 +16,9 @@ from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage, canonical_bytes
 
 DIALECT = "interactions"
-
-
-def compact_json(value: JSON) -> str:
-    """Arguments (a JSON object on this wire) as compact JSON text, key order kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _count(usage: dict[str, Any], key: str) -> int | None:
@@ -66,17 +61,19 @@ def is_thought(step: JSON) -> bool:
     return isinstance(step, dict) and step.get("type") == "thought"
 
 
-def summary_texts(step: dict[str, Any]) -> list[str]:
-    summary = step.get("summary")
-    if not isinstance(summary, list):
+def text_items(items: Any) -> list[dict[str, Any]]:
+    """The ``{"type": "text", "text": str}`` items of a content or summary list."""
+    if not isinstance(items, list):
         return []
     return [
-        item["text"]
-        for item in summary
-        if isinstance(item, dict)
-        and item.get("type") == "text"
-        and isinstance(item.get("text"), str)
+        i
+        for i in items
+        if isinstance(i, dict) and i.get("type") == "text" and isinstance(i.get("text"), str)
     ]
+
+
+def summary_texts(step: dict[str, Any]) -> list[str]:
+    return [i["text"] for i in text_items(step.get("summary"))]
 
 
 def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) -> list[Carrier]:
@@ -99,13 +96,7 @@ def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) ->
 
 
 def output_texts(step: dict[str, Any]) -> list[str]:
-    return [
-        item["text"]
-        for item in step.get("content") or ()
-        if isinstance(item, dict)
-        and item.get("type") == "text"
-        and isinstance(item.get("text"), str)
-    ]
+    return [i["text"] for i in text_items(step.get("content"))]
 
 
 def read_steps(steps: Sequence[JSON]) -> tuple[str, str, list[ToolCall], list[Carrier]]:
@@ -139,7 +130,7 @@ def tool_call_of(step: dict[str, Any], i: int) -> ToolCall:
         args = {}
     if not isinstance(args, dict):
         raise MalformedBody(f"interactions steps[{i}].arguments must be a JSON object")
-    return ToolCall(call_id, name, compact_json(args))
+    return ToolCall(call_id, name, canonical_bytes(args).decode("utf-8"))
 
 
 def parse_body(body: bytes | str | JSON) -> Turn:

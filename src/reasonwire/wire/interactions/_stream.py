@@ -29,6 +29,7 @@ from reasonwire.wire.interactions._parse import (
     parse_body,
     parse_usage,
     step_carriers,
+    text_items,
     tool_call_of,
 )
 from reasonwire.wire.model import (
@@ -196,9 +197,9 @@ class InteractionsStreamDecoder:
             args = step.get("arguments")
             out.append(ToolCallDelta(number, call.id, call.name, call.arguments if args else ""))
         elif kind == "thought":
-            out.extend(ReasoningDelta(t["text"]) for t in _texts(step.get("summary")))
+            out.extend(ReasoningDelta(t["text"]) for t in text_items(step.get("summary")))
         elif kind == "model_output":
-            out.extend(TextDelta(t["text"]) for t in _texts(step.get("content")))
+            out.extend(TextDelta(t["text"]) for t in text_items(step.get("content")))
         return out
 
     def _delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
@@ -267,13 +268,3 @@ class InteractionsStreamDecoder:
                 f"interactions step {index}: streamed arguments are not JSON: {exc.msg}"
             ) from None
         return step
-
-
-def _texts(items: Any) -> list[dict[str, Any]]:
-    if not isinstance(items, list):
-        return []
-    return [
-        i
-        for i in items
-        if isinstance(i, dict) and i.get("type") == "text" and isinstance(i.get("text"), str)
-    ]
