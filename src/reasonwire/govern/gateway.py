@@ -727,9 +727,6 @@ class Gateway:
             budget.spend(since)
             shaped = self._admit(request, await self._read_body(request), dialect, row)
             path = request.url.path
-            route = auth.route
-            options = RequestOptions(model=route.model, stream=row.stream)
-            url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
             row.outcome = "upstream-error"  # until the upstream answers 200
             # One store hop: the upstream body and headers, then the pending row committed.
             payload, up_headers = await self._open_row(
@@ -745,6 +742,9 @@ class Gateway:
         except _StoreDown as exc:
             return await self._store_down(call, dialect, str(exc))
         call.opened = True
+        route = auth.route  # after the body is made (it may fix the row's stream flag)
+        options = RequestOptions(model=route.model, stream=row.stream)
+        url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
         try:
             resp = await self._post(call, url, payload, up_headers)
         except _StoreDown as exc:
