@@ -481,28 +481,34 @@ class Gateway:
             return False
         return True
 
-    async def _open_row(self, budget: _Budget, row: EvidenceRow) -> None:
-        """Commit the pending row of the upstream call about to be made; :class:`_StoreDown`
-        when it cannot be committed within the budget. If the commit lands after the budget
-        ran out (the call is then never made), the row is completed as a refusal."""
-        snap = replace(row, outcome="pending")
+    async def _open_row(self, budget: _Budget, row: EvidenceRow, before: Callable[[], T]) -> T:
+        """Commit the pending row of the upstream call about to be made, after ``before()``
+        (run first on the same store thread: one hop per call; its result is returned, and
+        the row is snapshotted after it, so what it sets on the row is committed);
+        :class:`_StoreDown` when it cannot be committed within the budget. If the commit
+        lands after the budget ran out (the call is then never made), the row is completed
+        as a refusal."""
         since = budget.start()
-        fut = self._submit(budget, lambda: self._apply_open(snap))
+        fut = self._submit(budget, lambda: self._apply_open(row, before))
         try:
-            await self._await(budget, fut, since)
+            return (await self._await(budget, fut, since))[0]
         except _StoreDown:
-            late = replace(snap, outcome="refused", reason="store-unavailable")
 
-            def done(f: Future[None]) -> None:
+            def done(f: Future[tuple[T, EvidenceRow]]) -> None:
                 if not f.cancelled() and f.exception() is None:
+                    snap = f.result()[1]
+                    late = replace(snap, outcome="refused", reason="store-unavailable")
                     self._queue([lambda: self.store.complete(late)])
 
             fut.add_done_callback(done)
             raise
 
-    def _apply_open(self, row: EvidenceRow) -> None:
+    def _apply_open(self, row: EvidenceRow, before: Callable[[], T]) -> tuple[T, EvidenceRow]:
+        result = before()
+        snap = replace(row, outcome="pending")
         self._flush()
-        self.store.record(row)
+        self.store.record(snap)
+        return result, snap
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app: one POST endpoint per served dialect and lifespan, no router or
@@ -721,8 +727,10 @@ class Gateway:
             budget.spend(since)
             shaped = self._admit(request, await self._read_body(request), dialect, row)
             path = request.url.path
-            body, up_headers = await self._db(
-                budget, lambda: self._ready(shaped, dialect, auth, row, path, headers)
+            row.outcome = "upstream-error"  # until the upstream answers 200
+            # One store hop: the upstream body and headers, then the pending row committed.
+            payload, up_headers = await self._open_row(
+                budget, row, lambda: self._ready(shaped, dialect, auth, row, path, headers)
             )
         except PolicyRefusal as exc:
             return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
@@ -733,16 +741,10 @@ class Gateway:
             )
         except _StoreDown as exc:
             return await self._store_down(call, dialect, str(exc))
-        route = auth.route
+        call.opened = True
+        route = auth.route  # after the body is made (it may fix the row's stream flag)
         options = RequestOptions(model=route.model, stream=row.stream)
         url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
-        payload = _dumps(body)
-        row.outcome = "upstream-error"  # until the upstream answers 200
-        try:
-            await self._open_row(budget, row)
-        except _StoreDown as exc:
-            return await self._store_down(call, dialect, str(exc))
-        call.opened = True
         try:
             resp = await self._post(call, url, payload, up_headers)
         except _StoreDown as exc:
@@ -780,7 +782,7 @@ class Gateway:
             await self._write(call.budget_after(self.store_settings), first, call.t0, True)
             again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
             call.row, call.opened = again, False
-            await self._open_row(call.budget_after(self.store_settings), again)
+            await self._open_row(call.budget_after(self.store_settings), again, lambda: None)
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
 
@@ -800,13 +802,13 @@ class Gateway:
         row: EvidenceRow,
         path: str,
         client_headers: Mapping[str, str],
-    ) -> tuple[dict[str, Any], dict[str, str]]:
-        """On a store thread (the vault is read): the upstream body and headers."""
+    ) -> tuple[bytes, dict[str, str]]:
+        """On a store thread (the vault is read): the upstream payload and headers."""
         body = self._prepare(shaped, dialect, auth, row, path)
         # Last, on what really goes upstream (vaulted originals included); unchanged: the
         # same object, so the same bytes as without a fold.
         body = fold_upstream(auth.upstream, body, auth.route, self.fold)
-        return body, self._upstream_headers(auth.route, client_headers, auth.upstream)
+        return _dumps(body), self._upstream_headers(auth.route, client_headers, auth.upstream)
 
     async def _store_down(self, call: _Call, dialect: Dialect, detail: str) -> Response:
         """503 with Retry-After: the store could not commit, nothing went upstream. The row
