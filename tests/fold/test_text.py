@@ -86,7 +86,7 @@ def test_fold_is_exactly_the_definition(text: str, s: FoldSettings) -> None:
     assert out == text[:h] + marker(t - h) + text[t:]
     assert out.startswith(text[:h]) and out.endswith(text[t:])  # prefix, suffix exact
     assert len(out) <= s.head_chars + s.tail_chars + len(marker(t - h))
-    assert t - h == n - h - (n - t) > 0
+    assert t > h  # something is folded: the floor exceeds head + tail
 
 
 @PROPS
@@ -125,10 +125,11 @@ def test_plain_text_cuts_exactly_at_head_and_tail(text: str, s: FoldSettings) ->
 def test_floor_boundary() -> None:
     s = FoldSettings(enabled=True, floor_chars=30, head_chars=10, tail_chars=5)
     # the spec: floor is "the minimum reasoning block length for the fold to apply"
+    # expected strings written out by hand, not built with marker() or the cut functions
     at = "a" * 10 + "b" * 15 + "c" * 5  # len == floor: folds
-    assert fold_text(at, s) == "a" * 10 + marker(15) + "c" * 5
+    assert fold_text(at, s) == "aaaaaaaaaa\n\n[... 15 characters folded ...]\n\nccccc"
     over = "a" * 10 + "b" * 16 + "c" * 5  # floor + 1
-    assert fold_text(over, s) == "a" * 10 + marker(16) + "c" * 5
+    assert fold_text(over, s) == "aaaaaaaaaa\n\n[... 16 characters folded ...]\n\nccccc"
     assert fold_text("x" * 29, s) == "x" * 29  # floor - 1: kept
 
 
