@@ -727,11 +727,14 @@ class Gateway:
             budget.spend(since)
             shaped = self._admit(request, await self._read_body(request), dialect, row)
             path = request.url.path
-            row.outcome = "upstream-error"  # until the upstream answers 200
+
+            def ready() -> tuple[bytes, dict[str, str]]:
+                made = self._ready(shaped, dialect, auth, row, path, headers)
+                row.outcome = "upstream-error"  # until the upstream answers 200 (not on a refusal)
+                return made
+
             # One store hop: the upstream body and headers, then the pending row committed.
-            payload, up_headers = await self._open_row(
-                budget, row, lambda: self._ready(shaped, dialect, auth, row, path, headers)
-            )
+            payload, up_headers = await self._open_row(budget, row, ready)
         except PolicyRefusal as exc:
             return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         except CredentialError:
