@@ -144,6 +144,20 @@ $(LITELLM_STAMP):
 	$(LITELLM_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'litellm==$(LITELLM_VERSION)' $(LITELLM_PROXY_DEPS)
 	touch $(LITELLM_STAMP)
 
+# The OpenTelemetry backend lane (tests/probe/test_otel.py's real-backend test skips without
+# it): Arize Phoenix's server in its own venv (its pins differ), started by the test on loopback.
+PHOENIX_VERSION := 20.26.1
+PHOENIX_VENV ?= $(or $(REASONWIRE_CACHE),$(HOME)/.cache/reasonwire)/phoenix-venv
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed-$(PHOENIX_VERSION)
+
+.PHONY: lane-phoenix
+lane-phoenix: $(PHOENIX_STAMP)
+
+$(PHOENIX_STAMP):
+	$(PY) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'arize-phoenix==$(PHOENIX_VERSION)'
+	touch $(PHOENIX_STAMP)
+
 # The PostgreSQL store tests alone (a real server in a temp dir; they skip without the server
 # binaries: apt-get install -y postgresql).
 .PHONY: test-pg

@@ -3,7 +3,7 @@
 Two receivers on loopback: a test-side OTLP/HTTP endpoint that decodes each export with
 opentelemetry-proto's own ``ExportTraceServiceRequest`` (always, with the [otel] extra), and a
 real backend, Arize Phoenix (``phoenix serve`` from PyPI's arize-phoenix; the test skips
-unless ``REASONWIRE_PHOENIX`` names its executable or ``phoenix`` is on PATH), queried back
+without it: ``make lane-phoenix`` installs it, ``.ci/run`` calls that), queried back
 through its REST API.
 
 The attribute names are the GenAI semantic conventions' registry
@@ -250,7 +250,18 @@ def test_the_core_does_not_import_opentelemetry() -> None:
 
 # -- a real backend: Arize Phoenix --------------------------------------------------------------
 
-PHOENIX = os.environ.get("REASONWIRE_PHOENIX") or shutil.which("phoenix")
+def _phoenix() -> str | None:
+    """``REASONWIRE_PHOENIX``, else the lane's venv (``make lane-phoenix``, under
+    ``REASONWIRE_CACHE`` or the user cache), else ``phoenix`` on PATH."""
+    env = os.environ.get("REASONWIRE_PHOENIX")
+    if env:
+        return env
+    cache = os.environ.get("REASONWIRE_CACHE") or str(Path.home() / ".cache" / "reasonwire")
+    lane = Path(cache) / "phoenix-venv" / "bin" / "phoenix"
+    return str(lane) if lane.is_file() else shutil.which("phoenix")
+
+
+PHOENIX = _phoenix()
 
 
 def _free_port() -> int:
@@ -260,7 +271,7 @@ def _free_port() -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(PHOENIX is None, reason="Arize Phoenix not installed (set REASONWIRE_PHOENIX)")
+@pytest.mark.skipif(PHOENIX is None, reason="Arize Phoenix not installed (make lane-phoenix)")
 def test_spans_in_arize_phoenix(tmp_path: Path) -> None:
     pytest.importorskip("opentelemetry.sdk")
     assert PHOENIX is not None
