@@ -102,8 +102,10 @@ def test_report_json_and_table(tmp_path: Path) -> None:
 
 
 def test_public_api() -> None:
+    # PromptCounter added in wave 3 (issue 26: a server's count endpoint for re-sent text)
     assert sorted(probe.__all__) == [
-        "AsyncProbeTransport", "ProbeSettings", "ProbeTransport", "Tokenizer", "flush",
+        "AsyncProbeTransport", "ProbeSettings", "ProbeTransport", "PromptCounter", "Tokenizer",
+        "flush",
         "ledger_dir", "load_settings", "observe_bytes", "read_rows",
     ]  # fmt: skip
 

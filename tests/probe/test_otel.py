@@ -250,6 +250,7 @@ def test_the_core_does_not_import_opentelemetry() -> None:
 
 # -- a real backend: Arize Phoenix --------------------------------------------------------------
 
+
 def _phoenix() -> str | None:
     """``REASONWIRE_PHOENIX``, else the lane's venv (``make lane-phoenix``, under
     ``REASONWIRE_CACHE`` or the user cache), else ``phoenix`` on PATH."""

@@ -6,14 +6,15 @@ Public API (pinned by tests/probe/test_api.py):
   client (``openai``, ``anthropic``, ``google-genai`` via ``http_client``).
 - :func:`observe_bytes`: the same observation for an iterable / async iterable of bytes.
 - :class:`Tokenizer`: a route's own token counter, given to either to count re-sent
-  reasoning text in tokens.
+  reasoning text in tokens; :class:`PromptCounter`: a server's count of a whole request's
+  prompt, given instead to count each re-sent text carrier as the server bills it.
 - :func:`read_rows`, :func:`load_settings`, :class:`ProbeSettings`, :func:`ledger_dir`.
 - :func:`flush`: a call's row is on disk by the time its response is closed (counted as the
   chunks pass, written in a ``finally``); ``flush(timeout=None) -> bool`` waits for the
   background housekeeping (archive rotation) submitted so far.
 """
 
-from reasonwire.probe.carriers import Tokenizer
+from reasonwire.probe.carriers import PromptCounter, Tokenizer
 from reasonwire.probe.ledger import read_rows
 from reasonwire.probe.observe import observe_bytes
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
@@ -24,6 +25,7 @@ __all__ = [
     "AsyncProbeTransport",
     "ProbeSettings",
     "ProbeTransport",
+    "PromptCounter",
     "Tokenizer",
     "flush",
     "ledger_dir",

@@ -20,7 +20,11 @@ text it holds), so a request that re-sends any of them is tied to the carrier.
 Digests are the first 16 hex digits of SHA-256 (never the value: the ledger holds no
 reasoning), see :func:`digest`. A text carrier is counted in tokens with the route's
 tokenizer when the caller gives one (:class:`Tokenizer`), else only its bytes are kept and
-the report estimates.
+the report estimates. With the route's *prompt counter* instead (:class:`PromptCounter`: a
+count endpoint such as llama-server's ``/apply-template`` + ``/tokenize``), each text carrier
+counts what the server bills for it: the prompt's tokens minus the prompt's tokens with that
+carrier emptied - the template's framing around it included, and 0 when the template drops
+it (Qwen3 keeps reasoning only after the last user message).
 """
 
 from __future__ import annotations
@@ -48,6 +52,24 @@ class Tokenizer:
 
     name: str
     count: Callable[[str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptCounter:
+    """A route's own count of a whole request's prompt tokens (``count(body)``; ``name`` is
+    written in the row). Why: a chat template wraps re-sent reasoning in framing tokens
+    (``<think>``...``</think>``) or drops it, so the tokens of the text alone miss the bill;
+    the server's own count of the request with and without the carrier does not. Called on the
+    caller's path once per request plus once per re-sent text carrier (at most
+    :data:`MAX_COUNTED_CARRIERS`): meant for a local server's count endpoint."""
+
+    name: str
+    count: Callable[[Any], int]
+
+
+MAX_COUNTED_CARRIERS = 16
+"""Text carriers per request a :class:`PromptCounter` measures (each costs one count call);
+the rest keep their bytes and are estimated."""
 
 
 _URLSAFE = str.maketrans("-_", "+/")
@@ -106,12 +128,52 @@ def produced_carriers(turn: Turn | None) -> list[dict[str, Any]]:
     return out
 
 
+def _leaves(value: Any, budget: list[int]) -> Iterator[tuple[Any, Any, str]]:
+    """(container, key, string) of each string leaf of ``value``, in :func:`_strings`' order."""
+    stack: list[tuple[Any, Any, Any]] = [(None, None, value)]
+    while stack:
+        parent, key, node = stack.pop()
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
+        if isinstance(node, str):
+            yield parent, key, node
+        elif isinstance(node, dict):
+            stack.extend((node, k, v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((node, i, v) for i, v in reversed(list(enumerate(node))))
+
+
+def _count_in_prompt(
+    body: Any, found: list[tuple[dict[str, Any], Any, Any]], counter: PromptCounter
+) -> None:
+    """Each found text carrier's ``tokenCount``: the prompt's tokens minus the prompt's tokens
+    with that one carrier emptied (the body is the probe's own parsed copy: each leaf is
+    emptied in place and put back). A failing count leaves the bytes estimate."""
+    try:
+        whole = int(counter.count(body))
+    except Exception:
+        return
+    for entry, parent, key in found[:MAX_COUNTED_CARRIERS]:
+        value = parent[key]
+        parent[key] = ""
+        try:
+            without = int(counter.count(body))
+        except Exception:
+            continue
+        finally:
+            parent[key] = value
+        entry["tokenCount"] = max(whole - without, 0)
+        entry["tokenizer"] = counter.name
+
+
 def sent_carriers(
-    body: Any, sent: list[SentCarrier], tokenizer: Tokenizer | None = None
+    body: Any, sent: list[SentCarrier], tokenizer: Tokenizer | PromptCounter | None = None
 ) -> list[dict[str, Any]]:
     """The row's ``sentCarriers``: each carrier the request sends back, in order, with its
     kind, bytes, opacity, the digest of its value when found, and for a text carrier its
-    token count when ``tokenizer`` is given (``tokenCount``, ``tokenizer``)."""
+    token count when ``tokenizer`` is given (``tokenCount``, ``tokenizer``): the tokens of its
+    text, or with a :class:`PromptCounter` what it adds to the prompt."""
     out: list[dict[str, Any]] = [
         {"kind": c.kind, "bytes": c.size, "opaque": c.opaque} for c in sent
     ]
@@ -121,7 +183,8 @@ def sent_carriers(
     for i, c in enumerate(sent):
         waiting.setdefault(c.size, []).append(i)
     left = len(sent)
-    for s in _strings(body, [MAX_WALK_NODES]):
+    in_prompt: list[tuple[dict[str, Any], Any, Any]] = []
+    for parent, key, s in _leaves(body, [MAX_WALK_NODES]):
         if not s:
             continue
         slots = waiting.get(_utf8_len(s))
@@ -130,7 +193,9 @@ def sent_carriers(
         i = slots.pop(0)
         entry = out[i]
         entry["digest"] = digest(s)
-        if tokenizer is not None and not entry["opaque"]:
+        if isinstance(tokenizer, PromptCounter) and not entry["opaque"]:
+            in_prompt.append((entry, parent, key))
+        elif tokenizer is not None and not entry["opaque"]:
             try:
                 entry["tokenCount"] = int(tokenizer.count(s))
                 entry["tokenizer"] = tokenizer.name
@@ -139,7 +204,17 @@ def sent_carriers(
         left -= 1
         if left == 0:
             break
+    if in_prompt and isinstance(tokenizer, PromptCounter):
+        _count_in_prompt(body, in_prompt, tokenizer)
     return out
 
 
-__all__ = ["MIN_DIGEST_BYTES", "Tokenizer", "digest", "produced_carriers", "sent_carriers"]
+__all__ = [
+    "MAX_COUNTED_CARRIERS",
+    "MIN_DIGEST_BYTES",
+    "PromptCounter",
+    "Tokenizer",
+    "digest",
+    "produced_carriers",
+    "sent_carriers",
+]

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import overload
 
-from reasonwire.probe.carriers import Tokenizer
+from reasonwire.probe.carriers import PromptCounter, Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
     RowHook,
@@ -35,7 +35,7 @@ def _observer(
     request_body: bytes | None,
     stream: bool,
     ledger: str | os.PathLike[str] | None,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer | PromptCounter | None = None,
     on_row: RowHook | None = None,
 ) -> CallObserver | None:
     try:
@@ -90,7 +90,7 @@ def observe_bytes(
     request_body: bytes | None = ...,
     stream: bool = ...,
     ledger_dir: str | os.PathLike[str] | None = ...,
-    tokenizer: Tokenizer | None = ...,
+    tokenizer: Tokenizer | PromptCounter | None = ...,
     on_row: RowHook | None = ...,
 ) -> AsyncIterator[bytes]: ...
 
@@ -107,7 +107,7 @@ def observe_bytes(
     request_body: bytes | None = ...,
     stream: bool = ...,
     ledger_dir: str | os.PathLike[str] | None = ...,
-    tokenizer: Tokenizer | None = ...,
+    tokenizer: Tokenizer | PromptCounter | None = ...,
     on_row: RowHook | None = ...,
 ) -> Iterator[bytes]: ...
 
@@ -123,7 +123,7 @@ def observe_bytes(
     request_body: bytes | None = None,
     stream: bool = True,
     ledger_dir: str | os.PathLike[str] | None = None,
-    tokenizer: Tokenizer | None = None,
+    tokenizer: Tokenizer | PromptCounter | None = None,
     on_row: RowHook | None = None,
 ) -> Iterator[bytes] | AsyncIterator[bytes]:
     """Yield ``chunks`` unchanged while counting them as one call of ``dialect``.

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from reasonwire.errors import TruncatedStream
-from reasonwire.probe.carriers import Tokenizer, produced_carriers, sent_carriers
+from reasonwire.probe.carriers import PromptCounter, Tokenizer, produced_carriers, sent_carriers
 from reasonwire.wire.dialect import Dialect, StreamDecoder
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import DialectName, Turn, Usage
@@ -383,7 +383,7 @@ def parse_request_body(
 
 
 def request_side(
-    content: bytes | None, dialect: DialectName, tokenizer: Tokenizer | None = None
+    content: bytes | None, dialect: DialectName, tokenizer: Tokenizer | PromptCounter | None = None
 ) -> tuple[Any, list[SentCarrier], list[dict[str, Any]]]:
     """:func:`parse_request_body` plus the row's ``sentCarriers`` (digests, token counts)."""
     body, sent = parse_request_body(content, dialect)

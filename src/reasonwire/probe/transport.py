@@ -28,7 +28,7 @@ from reasonwire._httpcompat import (
     SYNC_TRANSPORTS,
     package_of,
 )
-from reasonwire.probe.carriers import Tokenizer
+from reasonwire.probe.carriers import PromptCounter, Tokenizer
 from reasonwire.probe.observer import (
     CallObserver,
     RowHook,
@@ -79,7 +79,7 @@ class _Probe:
         purpose: str | None,
         ledger_dir_: str | os.PathLike[str] | None,
         provider: str | None = None,
-        tokenizer: Tokenizer | None = None,
+        tokenizer: Tokenizer | PromptCounter | None = None,
         on_row: RowHook | None = None,
     ) -> None:
         self.session_id = session_id
@@ -218,7 +218,10 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     ``provider`` names the route in the rows (default: the built-in route whose base URL the
     call goes to, else the host), e.g. a custom route's name so ``fold plan`` can match it.
     ``tokenizer`` is the route's own token counter, when known: re-sent reasoning text is then
-    counted in tokens (measured) instead of estimated from its bytes. ``on_row`` is called
+    counted in tokens (measured) instead of estimated from its bytes; a :class:`PromptCounter`
+    (a server's count endpoint, e.g. :func:`reasonwire.localserver.count.llama_server_counter`)
+    counts what each re-sent text carrier adds to the prompt as the server renders it, its
+    template's framing included. ``on_row`` is called
     with each row once it is written, off the caller's path (e.g. an OTel live exporter).
     """
 
@@ -229,7 +232,7 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
         provider: str | None = None,
-        tokenizer: Tokenizer | None = None,
+        tokenizer: Tokenizer | PromptCounter | None = None,
         on_row: RowHook | None = None,
     ) -> None:
         self._inner = inner
@@ -272,7 +275,7 @@ class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
         ledger_dir: str | os.PathLike[str] | None = None,
         inner: Any = None,
         provider: str | None = None,
-        tokenizer: Tokenizer | None = None,
+        tokenizer: Tokenizer | PromptCounter | None = None,
         on_row: RowHook | None = None,
     ) -> None:
         self._inner = inner
