@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
 JSON: TypeAlias = Any
-"""A decoded JSON value (dict, list, str, int, float, bool or None)."""
+"""A decoded JSON value (dict, list, str, int, float, bool or None).
+
+This alias and :data:`JsonObject` are the one place where reasonwire admits a value whose type
+is not known statically: bytes off the wire, a record read back, a request body a client sent.
+Code reads such values with checks at the point of use; everything else is typed."""
+
+JsonObject: TypeAlias = dict[str, JSON]
+"""A decoded JSON object (a request or response body, an SSE event, a record line)."""
 
 DialectName: TypeAlias = str
 """A dialect's registry name (``chat``, ``responses``, ``anthropic``, ``gemini``,
