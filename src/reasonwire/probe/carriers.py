@@ -24,18 +24,31 @@ the report estimates. With the route's *prompt counter* instead (:class:`PromptC
 count endpoint such as llama-server's ``/apply-template`` + ``/tokenize``), each text carrier
 counts what the server bills for it: the prompt's tokens minus the prompt's tokens with that
 carrier emptied - the template's framing around it included, and 0 when the template drops
-it (Qwen3 keeps reasoning only after the last user message).
+it (Qwen3 keeps reasoning only after the last user message). :class:`CountEndpoint` is that
+counter for a route whose dialect has a count endpoint (``Dialect.count``: OpenAI's
+``/responses/input_tokens``, Anthropic's ``/messages/count_tokens``, Gemini's
+``:countTokens``), bound to each observed request (:func:`bind_counter`).
+
+A text that shares its JSON object with an opaque carrier (a thinking block's text beside
+its signature) is signed: emptying it gives a request the provider refuses, and the report
+counts it with its opaque carrier. So no prompt count is asked for it (it keeps its bytes),
+and a request that re-sends no other text carrier sends no count call at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode
 
+import httpx
+
+from reasonwire.wire.count_tokens import count_body, count_path, parse_count
+from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import Turn
+from reasonwire.wire.model import JSON, RequestOptions, Turn
 
 MIN_DIGEST_BYTES = 16
 """Shorter string leaves of a carrier (``"reasoning"``, ``"thinking"``, a status) are not
@@ -65,6 +78,101 @@ class PromptCounter:
 
     name: str
     count: Callable[[Any], int]
+
+
+COUNT_TIMEOUT = 10.0
+"""Seconds a :class:`CountEndpoint` waits for one count answer (the caller's request waits
+with it); a timeout leaves the estimate."""
+
+_NOT_FORWARDED = frozenset(
+    {"host", "content-length", "content-type", "content-encoding", "transfer-encoding",
+     "connection", "accept", "accept-encoding", "expect"}
+)  # fmt: skip
+"""Request headers a count call does not copy from the observed call: they describe that
+call's body and connection. Every other header (the key, ``anthropic-version``, a gateway's
+routing headers) goes with the count call as it went with the call."""
+
+
+@dataclass(frozen=True, slots=True)
+class CountEndpoint(PromptCounter):
+    """A :class:`PromptCounter` backed by the dialect's own count endpoint, bound to each
+    observed request by the transport (:func:`bind_counter`): the count request goes to the
+    same base URL (and query, but ``alt``), with the same headers (the key included; never
+    written anywhere), carrying the fields the endpoint accepts (``wire.count_tokens``).
+    Why: a provider's count is what it bills for the prompt, template and drops included, so
+    the difference with and without a re-sent text is measured, not estimated. A route whose
+    dialect has no count endpoint gets no count (the bytes estimate stays). ``client`` sends
+    the count calls (default: a plain httpx client, created on first use); calls are made on
+    the caller's path, so :data:`COUNT_TIMEOUT` bounds each one."""
+
+    name: str = "count endpoint"
+    count: Callable[[Any], int] = field(default=lambda body: _unbound())
+    client: httpx.Client | None = None
+    timeout: float = COUNT_TIMEOUT
+
+    def bind(self, request: Any, dialect: Dialect) -> PromptCounter | None:
+        """The counter for one observed ``request`` of ``dialect`` (None: no count endpoint,
+        or a URL that is not the dialect's generation path)."""
+        spec = dialect.count
+        if spec is None:
+            return None
+        url = httpx.URL(str(request.url))
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
+        query = [(k, v) for k, v in parse_qsl(url.query.decode()) if k != "alt"]
+        http = self.client
+        timeout = self.timeout
+        name = f"{dialect.name} {spec.path}"
+
+        def count(body: Any) -> int:
+            model = dialect.model_in_request(url.path, body)
+            if not isinstance(body, dict) or not model:
+                raise ValueError("no model in the request")
+            base = _base_path(dialect, url.path, model)
+            if base is None:
+                raise ValueError("not the dialect's generation path")
+            target = url.copy_with(
+                path=base + count_path(spec, model), query=urlencode(query).encode()
+            )
+            payload: dict[str, JSON] = count_body(spec, body)
+            client = http or _shared_client()
+            resp = client.post(target, json=payload, headers=headers, timeout=timeout)
+            if resp.status_code != 200:
+                raise ValueError(f"count endpoint answered {resp.status_code}")
+            return parse_count(spec, resp.content)
+
+        return PromptCounter(name, count)
+
+
+def _unbound() -> int:
+    raise ValueError("a CountEndpoint counts only requests the transport binds it to")
+
+
+def _base_path(dialect: Dialect, path: str, model: str) -> str | None:
+    """``path`` without the dialect's generation path for ``model`` (either stream form)."""
+    for stream in (False, True):
+        gen = dialect.request_path(RequestOptions(model=model, stream=stream)).split("?")[0]
+        if path.lower().endswith(gen.lower()):
+            return path[: len(path) - len(gen)]
+    return None
+
+
+_CLIENT: list[httpx.Client] = []
+
+
+def _shared_client() -> httpx.Client:
+    if not _CLIENT:
+        _CLIENT.append(httpx.Client(timeout=COUNT_TIMEOUT))
+    return _CLIENT[0]
+
+
+def bind_counter(
+    tokenizer: Tokenizer | PromptCounter | None, request: Any, dialect: Dialect
+) -> Tokenizer | PromptCounter | None:
+    """The counter to use for one observed request: a :class:`CountEndpoint` bound to it
+    (None when the route has no count endpoint), any other counter as given."""
+    if isinstance(tokenizer, CountEndpoint):
+        return tokenizer.bind(request, dialect)
+    return tokenizer
 
 
 MAX_COUNTED_CARRIERS = 16
@@ -149,7 +257,9 @@ def _count_in_prompt(
 ) -> None:
     """Each found text carrier's ``tokenCount``: the prompt's tokens minus the prompt's tokens
     with that one carrier emptied (the body is the probe's own parsed copy: each leaf is
-    emptied in place and put back). A failing count leaves the bytes estimate."""
+    emptied in place and put back). A failing count leaves the bytes estimate for that
+    carrier and every later one: an endpoint that failed (down, refusing, timing out) is not
+    asked again for this request."""
     try:
         whole = int(counter.count(body))
     except Exception:
@@ -160,7 +270,7 @@ def _count_in_prompt(
         try:
             without = int(counter.count(body))
         except Exception:
-            continue
+            return
         finally:
             parent[key] = value
         entry["tokenCount"] = max(whole - without, 0)
@@ -184,6 +294,7 @@ def sent_carriers(
         waiting.setdefault(c.size, []).append(i)
     left = len(sent)
     in_prompt: list[tuple[dict[str, Any], Any, Any]] = []
+    signed: set[int] = set()  # the objects holding an opaque carrier
     for parent, key, s in _leaves(body, [MAX_WALK_NODES]):
         if not s:
             continue
@@ -193,9 +304,11 @@ def sent_carriers(
         i = slots.pop(0)
         entry = out[i]
         entry["digest"] = digest(s)
-        if isinstance(tokenizer, PromptCounter) and not entry["opaque"]:
+        if entry["opaque"]:
+            signed.add(id(parent))
+        elif isinstance(tokenizer, PromptCounter):
             in_prompt.append((entry, parent, key))
-        elif tokenizer is not None and not entry["opaque"]:
+        elif tokenizer is not None:
             try:
                 entry["tokenCount"] = int(tokenizer.count(s))
                 entry["tokenizer"] = tokenizer.name
@@ -204,16 +317,20 @@ def sent_carriers(
         left -= 1
         if left == 0:
             break
+    in_prompt = [found for found in in_prompt if id(found[1]) not in signed]
     if in_prompt and isinstance(tokenizer, PromptCounter):
         _count_in_prompt(body, in_prompt, tokenizer)
     return out
 
 
 __all__ = [
+    "COUNT_TIMEOUT",
     "MAX_COUNTED_CARRIERS",
     "MIN_DIGEST_BYTES",
+    "CountEndpoint",
     "PromptCounter",
     "Tokenizer",
+    "bind_counter",
     "digest",
     "produced_carriers",
     "sent_carriers",

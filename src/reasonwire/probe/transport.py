@@ -28,7 +28,7 @@ from reasonwire._httpcompat import (
     SYNC_TRANSPORTS,
     package_of,
 )
-from reasonwire.probe.carriers import PromptCounter, Tokenizer
+from reasonwire.probe.carriers import PromptCounter, Tokenizer, bind_counter
 from reasonwire.probe.observer import (
     CallObserver,
     RowHook,
@@ -105,7 +105,8 @@ class _Probe:
                 content: bytes | None = request.content
             except Exception:  # a streamed upload that was not read: no request side
                 content = None
-            body, sent, entries = request_side(content, dialect, self.tokenizer)
+            counter = bind_counter(self.tokenizer, request, found)
+            body, sent, entries = request_side(content, dialect, counter)
             return (
                 {
                     "dialect": dialect,
