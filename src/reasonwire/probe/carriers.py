@@ -38,9 +38,10 @@ and a request that re-sends no other text carrier sends no count call at all.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
@@ -93,6 +94,17 @@ call's body and connection. Every other header (the key, ``anthropic-version``, 
 routing headers) goes with the count call as it went with the call."""
 
 
+class ObservedRequest(Protocol):
+    """What a count call takes from the observed request: an ``httpx.Request`` (or the same
+    class of an httpx fork some SDKs ship, ``reasonwire._httpcompat``)."""
+
+    @property
+    def url(self) -> object: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class CountEndpoint(PromptCounter):
     """A :class:`PromptCounter` backed by the dialect's own count endpoint, bound to each
@@ -103,14 +115,15 @@ class CountEndpoint(PromptCounter):
     the difference with and without a re-sent text is measured, not estimated. A route whose
     dialect has no count endpoint gets no count (the bytes estimate stays). ``client`` sends
     the count calls (default: a plain httpx client, created on first use); calls are made on
-    the caller's path, so :data:`COUNT_TIMEOUT` bounds each one."""
+    the caller's path (an async client's event loop included), so :data:`COUNT_TIMEOUT`
+    bounds each one, and at most ``1 +`` :data:`MAX_COUNTED_CARRIERS` are made per request."""
 
     name: str = "count endpoint"
     count: Callable[[Any], int] = field(default=lambda body: _unbound())
     client: httpx.Client | None = None
     timeout: float = COUNT_TIMEOUT
 
-    def bind(self, request: Any, dialect: Dialect) -> PromptCounter | None:
+    def bind(self, request: ObservedRequest, dialect: Dialect) -> PromptCounter | None:
         """The counter for one observed ``request`` of ``dialect`` (None: no count endpoint,
         or a URL that is not the dialect's generation path)."""
         spec = dialect.count
@@ -123,7 +136,7 @@ class CountEndpoint(PromptCounter):
         timeout = self.timeout
         name = f"{dialect.name} {spec.path}"
 
-        def count(body: Any) -> int:
+        def count(body: JSON) -> int:
             model = dialect.model_in_request(url.path, body)
             if not isinstance(body, dict) or not model:
                 raise ValueError("no model in the request")
@@ -157,16 +170,19 @@ def _base_path(dialect: Dialect, path: str, model: str) -> str | None:
 
 
 _CLIENT: list[httpx.Client] = []
+_CLIENT_LOCK = threading.Lock()
 
 
 def _shared_client() -> httpx.Client:
-    if not _CLIENT:
-        _CLIENT.append(httpx.Client(timeout=COUNT_TIMEOUT))
-    return _CLIENT[0]
+    """One plain client for every :class:`CountEndpoint` without its own (connections kept)."""
+    with _CLIENT_LOCK:
+        if not _CLIENT:
+            _CLIENT.append(httpx.Client(timeout=COUNT_TIMEOUT))
+        return _CLIENT[0]
 
 
 def bind_counter(
-    tokenizer: Tokenizer | PromptCounter | None, request: Any, dialect: Dialect
+    tokenizer: Tokenizer | PromptCounter | None, request: ObservedRequest, dialect: Dialect
 ) -> Tokenizer | PromptCounter | None:
     """The counter to use for one observed request: a :class:`CountEndpoint` bound to it
     (None when the route has no count endpoint), any other counter as given."""
@@ -328,6 +344,7 @@ __all__ = [
     "MAX_COUNTED_CARRIERS",
     "MIN_DIGEST_BYTES",
     "CountEndpoint",
+    "ObservedRequest",
     "PromptCounter",
     "Tokenizer",
     "bind_counter",
