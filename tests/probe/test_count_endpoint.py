@@ -182,3 +182,23 @@ def test_no_count_call_that_cannot_change_the_figure(sim_server: Any, tmp_path: 
     assert spy.seen == []
     calls = _report(tmp_path)
     assert calls[-1]["resent_estimated"] == len(TRACE.encode()) / 4  # chat: estimated
+
+
+def test_a_route_without_a_count_endpoint_uses_the_fallback_tokenizer(
+    sim_server: Any, tmp_path: Path
+) -> None:
+    """Chat Completions has no count endpoint: the route's tokenizer given as ``fallback``
+    counts the text (the simulator's own: its prompt grows by that much, as
+    test_sim_resent shows)."""
+    from reasonwire.probe import Tokenizer
+    from reasonwire.sim import tokens
+
+    spy = Spy(_never)
+    counter = CountEndpoint(client=spy.client, fallback=Tokenizer("sim", tokens.count))
+    _probe(sim_server, tmp_path, counter, {"model": "sim-chat-all", "messages": [
+        {"role": "user", "content": TASK},
+        {"role": "assistant", "content": "ok", "reasoning_content": TRACE},
+        {"role": "user", "content": "more"}]}, "/chat/completions")  # fmt: skip
+    (call,) = _report(tmp_path)
+    assert spy.seen == []
+    assert call["resent_measured"] == 17 and call["resent_estimated"] == 0  # TRACE: 17 pieces

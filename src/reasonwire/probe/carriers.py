@@ -113,7 +113,8 @@ class CountEndpoint(PromptCounter):
     written anywhere), carrying the fields the endpoint accepts (``wire.count_tokens``).
     Why: a provider's count is what it bills for the prompt, template and drops included, so
     the difference with and without a re-sent text is measured, not estimated. A route whose
-    dialect has no count endpoint gets no count (the bytes estimate stays). ``client`` sends
+    dialect has no count endpoint uses ``fallback`` (the route's tokenizer, when known), else
+    keeps the bytes estimate. ``client`` sends
     the count calls (default: a plain httpx client, created on first use); calls are made on
     the caller's path (an async client's event loop included), so :data:`COUNT_TIMEOUT`
     bounds each one, and at most ``1 +`` :data:`MAX_COUNTED_CARRIERS` are made per request."""
@@ -122,13 +123,14 @@ class CountEndpoint(PromptCounter):
     count: Callable[[Any], int] = field(default=lambda body: _unbound())
     client: httpx.Client | None = None
     timeout: float = COUNT_TIMEOUT
+    fallback: Tokenizer | None = None
 
-    def bind(self, request: ObservedRequest, dialect: Dialect) -> PromptCounter | None:
-        """The counter for one observed ``request`` of ``dialect`` (None: no count endpoint,
-        or a URL that is not the dialect's generation path)."""
+    def bind(self, request: ObservedRequest, dialect: Dialect) -> Tokenizer | PromptCounter | None:
+        """The counter for one observed ``request`` of ``dialect`` (``fallback`` when the
+        dialect has no count endpoint)."""
         spec = dialect.count
         if spec is None:
-            return None
+            return self.fallback
         url = httpx.URL(str(request.url))
         headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
         query = [(k, v) for k, v in parse_qsl(url.query.decode()) if k != "alt"]
