@@ -148,17 +148,20 @@ def _never(request: httpx.Request) -> httpx.Response:
 
 
 def test_no_count_call_that_cannot_change_the_figure(sim_server: Any, tmp_path: Path) -> None:
-    """No carrier; an opaque carrier only (its figure is its producer's); a thinking text
-    signed by the block's signature (emptying it is refused, and the report counts it with
-    the signature); a route whose dialect has no count endpoint (chat)."""
+    """No carrier; a reasoning item's encrypted_content with its summary text (the item's
+    figure is its producer's reasoning tokens, the summary is counted with it); a thinking
+    text signed by the block's signature (emptying it is refused); a route whose dialect has
+    no count endpoint (chat)."""
     spy = Spy(_never)
     counter = CountEndpoint(client=spy.client)
     _probe(sim_server, tmp_path, counter, _loop(None), "/responses")
     opaque = _probe(sim_server, tmp_path, counter, {
         "model": "sim-gpt", "store": False, "input": TASK, "tools": [{"type": "function",
         "name": "lookup", "parameters": {"type": "object"}}],
-        "include": ["reasoning.encrypted_content"]}, "/responses")  # fmt: skip
+        "include": ["reasoning.encrypted_content"], "reasoning": {"summary": "auto"}},
+        "/responses")  # fmt: skip
     items = [{k: v for k, v in o.items() if k != "id"} for o in opaque["output"]]
+    assert items[0]["summary"][0]["text"] and items[0]["encrypted_content"]
     _probe(sim_server, tmp_path, counter, {"model": "sim-gpt", "store": False, "input": [
         {"role": "user", "content": TASK}, *items,
         {"type": "function_call_output", "call_id": items[-1]["call_id"], "output": "1"}]},
@@ -181,6 +184,9 @@ def test_no_count_call_that_cannot_change_the_figure(sim_server: Any, tmp_path: 
         {"role": "user", "content": "more"}]}, "/chat/completions")  # fmt: skip
     assert spy.seen == []
     calls = _report(tmp_path)
+    reasoning = opaque["usage"]["output_tokens_details"]["reasoning_tokens"]
+    assert reasoning > 0
+    assert (calls[2]["resent_measured"], calls[2]["resent_estimated"]) == (reasoning, 0)
     assert calls[-1]["resent_estimated"] == len(TRACE.encode()) / 4  # chat: estimated
 
 

@@ -29,10 +29,12 @@ counter for a route whose dialect has a count endpoint (``Dialect.count``: OpenA
 ``/responses/input_tokens``, Anthropic's ``/messages/count_tokens``, Gemini's
 ``:countTokens``), bound to each observed request (:func:`bind_counter`).
 
-A text that shares its JSON object with an opaque carrier (a thinking block's text beside
-its signature) is signed: emptying it gives a request the provider refuses, and the report
-counts it with its opaque carrier. So no prompt count is asked for it (it keeps its bytes),
-and a request that re-sends no other text carrier sends no count call at all.
+A text inside a JSON object that holds an opaque carrier (a thinking block's text beside its
+signature, a reasoning item's summary beside its ``encrypted_content``) is re-sent *with* that
+carrier: the report counts it with the carrier when the carrier is tied to its producer, and
+emptying a signed text gives a request the provider refuses. So no prompt count is asked for
+it (it keeps its bytes and is estimated when the report does need it), and a request that
+re-sends no other text carrier sends no count call at all.
 """
 
 from __future__ import annotations
@@ -270,6 +272,37 @@ def _leaves(value: Any, budget: list[int]) -> Iterator[tuple[Any, Any, str]]:
             stack.extend((node, i, v) for i, v in reversed(list(enumerate(node))))
 
 
+def _holders(body: JSON) -> dict[int, JSON]:
+    """Each JSON container of ``body`` (by id) -> the container holding it (bounded walk)."""
+    out: dict[int, JSON] = {}
+    stack: list[JSON] = [body]
+    budget = MAX_WALK_NODES
+    while stack and budget > 0:
+        node = stack.pop()
+        budget -= 1
+        children = (
+            node.values() if isinstance(node, dict) else node if isinstance(node, list) else ()
+        )
+        for child in children:
+            if isinstance(child, dict | list):
+                out[id(child)] = node
+                stack.append(child)
+    return out
+
+
+def _inside(parent: JSON, holders: dict[int, JSON], signed: set[int]) -> bool:
+    """Whether ``parent`` (a text leaf's container) or a container holding it is one of the
+    ``signed`` objects (those holding an opaque carrier)."""
+    node: JSON | None = parent
+    seen = 0
+    while node is not None and seen <= MAX_WALK_NODES:
+        if id(node) in signed:
+            return True
+        node = holders.get(id(node))
+        seen += 1
+    return False
+
+
 def _count_in_prompt(
     body: Any, found: list[tuple[dict[str, Any], Any, Any]], counter: PromptCounter
 ) -> None:
@@ -335,7 +368,9 @@ def sent_carriers(
         left -= 1
         if left == 0:
             break
-    in_prompt = [found for found in in_prompt if id(found[1]) not in signed]
+    if in_prompt and signed:
+        holders = _holders(body)
+        in_prompt = [f for f in in_prompt if not _inside(f[1], holders, signed)]
     if in_prompt and isinstance(tokenizer, PromptCounter):
         _count_in_prompt(body, in_prompt, tokenizer)
     return out
