@@ -208,3 +208,19 @@ def test_a_route_without_a_count_endpoint_uses_the_fallback_tokenizer(
     (call,) = _report(tmp_path)
     assert spy.seen == []
     assert call["resent_measured"] == 17 and call["resent_estimated"] == 0  # TRACE: 17 pieces
+
+
+def test_a_request_that_cannot_be_read_is_left_to_the_estimate() -> None:
+    from reasonwire.probe.carriers import bind_counter
+    from reasonwire.wire.registry import get_dialect
+
+    class Unreadable:
+        @property
+        def url(self) -> object:
+            raise RuntimeError("no url")
+
+        @property
+        def headers(self) -> dict[str, str]:
+            return {}
+
+    assert bind_counter(CountEndpoint(), Unreadable(), get_dialect("responses")) is None

@@ -116,10 +116,10 @@ class CountEndpoint(PromptCounter):
     Why: a provider's count is what it bills for the prompt, template and drops included, so
     the difference with and without a re-sent text is measured, not estimated. A route whose
     dialect has no count endpoint uses ``fallback`` (the route's tokenizer, when known), else
-    keeps the bytes estimate. ``client`` sends
-    the count calls (default: a plain httpx client, created on first use); calls are made on
-    the caller's path (an async client's event loop included), so :data:`COUNT_TIMEOUT`
-    bounds each one, and at most ``1 +`` :data:`MAX_COUNTED_CARRIERS` are made per request."""
+    keeps the bytes estimate. ``client`` sends the count calls (default: a plain httpx client,
+    created on first use); they are made on the caller's path (an async client's event loop
+    included), so :data:`COUNT_TIMEOUT` bounds each one, and at most ``1 +``
+    :data:`MAX_COUNTED_CARRIERS` are made per request."""
 
     name: str = "count endpoint"
     count: Callable[[Any], int] = field(default=lambda body: _unbound())
@@ -189,9 +189,13 @@ def bind_counter(
     tokenizer: Tokenizer | PromptCounter | None, request: ObservedRequest, dialect: Dialect
 ) -> Tokenizer | PromptCounter | None:
     """The counter to use for one observed request: a :class:`CountEndpoint` bound to it
-    (None when the route has no count endpoint), any other counter as given."""
+    (its fallback when the route has no count endpoint, None when the request cannot be read:
+    the call is still observed, its texts estimated), any other counter as given."""
     if isinstance(tokenizer, CountEndpoint):
-        return tokenizer.bind(request, dialect)
+        try:
+            return tokenizer.bind(request, dialect)
+        except Exception:
+            return None
     return tokenizer
 
 
