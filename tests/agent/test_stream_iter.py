@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from typing import Any
 
+import httpx
 import pytest
 
 from reasonwire import agent
@@ -134,28 +136,49 @@ def test_breaking_out_at_a_tool_call_runs_no_tool(
     assert bot.transcript == ()
 
 
-def test_breaking_out_between_tools_runs_no_further_tool(
-    sim_server: SimServer, recorder: Recorder
-) -> None:
+PARALLEL_SSE = b"".join(
+    b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    for chunk in (
+        {"id": "c-1", "object": "chat.completion.chunk", "model": "m", "choices": [{
+            "index": 0, "finish_reason": None, "delta": {"role": "assistant", "tool_calls": [
+                {"index": 0, "id": "c1", "type": "function",
+                 "function": {"name": "a", "arguments": "{}"}},
+                {"index": 1, "id": "c2", "type": "function",
+                 "function": {"name": "b", "arguments": "{}"}}]}}]},
+        {"id": "c-1", "object": "chat.completion.chunk", "model": "m",
+         "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {}}]},
+    )
+) + b"data: [DONE]\n\n"  # fmt: skip
+
+
+def test_breaking_out_between_parallel_calls_runs_no_further_call() -> None:
     """The sync driver runs a step's calls one after the other, each result an event before
     the next call: a caller that stops at the first result stops the second call."""
     ran: list[str] = []
 
-    def lookup(city: str) -> str:
-        """Look a city up."""
-        ran.append(city)
-        return "found"
+    def a() -> str:
+        ran.append("a")
+        return "A"
 
-    with recorder.client() as c:
-        bot = agent.Agent(SIM_MODELS["chat-deepseek"](sim_server, c), [lookup, TOOLS[1]])
-        stream = bot.stream(TASK)
-        calls = 0
+    def b() -> str:
+        ran.append("b")
+        return "B"
+
+    def sse(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, content=PARALLEL_SSE, headers={"content-type": "text/event-stream"}
+        )
+
+    with httpx.Client(transport=httpx.MockTransport(sse)) as c:
+        model = agent.openai_compatible(base_url="http://mock/v1", model="m", http_client=c)
+        stream = agent.Agent(model, [a, b]).stream("go")
+        seen: list[str] = []
         for ev in stream:
-            calls += isinstance(ev, agent.ToolCallEvent)
+            seen.append(ev.type)
             if isinstance(ev, agent.ToolResultEvent):
                 break
         stream.close()
-    assert calls >= 1 and len(ran) == 1 and len(recorder.bodies) == 1
+    assert seen == ["usage", "tool_call", "tool_call", "tool_result"] and ran == ["a"]
 
 
 def test_a_stream_never_iterated_starts_nothing(sim_server: SimServer, recorder: Recorder) -> None:
