@@ -241,6 +241,34 @@ def test_sync_stream_raises_the_runs_errors(sim_server: SimServer) -> None:
         list(bot.stream(TASK, on_event=boom))
 
 
+def test_an_error_inside_a_200_stream_is_raised_typed() -> None:
+    sse = b'data: {"error": {"message": "overloaded mid-answer", "type": "server_error"}}\n\n'
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=sse, headers={"content-type": "text/event-stream"})
+
+    async def drain(model: agent.Model) -> None:
+        async for _ in agent.Agent(model, TOOLS).astream("go"):
+            pass
+
+    def model(c: Any) -> agent.Model:
+        return agent.openai_compatible(base_url="http://mock/v1", model="m", http_client=c)
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as c:
+        with pytest.raises(agent.StreamFailed) as err:
+            list(agent.Agent(model(c), TOOLS).stream("go"))
+        assert (err.value.status, err.value.provider_message) == (200, "overloaded mid-answer")
+        with pytest.raises(agent.StreamFailed):
+            agent.Agent(model(c), TOOLS).run("go", stream=True)
+
+    async def go() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as c:
+            await drain(model(c))
+
+    with pytest.raises(agent.StreamFailed):
+        asyncio.run(go())
+
+
 def test_events_before_an_error_are_delivered_first(sim_server: SimServer) -> None:
     limited = agent.Agent(SIM_MODELS["anthropic-thinking"](sim_server, None), TOOLS, max_rounds=1)
     seen: list[str] = []
