@@ -35,13 +35,10 @@ import httpx
 
 from reasonwire.agent.events import (
     AgentEvent,
-    ReasoningEvent,
-    RequestUsage,
     ResultEvent,
     RunResult,
-    TextEvent,
-    ToolCallEvent,
     ToolResultEvent,
+    agent_events,
 )
 from reasonwire.agent.models import Model
 from reasonwire.agent.policy import CrossTurnPolicy
@@ -53,12 +50,9 @@ from reasonwire.http import make_async_client
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import (
     Assistant,
-    Done,
     Message,
-    ReasoningDelta,
     StreamEvent,
     System,
-    TextDelta,
     ToolCall,
     ToolResult,
     ToolSpec,
@@ -116,18 +110,11 @@ def _advance(flow: _Flow, reply: _Reply) -> _Step | RunResult:
 
 
 def _observed(wire: StreamEvent, step: _Send, on_event: EventSink | None) -> Iterator[AgentEvent]:
-    """What the caller sees of one wire event: ``on_event`` gets it (streams only), text and
-    reasoning deltas become agent events, and the final ``Done`` the request's usage and the
-    complete calls it asked for."""
+    """What the caller sees of one wire event: ``on_event`` gets it (streams only), then the
+    agent events it stands for."""
     if on_event is not None and step.prepared.stream:
         on_event(wire)
-    if isinstance(wire, TextDelta):
-        yield TextEvent(wire.text, step.request)
-    elif isinstance(wire, ReasoningDelta):
-        yield ReasoningEvent(wire.text, step.request)
-    elif isinstance(wire, Done):
-        yield RequestUsage(step.request, wire.turn.usage, wire.turn.finish_reason)
-        yield from (ToolCallEvent(call, step.request) for call in wire.turn.tool_calls)
+    return agent_events(wire, step.request)
 
 
 def _result(events: Iterable[AgentEvent]) -> RunResult:
