@@ -26,7 +26,15 @@ the request in flight is closed, no further tool runs, and nothing keeps running
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
 from contextlib import aclosing, asynccontextmanager, closing
 from dataclasses import dataclass, replace
 from typing import TypeAlias
@@ -283,7 +291,7 @@ class Agent:
 
     async def _aevents(
         self, session: Session, stream: bool, on_event: EventSink | None
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """The async driver of :meth:`_flow`: the parallel calls of a step run concurrently,
         their results are events once all have run."""
         flow = self._flow(session, stream)
@@ -311,9 +319,10 @@ class Agent:
         self, session: Session, *, stream: bool = False, on_event: EventSink | None = None
     ) -> RunResult:
         """The async twin of :meth:`run_session`; parallel calls run concurrently."""
-        async for event in self._aevents(session, stream, on_event):
-            if isinstance(event, ResultEvent):
-                return event.result
+        async with aclosing(self._aevents(session, stream, on_event)) as events:
+            async for event in events:
+                if isinstance(event, ResultEvent):
+                    return event.result
         raise AssertionError("a run ends with its result")  # pragma: no cover
 
     async def arun(
