@@ -388,6 +388,51 @@ async def test_async_errors_typed() -> None:
     assert KEY not in str(info.value)
 
 
+def test_a_retry_sleeps_even_for_zero_seconds() -> None:
+    """The driver's ``sleep`` is where a caller sees every retry, a ``Retry-After: 0`` too."""
+    server = Server(status(429, {}, **{"retry-after": "0"}), status(200, {"ok": 1}))
+    waits: list[float] = []
+    with client_for(server) as client:
+        post_json(client, URL, {}, sleep=waits.append)
+    assert waits == [0.0] and len(server.requests) == 2
+
+
+def test_a_per_call_timeout_reaches_the_request_and_none_keeps_the_clients() -> None:
+    seen: list[dict[str, float | None]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"])
+        return httpx.Response(200, json={})
+
+    with make_client(transport=httpx.MockTransport(answer), timeout=7.0) as client:
+        post_json(client, URL, {}, timeout=2.5)
+        with stream_post(client, URL, {}, timeout=httpx.Timeout(1.0, read=9.0)):
+            pass
+        post_json(client, URL, {})
+    assert seen == [
+        {"connect": 2.5, "read": 2.5, "write": 2.5, "pool": 2.5},
+        {"connect": 1.0, "read": 9.0, "write": 1.0, "pool": 1.0},
+        {"connect": 7.0, "read": 7.0, "write": 7.0, "pool": 7.0},
+    ]
+
+
+async def test_astream_post_drop_mid_body_is_transport_error_not_retried() -> None:
+    class Dropping(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[no-untyped-def]
+            yield b"data: {}\n\n"
+            raise httpx.ReadError("peer closed")
+
+    server = Server(lambda r: httpx.Response(200, stream=Dropping()))
+    got: list[bytes] = []
+    async with make_async_client(transport=httpx.MockTransport(server)) as client:
+        with pytest.raises(TransportError) as info:
+            async with astream_post(client, URL, {}) as resp:
+                async for chunk in resp.aiter_bytes():
+                    got.append(chunk)
+    assert got == [b"data: {}\n\n"] and len(server.requests) == 1
+    assert "ReadError" in str(info.value)
+
+
 def test_make_client_defaults() -> None:
     with make_client() as client:
         assert client.timeout.connect == 10.0
