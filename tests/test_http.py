@@ -290,6 +290,14 @@ def test_no_key_in_exception_even_when_server_echoes_it() -> None:
     assert "Incorrect API key provided" in str(err)
 
 
+def test_an_error_status_url_loses_its_query_values() -> None:
+    server = Server(status(400, {"error": {"message": "bad field"}}))
+    with client_for(server) as client, pytest.raises(BadRequest) as info:
+        post_json(client, URL + "?alt=sse&key=" + KEY, {})
+    assert info.value.url == URL + "?alt=...&key=..."
+    assert KEY not in str(info.value) and KEY not in repr(info.value.args)
+
+
 def test_no_key_in_exception_x_api_key_header() -> None:
     other = "zz-anthropic-like-0123456789abcdef"
 
