@@ -14,12 +14,14 @@ from reasonwire.errors import (
     AuthError,
     BadRequest,
     NotFound,
+    ProviderError,
     RateLimited,
     ServerError,
     TransportError,
 )
 from reasonwire.http import (
     NO_RETRY,
+    Attempt,
     RetryPolicy,
     apost_json,
     astream_post,
@@ -106,6 +108,105 @@ def test_retry_after_http_date_and_cap() -> None:
     assert retry_after_seconds(httpx.Headers({"retry-after": "soon"})) is None
 
 
+# -- the retry flow, without I/O: outcomes fed in, decisions read out ---------------------------
+# Expected delays are the documented rule written out: the n-th retry (n from 0) waits
+# min(backoff_max, backoff_base * 2**n) times a factor in [1 - jitter, 1 + jitter], or the
+# provider's Retry-After capped at retry_after_cap.
+
+STEADY = RetryPolicy(retries=2, backoff_base=0.5, backoff_max=8.0, jitter=0.0)
+
+
+def decisions(policy: RetryPolicy, *failures: ProviderError | TransportError) -> list[Attempt]:
+    """The attempts the flow asks for when each attempt fails with the next of ``failures``."""
+    flow = policy.flow()
+    out = [next(flow)]
+    for failure in failures:
+        try:
+            out.append(flow.send(failure))
+        except StopIteration:
+            break
+    return out
+
+
+def test_flow_retries_up_to_the_count_and_no_further() -> None:
+    busy = ServerError(503)
+    assert decisions(STEADY, busy, busy, busy, busy) == [
+        Attempt(0, 0.0),
+        Attempt(1, 0.5),
+        Attempt(2, 1.0),
+    ]  # retries=2: three attempts in all, the third failure is final
+    assert decisions(RetryPolicy(retries=0), busy) == [Attempt(0, 0.0)]
+    long = RetryPolicy(retries=6, backoff_base=0.5, backoff_max=4.0, jitter=0.0)
+    delays = [a.delay for a in decisions(long, *[busy] * 7)[1:]]
+    assert delays == [0.5, 1.0, 2.0, 4.0, 4.0, 4.0]
+
+
+@pytest.mark.parametrize("code", [429, 500, 502, 503, 504, 529, 408, 409])
+def test_flow_retries_the_retry_statuses(code: int) -> None:
+    assert decisions(STEADY, ProviderError(code))[-1] == Attempt(1, 0.5)
+
+
+@pytest.mark.parametrize("code", [400, 401, 403, 404, 422, 501])
+def test_flow_stops_at_other_statuses(code: int) -> None:
+    assert decisions(STEADY, ProviderError(code, retry_after=1.0)) == [Attempt(0, 0.0)]
+
+
+def test_flow_connection_failures_back_off_unless_told_not_to() -> None:
+    down = TransportError("ConnectError")
+    assert decisions(STEADY, down, down) == [Attempt(0, 0.0), Attempt(1, 0.5), Attempt(2, 1.0)]
+    never = RetryPolicy(retries=2, retry_connection_errors=False)
+    assert decisions(never, down) == [Attempt(0, 0.0)]
+
+
+@pytest.mark.parametrize(
+    ("asked", "waited"),
+    [(0.0, 0.0), (3.0, 3.0), (4.999, 4.999), (5.0, 5.0), (5.001, 5.0), (3600.0, 5.0)],
+)
+def test_flow_retry_after_is_honoured_up_to_its_cap(asked: float, waited: float) -> None:
+    policy = RetryPolicy(retries=1, backoff_base=0.5, jitter=0.0, retry_after_cap=5.0)
+    assert decisions(policy, RateLimited(429, retry_after=asked))[-1] == Attempt(1, waited)
+    assert decisions(policy, ServerError(503, retry_after=asked))[-1] == Attempt(1, waited)
+
+
+def test_flow_without_retry_after_backs_off() -> None:
+    assert decisions(STEADY, RateLimited(429, retry_after=None))[-1] == Attempt(1, 0.5)
+
+
+def test_retry_after_date_in_the_past_means_now() -> None:
+    now = 1_800_000_000.0
+    past = email.utils.formatdate(now - 30, usegmt=True)
+    waited = retry_after_seconds(httpx.Headers({"retry-after": past}), now=now)
+    assert waited == 0.0
+    assert decisions(STEADY, ServerError(503, retry_after=waited))[-1] == Attempt(1, 0.0)
+    future = email.utils.formatdate(now + 30, usegmt=True)
+    assert retry_after_seconds(httpx.Headers({"retry-after": future}), now=now) == 30.0
+
+
+@pytest.mark.parametrize(("factor", "expected"), [("low", 0.75), ("high", 1.25)])
+def test_flow_jitter_spans_its_documented_range(
+    monkeypatch: pytest.MonkeyPatch, factor: str, expected: float
+) -> None:
+    """Retry 1 of base 0.5 is 1.0 s, jitter 0.25 scales it by a factor in [0.75, 1.25]."""
+    asked: list[tuple[float, float]] = []
+
+    def uniform(lo: float, hi: float) -> float:
+        asked.append((lo, hi))
+        return lo if factor == "low" else hi
+
+    monkeypatch.setattr("reasonwire.http.random.uniform", uniform)
+    policy = RetryPolicy(retries=2, backoff_base=0.5, jitter=0.25)
+    got = decisions(policy, ServerError(500), ServerError(500))
+    assert [a.delay for a in got[1:]] == [0.5 * expected, 1.0 * expected]
+    assert asked == [(0.75, 1.25), (0.75, 1.25)]
+
+
+def test_flow_jitter_draws_stay_in_range() -> None:
+    policy = RetryPolicy(retries=1, backoff_base=2.0, jitter=0.5)
+    delays = {decisions(policy, ServerError(500))[-1].delay for _ in range(200)}
+    assert all(1.0 <= d <= 3.0 for d in delays)
+    assert len(delays) > 1  # drawn, not fixed
+
+
 def test_500s_exhausted_raise_server_error_with_status_and_excerpt() -> None:
     server = Server(
         status(502, b"<html>bad gateway " + b"x" * 2000 + b"</html>", **{"request-id": "r-9"})
@@ -151,6 +252,16 @@ def test_rate_limited_carries_retry_after() -> None:
     assert info.value.provider_message == "quota"
 
 
+def test_any_error_status_carries_retry_after() -> None:
+    server = Server(status(503, b"busy", **{"retry-after": "2"}))
+    with client_for(server) as client, pytest.raises(ServerError) as info:
+        post_json(client, URL, {}, retries=NO_RETRY)
+    assert info.value.retry_after == 2.0
+    with client_for(Server(status(500, b"x"))) as client, pytest.raises(ServerError) as info:
+        post_json(client, URL, {}, retries=NO_RETRY)
+    assert info.value.retry_after is None
+
+
 def test_connection_errors_become_transport_error() -> None:
     server = Server(refuse)
     waits: list[float] = []
@@ -177,6 +288,14 @@ def test_no_key_in_exception_even_when_server_echoes_it() -> None:
         assert KEY not in text
     assert err.request_id == "req_123"
     assert "Incorrect API key provided" in str(err)
+
+
+def test_an_error_status_url_loses_its_query_values() -> None:
+    server = Server(status(400, {"error": {"message": "bad field"}}))
+    with client_for(server) as client, pytest.raises(BadRequest) as info:
+        post_json(client, URL + "?alt=sse&key=" + KEY, {})
+    assert info.value.url == URL + "?alt=...&key=..."
+    assert KEY not in str(info.value) and KEY not in repr(info.value.args)
 
 
 def test_no_key_in_exception_x_api_key_header() -> None:
@@ -275,6 +394,51 @@ async def test_async_errors_typed() -> None:
         with pytest.raises(AuthError) as info:
             await apost_json(client, URL, {}, {"authorization": f"Bearer {KEY}"})
     assert KEY not in str(info.value)
+
+
+def test_a_retry_sleeps_even_for_zero_seconds() -> None:
+    """The driver's ``sleep`` is where a caller sees every retry, a ``Retry-After: 0`` too."""
+    server = Server(status(429, {}, **{"retry-after": "0"}), status(200, {"ok": 1}))
+    waits: list[float] = []
+    with client_for(server) as client:
+        post_json(client, URL, {}, sleep=waits.append)
+    assert waits == [0.0] and len(server.requests) == 2
+
+
+def test_a_per_call_timeout_reaches_the_request_and_none_keeps_the_clients() -> None:
+    seen: list[dict[str, float | None]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.extensions["timeout"])
+        return httpx.Response(200, json={})
+
+    with make_client(transport=httpx.MockTransport(answer), timeout=7.0) as client:
+        post_json(client, URL, {}, timeout=2.5)
+        with stream_post(client, URL, {}, timeout=httpx.Timeout(1.0, read=9.0)):
+            pass
+        post_json(client, URL, {})
+    assert seen == [
+        {"connect": 2.5, "read": 2.5, "write": 2.5, "pool": 2.5},
+        {"connect": 1.0, "read": 9.0, "write": 1.0, "pool": 1.0},
+        {"connect": 7.0, "read": 7.0, "write": 7.0, "pool": 7.0},
+    ]
+
+
+async def test_astream_post_drop_mid_body_is_transport_error_not_retried() -> None:
+    class Dropping(httpx.AsyncByteStream):
+        async def __aiter__(self):  # type: ignore[no-untyped-def]
+            yield b"data: {}\n\n"
+            raise httpx.ReadError("peer closed")
+
+    server = Server(lambda r: httpx.Response(200, stream=Dropping()))
+    got: list[bytes] = []
+    async with make_async_client(transport=httpx.MockTransport(server)) as client:
+        with pytest.raises(TransportError) as info:
+            async with astream_post(client, URL, {}) as resp:
+                async for chunk in resp.aiter_bytes():
+                    got.append(chunk)
+    assert got == [b"data: {}\n\n"] and len(server.requests) == 1
+    assert "ReadError" in str(info.value)
 
 
 def test_make_client_defaults() -> None:

@@ -85,7 +85,9 @@ class ProviderError(ReasonwireError):
 
     ``status`` is the HTTP status, ``body_excerpt`` the first 500 characters of the error body
     (already redacted), ``provider_message`` the error message the provider put in its JSON
-    when it did, ``request_id`` the provider's request id header when present.
+    when it did, ``request_id`` the provider's request id header when present,
+    ``retry_after`` the seconds the provider asked to wait (``Retry-After``; any status may
+    carry it, a 503 often does) when it did.
     """
 
     def __init__(
@@ -96,10 +98,12 @@ class ProviderError(ReasonwireError):
         provider_message: str | None = None,
         request_id: str | None = None,
         url: str | None = None,
+        retry_after: float | None = None,
     ) -> None:
         from reasonwire.redaction import redact
 
         self.status = status
+        self.retry_after = retry_after
         self.body_excerpt = redact(body_excerpt[:_EXCERPT])
         self.provider_message = redact(provider_message) if provider_message else None
         self.request_id = request_id
@@ -124,8 +128,6 @@ class NotFound(ProviderError):
 
 class RateLimited(ProviderError):
     """429. ``retry_after`` holds the seconds the provider asked for, when it did."""
-
-    retry_after: float | None = None
 
 
 class ServerError(ProviderError):

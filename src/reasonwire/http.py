@@ -7,6 +7,11 @@ failures with exponential backoff and jitter, honouring ``Retry-After`` (seconds
 date, capped). A stream is retried only until its response head arrives; once the caller holds
 a 2xx response nothing is re-sent (the provider may already be generating and billing).
 
+The retry policy is written once, in httpx's auth-flow shape: :meth:`RetryPolicy.flow` is a
+generator that yields the next :class:`Attempt` (its number and the seconds to wait first) and
+receives the typed failure of the attempt before; the four calls above are thin sync and async
+drivers around it that only send, sleep and read.
+
 Errors are the types of :mod:`reasonwire.errors`: a :class:`~reasonwire.errors.ProviderError`
 subclass for an error status (status, redacted body excerpt, the provider's own message, the
 request id header), :class:`~reasonwire.errors.TransportError` when no answer came. Keys travel
@@ -24,17 +29,18 @@ import email.utils
 import json
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any
+from typing import TypeAlias, TypedDict
 
 import httpx
 
 from reasonwire.credentials import SECRET_FIELDS, redact, register_secret
-from reasonwire.errors import ProviderError, RateLimited, TransportError, provider_error_for
+from reasonwire.errors import ProviderError, TransportError, provider_error_for
 from reasonwire.wire.dialect import read_error
+from reasonwire.wire.model import JSON
 
 REQUEST_ID_HEADERS: tuple[str, ...] = (
     "x-request-id",
@@ -53,6 +59,20 @@ def default_timeout(
     """Timeouts for LLM calls: a quick connect, a long read (reasoning models think a while
     before the first byte)."""
     return httpx.Timeout(connect=connect, read=read, write=write, pool=pool)
+
+
+_Failure: TypeAlias = ProviderError | TransportError
+"""How an attempt without a usable answer ends: an error status or no answer at all."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """A decision of :meth:`RetryPolicy.flow`: send attempt ``number`` (0 is the first),
+    after sleeping ``delay`` seconds (a retry sleeps even for 0: the driver's ``sleep`` is
+    where a caller sees every retry)."""
+
+    number: int
+    delay: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +107,26 @@ class RetryPolicy:
             base *= random.uniform(1.0 - self.jitter, 1.0 + self.jitter)
         return max(0.0, base)
 
+    def flow(self) -> Generator[Attempt, ProviderError | TransportError, None]:
+        """The retry decisions, without I/O: yields the first :class:`Attempt`, then for each
+        failure sent in either the next attempt or the end (``StopIteration``: the failure is
+        final and the driver raises it). A 2xx needs no decision, the driver returns it.
+
+        A connection failure is retried when ``retry_connection_errors``; an error status
+        when it is one of ``retry_statuses``, after the failure's ``retry_after`` (capped)
+        or else the jittered backoff; never more than ``retries`` times."""
+        failure = yield Attempt(0)
+        for number in range(1, self.retries + 1):
+            if isinstance(failure, TransportError):
+                if not self.retry_connection_errors:
+                    return
+                wait = self.delay(number - 1)
+            elif self.should_retry_status(failure.status):
+                wait = self.delay(number - 1, failure.retry_after)
+            else:
+                return
+            failure = yield Attempt(number, wait)
+
 
 NO_RETRY = RetryPolicy(retries=0)
 DEFAULT_RETRY = RetryPolicy()
@@ -105,13 +145,22 @@ def _policy(retries: RetryPolicy | int | None) -> RetryPolicy:
 # --------------------------------------------------------------------------------------------
 
 
+class _ClientOptions(TypedDict):
+    base_url: str
+    timeout: httpx.Timeout | float
+    http2: bool
+    headers: dict[str, str]
+    limits: httpx.Limits
+    follow_redirects: bool
+
+
 def _client_options(
     base_url: str,
     timeout: httpx.Timeout | float | None,
     http2: bool,
     headers: Mapping[str, str] | None,
     limits: httpx.Limits | None,
-) -> dict[str, Any]:
+) -> _ClientOptions:
     """What the sync and async clients share: our timeouts, pool limits, no redirects."""
     return {
         "base_url": base_url,
@@ -225,19 +274,14 @@ def error_from_response(response: httpx.Response, body: bytes) -> ProviderError:
     """The typed error for an error-status response whose body has been read."""
     text = body.decode("utf-8", "replace")
     cls = provider_error_for(response.status_code)
-    err = cls(
+    return cls(
         response.status_code,
         text,
         provider_message=provider_message(body),
         request_id=request_id(response.headers),
         url=safe_url(response.request.url) if _has_request(response) else None,
+        retry_after=retry_after_seconds(response.headers),  # any status may (503 often does)
     )
-    wait = retry_after_seconds(response.headers)
-    if isinstance(err, RateLimited):
-        err.retry_after = wait
-    # Any status may carry Retry-After (503 often does); the retry loop reads it from here.
-    err._retry_after = wait  # type: ignore[attr-defined]
-    return err
 
 
 def _has_request(response: httpx.Response) -> bool:
@@ -248,7 +292,7 @@ def _has_request(response: httpx.Response) -> bool:
     return True
 
 
-def transport_error(exc: httpx.TransportError, url: httpx.URL | str) -> TransportError:
+def _transport_error(exc: httpx.TransportError, url: httpx.URL | str) -> TransportError:
     kind = type(exc).__name__
     detail = redact(str(exc)) if str(exc) else ""
     msg = f"{kind} on POST {safe_url(url)}" + (f": {detail}" if detail else "")
@@ -260,7 +304,7 @@ def transport_error(exc: httpx.TransportError, url: httpx.URL | str) -> Transpor
 # --------------------------------------------------------------------------------------------
 
 
-def encode_body(body: Any) -> bytes:
+def encode_body(body: JSON | bytes) -> bytes:
     """JSON bytes of ``body`` as we send it: key order kept, UTF-8, compact. ``bytes`` pass
     through unchanged (an already-encoded body)."""
     if isinstance(body, bytes | bytearray):
@@ -283,34 +327,128 @@ def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     return out
 
 
-def _retry_wait(
-    policy: RetryPolicy, attempt: int, failure: ProviderError | TransportError
-) -> float | None:
-    """Seconds to wait before the next attempt, or None when ``failure`` is final."""
-    if attempt >= policy.retries:
-        return None
-    if isinstance(failure, TransportError):
-        return policy.delay(attempt) if policy.retry_connection_errors else None
-    if not policy.should_retry_status(failure.status):
-        return None
-    return policy.delay(attempt, getattr(failure, "_retry_after", None))
+_Outcome: TypeAlias = httpx.Response | _Failure  # one attempt: the 2xx response, or why not
 
 
-def _prepare(
-    retries: RetryPolicy | int | None,
-    body: Any,
-    headers: Mapping[str, str] | None,
-    timeout: httpx.Timeout | float | None,
-) -> tuple[RetryPolicy, bytes, dict[str, str], dict[str, Any]]:
-    """Encode once, before the first attempt: every retry sends the same bytes."""
-    kw: dict[str, Any] = {"timeout": timeout} if timeout is not None else {}
-    return _policy(retries), encode_body(body), _headers(headers), kw
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One POST as every attempt sends it: encoded once, so each retry sends the same bytes."""
+
+    url: str
+    content: bytes
+    headers: dict[str, str]
+    timeout: httpx.Timeout | float | None
+    policy: RetryPolicy
+
+    @classmethod
+    def of(
+        cls,
+        url: str,
+        body: JSON | bytes,
+        headers: Mapping[str, str] | None,
+        retries: RetryPolicy | int | None,
+        timeout: httpx.Timeout | float | None,
+    ) -> _Call:
+        return cls(url, encode_body(body), _headers(headers), timeout, _policy(retries))
+
+    def request(self, client: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        timeout = self.timeout if self.timeout is not None else httpx.USE_CLIENT_DEFAULT
+        return client.build_request(
+            "POST", self.url, content=self.content, headers=self.headers, timeout=timeout
+        )
+
+
+def _next(flow: Generator[Attempt, _Failure, None], failure: _Failure) -> Attempt:
+    """The flow's next attempt after ``failure``; raises ``failure`` when the flow ends."""
+    try:
+        return flow.send(failure)
+    except StopIteration:
+        pass
+    raise failure
+
+
+def _attempt(client: httpx.Client, call: _Call, stream: bool) -> _Outcome:
+    """Send once; an error status is read (for its message) and closed."""
+    try:
+        response = client.send(call.request(client), stream=stream)
+    except httpx.TransportError as exc:
+        return _transport_error(exc, call.url)
+    if response.status_code >= 400:
+        return _error(response)
+    return response
+
+
+def _error(response: httpx.Response) -> ProviderError:
+    """The typed error of an error-status response: its body read (empty when the read
+    fails: the status still says what happened), the response closed."""
+    try:
+        body = response.read()
+    except httpx.TransportError:
+        body = b""
+    finally:
+        response.close()
+    return error_from_response(response, body)
+
+
+async def _aattempt(client: httpx.AsyncClient, call: _Call, stream: bool) -> _Outcome:
+    """The async :func:`_attempt`."""
+    try:
+        response = await client.send(call.request(client), stream=stream)
+    except httpx.TransportError as exc:
+        return _transport_error(exc, call.url)
+    if response.status_code >= 400:
+        return await _aerror(response)
+    return response
+
+
+async def _aerror(response: httpx.Response) -> ProviderError:
+    """The async :func:`_error`."""
+    try:
+        body = await response.aread()
+    except httpx.TransportError:
+        body = b""
+    finally:
+        await response.aclose()
+    return error_from_response(response, body)
+
+
+def _send(
+    client: httpx.Client, call: _Call, stream: bool, sleep: Callable[[float], None]
+) -> httpx.Response:
+    """The sync driver of :meth:`RetryPolicy.flow`: a 2xx response, or the final failure raised."""
+    flow = call.policy.flow()
+    attempt = next(flow)
+    while True:
+        if attempt.number:
+            sleep(attempt.delay)
+        outcome = _attempt(client, call, stream)
+        if isinstance(outcome, httpx.Response):
+            return outcome
+        attempt = _next(flow, outcome)
+
+
+async def _asend(
+    client: httpx.AsyncClient,
+    call: _Call,
+    stream: bool,
+    sleep: Callable[[float], Awaitable[None]],
+) -> httpx.Response:
+    """The async driver of :meth:`RetryPolicy.flow`."""
+    flow = call.policy.flow()
+    attempt = next(flow)
+    while True:
+        if attempt.number:
+            await sleep(attempt.delay)
+        outcome = await _aattempt(client, call, stream)
+        if isinstance(outcome, httpx.Response):
+            return outcome
+        attempt = _next(flow, outcome)
 
 
 def post_json(
     client: httpx.Client,
     url: str,
-    body: Any,
+    body: JSON | bytes,
     headers: Mapping[str, str] | None = None,
     *,
     retries: RetryPolicy | int | None = None,
@@ -322,29 +460,13 @@ def post_json(
     Raises a :class:`~reasonwire.errors.ProviderError` subclass for an error status and
     :class:`~reasonwire.errors.TransportError` when no answer came, after the retries.
     """
-    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
-    attempt = 0
-    while True:
-        failure: ProviderError | TransportError
-        try:
-            response = client.post(url, content=content, headers=hdrs, **kw)
-        except httpx.TransportError as exc:
-            failure = transport_error(exc, url)
-        else:
-            if response.status_code < 400:
-                return response
-            failure = error_from_response(response, response.content)
-        wait = _retry_wait(policy, attempt, failure)
-        if wait is None:
-            raise failure
-        sleep(wait)
-        attempt += 1
+    return _send(client, _Call.of(url, body, headers, retries, timeout), False, sleep)
 
 
 async def apost_json(
     client: httpx.AsyncClient,
     url: str,
-    body: Any,
+    body: JSON | bytes,
     headers: Mapping[str, str] | None = None,
     *,
     retries: RetryPolicy | int | None = None,
@@ -352,30 +474,14 @@ async def apost_json(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> httpx.Response:
     """The async twin of :func:`post_json`."""
-    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
-    attempt = 0
-    while True:
-        failure: ProviderError | TransportError
-        try:
-            response = await client.post(url, content=content, headers=hdrs, **kw)
-        except httpx.TransportError as exc:
-            failure = transport_error(exc, url)
-        else:
-            if response.status_code < 400:
-                return response
-            failure = error_from_response(response, response.content)
-        wait = _retry_wait(policy, attempt, failure)
-        if wait is None:
-            raise failure
-        await sleep(wait)
-        attempt += 1
+    return await _asend(client, _Call.of(url, body, headers, retries, timeout), False, sleep)
 
 
 @contextmanager
 def stream_post(
     client: httpx.Client,
     url: str,
-    body: Any,
+    body: JSON | bytes,
     headers: Mapping[str, str] | None = None,
     *,
     retries: RetryPolicy | int | None = None,
@@ -388,34 +494,12 @@ def stream_post(
     raised typed. After the head has arrived nothing is retried; a connection failure while
     the caller reads the body is raised as :class:`~reasonwire.errors.TransportError`.
     """
-    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
-    attempt = 0
-    while True:
-        failure: ProviderError | TransportError
-        try:
-            request = client.build_request("POST", url, content=content, headers=hdrs, **kw)
-            response = client.send(request, stream=True)
-        except httpx.TransportError as exc:
-            failure = transport_error(exc, url)
-        else:
-            if response.status_code < 400:
-                break
-            try:
-                err_body = response.read()
-            except httpx.TransportError:
-                err_body = b""
-            finally:
-                response.close()
-            failure = error_from_response(response, err_body)
-        wait = _retry_wait(policy, attempt, failure)
-        if wait is None:
-            raise failure
-        sleep(wait)
-        attempt += 1
+    call = _Call.of(url, body, headers, retries, timeout)
+    response = _send(client, call, True, sleep)
     try:
         yield response
     except httpx.TransportError as exc:
-        raise transport_error(exc, url) from None
+        raise _transport_error(exc, url) from None
     finally:
         response.close()
 
@@ -424,7 +508,7 @@ def stream_post(
 async def astream_post(
     client: httpx.AsyncClient,
     url: str,
-    body: Any,
+    body: JSON | bytes,
     headers: Mapping[str, str] | None = None,
     *,
     retries: RetryPolicy | int | None = None,
@@ -432,34 +516,12 @@ async def astream_post(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> AsyncIterator[httpx.Response]:
     """The async twin of :func:`stream_post` (``async for chunk in resp.aiter_bytes()``)."""
-    policy, content, hdrs, kw = _prepare(retries, body, headers, timeout)
-    attempt = 0
-    while True:
-        failure: ProviderError | TransportError
-        try:
-            request = client.build_request("POST", url, content=content, headers=hdrs, **kw)
-            response = await client.send(request, stream=True)
-        except httpx.TransportError as exc:
-            failure = transport_error(exc, url)
-        else:
-            if response.status_code < 400:
-                break
-            try:
-                err_body = await response.aread()
-            except httpx.TransportError:
-                err_body = b""
-            finally:
-                await response.aclose()
-            failure = error_from_response(response, err_body)
-        wait = _retry_wait(policy, attempt, failure)
-        if wait is None:
-            raise failure
-        await sleep(wait)
-        attempt += 1
+    call = _Call.of(url, body, headers, retries, timeout)
+    response = await _asend(client, call, True, sleep)
     try:
         yield response
     except httpx.TransportError as exc:
-        raise transport_error(exc, url) from None
+        raise _transport_error(exc, url) from None
     finally:
         await response.aclose()
 
@@ -468,6 +530,7 @@ __all__ = [
     "DEFAULT_RETRY",
     "NO_RETRY",
     "REQUEST_ID_HEADERS",
+    "Attempt",
     "RetryPolicy",
     "apost_json",
     "astream_post",

@@ -1,14 +1,16 @@
 """``Agent.stream`` / ``Agent.astream``: typed events, the same result as ``run``, errors raised
-to the iterating caller, and nothing left running after an early break."""
+to the iterating caller, and nothing left running after an early break: the caller pulls the
+run along in its own thread, so the run stops where the caller stops."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
-import time
 from typing import Any
 
+import httpx
 import pytest
 
 from reasonwire import agent
@@ -18,11 +20,6 @@ from reasonwire.wire.model import StreamEvent, TextDelta
 from tests.agent.conftest import FAST, SIM_MODELS, TOOLS, Recorder
 
 TASK = "What is the weather in Paris?"
-WORKER = "reasonwire-agent-stream"
-
-
-def _workers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == WORKER]
 
 
 def _check_order(events: list[agent.AgentEvent], result: agent.RunResult) -> None:
@@ -59,13 +56,19 @@ def test_sync_stream_yields_typed_events_and_the_result_of_run(
         expected = agent.Agent(SIM_MODELS[label](sim_server, c), TOOLS).run(TASK)
         bot = agent.Agent(SIM_MODELS[label](sim_server, c), TOOLS)
         raw: list[StreamEvent] = []
-        events = list(bot.stream(TASK, on_event=raw.append))
+        threads: set[threading.Thread] = set()
+
+        def seen(ev: StreamEvent) -> None:
+            raw.append(ev)
+            threads.add(threading.current_thread())
+
+        events = list(bot.stream(TASK, on_event=seen))
     result = events[-1].result  # type: ignore[union-attr]
     assert result.as_dict() == expected.as_dict()
     assert result.transcript == expected.transcript == bot.transcript
     _check_order(events, result)
     assert any(isinstance(e, TextDelta) for e in raw)  # on_event still sees the wire events
-    assert not _workers()
+    assert threads == {threading.current_thread()}  # the run is pulled, no worker thread
 
 
 @pytest.mark.parametrize("label", list(SIM_MODELS))
@@ -96,32 +99,29 @@ def test_reasoning_is_streamed_where_visible(sim_server: SimServer) -> None:
 
 
 def test_breaking_out_stops_the_run_and_leaves_no_thread(
-    sim_server: SimServer, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+    sim_server: SimServer, recorder: Recorder
 ) -> None:
-    monkeypatch.setattr(agent.loop, "_BUFFER", 1)  # the worker is at most one event ahead
     before = threading.active_count()
     with recorder.client() as c:
         bot = agent.Agent(SIM_MODELS["anthropic-thinking"](sim_server, c), TOOLS)
         for ev in bot.stream(TASK):
             if isinstance(ev, agent.TextEvent | agent.ReasoningEvent):
                 break
-        assert not _workers() and threading.active_count() == before
+        assert threading.active_count() == before
         assert len(recorder.bodies) == 1  # the loop did not go on to the next request
         assert bot.transcript == ()  # an unfinished run changes nothing
         # The agent is usable again afterwards.
         events = list(bot.stream(TASK))
-    assert isinstance(events[-1], agent.ResultEvent) and not _workers()
+    assert isinstance(events[-1], agent.ResultEvent) and threading.active_count() == before
 
 
-def test_breaking_out_while_a_tool_runs_waits_for_it_then_stops(
-    sim_server: SimServer, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+def test_breaking_out_at_a_tool_call_runs_no_tool(
+    sim_server: SimServer, recorder: Recorder
 ) -> None:
-    monkeypatch.setattr(agent.loop, "_BUFFER", 1)
     ran: list[str] = []
 
     def lookup(city: str) -> str:
         """Look a city up."""
-        time.sleep(0.2)
         ran.append(city)
         return "found"
 
@@ -132,31 +132,85 @@ def test_breaking_out_while_a_tool_runs_waits_for_it_then_stops(
             if isinstance(ev, agent.ToolCallEvent):
                 break
         stream.close()  # what a for loop's break does when the iterator is collected
-    assert not _workers()
-    assert len(recorder.bodies) == 1 and ran == ["city value"]  # the running tool finished
+    assert len(recorder.bodies) == 1 and ran == []  # the run stopped where the caller did
+    assert bot.transcript == ()
+
+
+PARALLEL_SSE = b"".join(
+    b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    for chunk in (
+        {"id": "c-1", "object": "chat.completion.chunk", "model": "m", "choices": [{
+            "index": 0, "finish_reason": None, "delta": {"role": "assistant", "tool_calls": [
+                {"index": 0, "id": "c1", "type": "function",
+                 "function": {"name": "a", "arguments": "{}"}},
+                {"index": 1, "id": "c2", "type": "function",
+                 "function": {"name": "b", "arguments": "{}"}}]}}]},
+        {"id": "c-1", "object": "chat.completion.chunk", "model": "m",
+         "choices": [{"index": 0, "finish_reason": "tool_calls", "delta": {}}]},
+    )
+) + b"data: [DONE]\n\n"  # fmt: skip
+
+
+def test_breaking_out_between_parallel_calls_runs_no_further_call() -> None:
+    """The sync driver runs a step's calls one after the other, each result an event before
+    the next call: a caller that stops at the first result stops the second call."""
+    ran: list[str] = []
+
+    def a() -> str:
+        ran.append("a")
+        return "A"
+
+    def b() -> str:
+        ran.append("b")
+        return "B"
+
+    def sse(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200, content=PARALLEL_SSE, headers={"content-type": "text/event-stream"}
+        )
+
+    with httpx.Client(transport=httpx.MockTransport(sse)) as c:
+        model = agent.openai_compatible(base_url="http://mock/v1", model="m", http_client=c)
+        stream = agent.Agent(model, [a, b]).stream("go")
+        seen: list[str] = []
+        for ev in stream:
+            seen.append(ev.type)
+            if isinstance(ev, agent.ToolResultEvent):
+                break
+        stream.close()
+    assert seen == ["usage", "tool_call", "tool_call", "tool_result"] and ran == ["a"]
 
 
 def test_a_stream_never_iterated_starts_nothing(sim_server: SimServer, recorder: Recorder) -> None:
     with recorder.client() as c:
         it = agent.Agent(SIM_MODELS["chat-deepseek"](sim_server, c), TOOLS).stream(TASK)
         it.close()
-    assert recorder.bodies == [] and not _workers()
+    assert recorder.bodies == []
 
 
-def test_async_early_break_cancels_the_run_task(sim_server: SimServer, recorder: Recorder) -> None:
-    async def go() -> set[asyncio.Task[Any]]:
+def test_async_early_break_stops_the_run(sim_server: SimServer, recorder: Recorder) -> None:
+    """Closing the iterator stops the run: no further request, and no task left running (the
+    only tasks a close leaves are the event loop's finalisers of httpx's own byte iterators,
+    which end within a few loop ticks without I/O)."""
+
+    async def go() -> tuple[set[asyncio.Task[Any]], agent.Agent]:
         async with recorder.async_client() as c:
             bot = agent.Agent(SIM_MODELS["gemini"](sim_server, c), TOOLS)
-            events = bot.astream(TASK)
-            async with contextlib.aclosing(events) as it:
+            async with contextlib.aclosing(bot.astream(TASK)) as it:
                 async for ev in it:
                     if isinstance(ev, agent.TextEvent | agent.ReasoningEvent):
                         break
-            await asyncio.sleep(0)
-            return asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
+            others: set[asyncio.Task[Any]] = set()
+            for _ in range(20):  # loop ticks, not time
+                others = asyncio.all_tasks() - {asyncio.current_task()}  # type: ignore[operator]
+                if not others:
+                    break
+                await asyncio.sleep(0)
+            return others, bot
 
-    assert asyncio.run(go()) == set()
-    assert len(recorder.bodies) == 1
+    others, bot = asyncio.run(go())
+    assert others == set()
+    assert len(recorder.bodies) == 1 and bot.transcript == ()
 
 
 # -- errors -----------------------------------------------------------------------------------
@@ -185,7 +239,34 @@ def test_sync_stream_raises_the_runs_errors(sim_server: SimServer) -> None:
     bot = agent.Agent(SIM_MODELS["gemini"](sim_server, None), TOOLS)
     with pytest.raises(ValueError, match="from on_event"):
         list(bot.stream(TASK, on_event=boom))
-    assert not _workers()
+
+
+def test_an_error_inside_a_200_stream_is_raised_typed() -> None:
+    sse = b'data: {"error": {"message": "overloaded mid-answer", "type": "server_error"}}\n\n'
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=sse, headers={"content-type": "text/event-stream"})
+
+    async def drain(model: agent.Model) -> None:
+        async for _ in agent.Agent(model, TOOLS).astream("go"):
+            pass
+
+    def model(c: Any) -> agent.Model:
+        return agent.openai_compatible(base_url="http://mock/v1", model="m", http_client=c)
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as c:
+        with pytest.raises(agent.StreamFailed) as err:
+            list(agent.Agent(model(c), TOOLS).stream("go"))
+        assert (err.value.status, err.value.provider_message) == (200, "overloaded mid-answer")
+        with pytest.raises(agent.StreamFailed):
+            agent.Agent(model(c), TOOLS).run("go", stream=True)
+
+    async def go() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as c:
+            await drain(model(c))
+
+    with pytest.raises(agent.StreamFailed):
+        asyncio.run(go())
 
 
 def test_events_before_an_error_are_delivered_first(sim_server: SimServer) -> None:

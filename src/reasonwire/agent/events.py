@@ -15,15 +15,19 @@ index in the run, from 0.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 from reasonwire.wire.model import (
-    JSON,
     DialectName,
+    Done,
+    JsonObject,
     Message,
+    ReasoningDelta,
     RequestOptions,
+    StreamEvent,
+    TextDelta,
     ToolCall,
     ToolResult,
     Usage,
@@ -58,7 +62,7 @@ def total_usage(usages: Sequence[Usage | None]) -> Usage:
     )
 
 
-def message_json(message: Message) -> dict[str, JSON]:
+def message_json(message: Message) -> JsonObject:
     """A neutral message as a JSON object (its dataclass fields)."""
     return dataclasses.asdict(message)
 
@@ -68,7 +72,7 @@ def dialect_messages(
     dialect: DialectName,
     model: str = "",
     profile: str | None = None,
-) -> dict[str, JSON]:
+) -> JsonObject:
     """The request-body fields that carry ``transcript`` in ``dialect``, built by the dialect
     object's ``build_request``: the fields whose value differs from a body built for an empty
     conversation (``messages``; ``input``; ``system`` and ``messages``; ``contents`` and
@@ -113,7 +117,7 @@ class RunResult:
         """Usage summed over the run's requests."""
         return total_usage(self.usage)
 
-    def messages(self, dialect: DialectName | None = None) -> dict[str, JSON]:
+    def messages(self, dialect: DialectName | None = None) -> JsonObject:
         """The transcript as the body fields ``dialect`` expects (default: the model's own),
         e.g. ``{"messages": [...]}`` for Chat Completions, ``{"input": [...]}`` for
         Responses, ``{"system": ..., "messages": [...]}`` for Anthropic, ``{"contents": [...],
@@ -122,7 +126,7 @@ class RunResult:
         profile = self.profile if name == self.dialect else None
         return dialect_messages(self.transcript, name, self.model, profile)
 
-    def as_dict(self) -> dict[str, JSON]:
+    def as_dict(self) -> JsonObject:
         """The result as JSON: answer, rounds, per-request and total usage, the neutral
         transcript and the dialect's messages."""
         return {
@@ -202,6 +206,19 @@ AgentEvent: TypeAlias = (
 """Any event of :meth:`Agent.stream` / :meth:`Agent.astream`."""
 
 
+def agent_events(wire: StreamEvent, request: int) -> Iterator[AgentEvent]:
+    """The agent events one wire event of request ``request`` stands for: a text or reasoning
+    delta its piece, the final :class:`~reasonwire.wire.model.Done` the request's usage and
+    then each complete call it asked for; nothing for the rest."""
+    if isinstance(wire, TextDelta):
+        yield TextEvent(wire.text, request)
+    elif isinstance(wire, ReasoningDelta):
+        yield ReasoningEvent(wire.text, request)
+    elif isinstance(wire, Done):
+        yield RequestUsage(request, wire.turn.usage, wire.turn.finish_reason)
+        yield from (ToolCallEvent(call, request) for call in wire.turn.tool_calls)
+
+
 __all__ = [
     "AgentEvent",
     "ReasoningEvent",
@@ -211,6 +228,7 @@ __all__ = [
     "TextEvent",
     "ToolCallEvent",
     "ToolResultEvent",
+    "agent_events",
     "dialect_messages",
     "message_json",
     "total_usage",

@@ -13,54 +13,63 @@ unchanged. To resume instead of restarting, drive the session yourself:
 ``s = agent.session(text)``; ``agent.run_session(s)``; on failure call it again: the session
 sends the same bytes it sent before, because only successful answers change it.
 
-``Agent.stream(text)`` and ``Agent.astream(text)`` run the same loop on the streaming endpoint
-and yield typed events (:mod:`reasonwire.agent.events`) ending with the result. The sync
-iterator runs the loop in a worker thread feeding a queue; the async one in a task feeding an
-``asyncio.Queue``. An exception of the run is raised to the iterating caller; a caller that
-stops iterating early stops the run (at its next event: the request in flight is closed, a
-running tool finishes first) and no thread or task outlives the iterator.
+The loop's steps are written once, in httpx's auth-flow shape: :meth:`Agent._flow` is a
+generator that yields what to do next (run these tool calls, send this request) and receives
+what came back (the results, the answer), without I/O; a sync and an async driver run the
+steps and yield the typed events (:mod:`reasonwire.agent.events`) ending with the result.
+``run`` and ``arun`` drain a driver; ``stream`` and ``astream`` hand it to the caller, who
+pulls the run along: nothing is sent before the first event is asked for, and a caller that
+stops iterating (``break``, ``close()``, ``contextlib.aclosing``) stops the run where it is:
+the request in flight is closed, no further tool runs, and nothing keeps running behind.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import queue
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Sequence,
+)
+from contextlib import aclosing, asynccontextmanager, closing
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import TypeAlias
+
+import httpx
 
 from reasonwire.agent.events import (
     AgentEvent,
-    ReasoningEvent,
-    RequestUsage,
     ResultEvent,
     RunResult,
-    TextEvent,
-    ToolCallEvent,
     ToolResultEvent,
+    agent_events,
 )
 from reasonwire.agent.models import Model
 from reasonwire.agent.policy import CrossTurnPolicy
-from reasonwire.agent.session import Session
+from reasonwire.agent.session import Prepared, Session
 from reasonwire.agent.tools import Tool, arun_call, as_tools, run_call
-from reasonwire.agent.transport import EventSink, asend, send
+from reasonwire.agent.transport import EventSink, aexchange, answer, exchange
 from reasonwire.errors import ToolLoopLimit
 from reasonwire.http import make_async_client
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import (
     Assistant,
     Message,
-    ReasoningDelta,
     StreamEvent,
     System,
-    TextDelta,
     ToolCall,
     ToolResult,
+    ToolSpec,
     Turn,
     User,
 )
+
+_ToolLike: TypeAlias = Tool | Callable[..., object] | tuple[Callable[..., object], ToolSpec]
+"""What ``Agent(tools=...)`` takes: a :class:`Tool`, a plain callable, or a (callable, spec)."""
 
 
 def _neutral(msg: Message) -> Message:
@@ -77,54 +86,61 @@ def _pending(session: Session) -> tuple[ToolCall, ...]:
     return ()
 
 
-Emit = Callable[[AgentEvent], None]
+@dataclass(frozen=True, slots=True)
+class _RunTools:
+    """Step: run ``calls`` (asked for by request ``request``); reply with their results in
+    call order."""
 
-_DELTAS: dict[type, Callable[[Any, int], AgentEvent]] = {
-    TextDelta: lambda ev, i: TextEvent(ev.text, i),
-    ReasoningDelta: lambda ev, i: ReasoningEvent(ev.text, i),
-}
-"""Wire stream events an iterating caller sees, as agent events."""
-
-
-class _Stopped(BaseException):
-    """The iterating caller went away: unwinds the worker's run (not an ``Exception``, so no
-    retry loop or tool wrapper takes it for a failure)."""
+    calls: tuple[ToolCall, ...]
+    request: int
 
 
 @dataclass(frozen=True, slots=True)
-class _Failure:
-    error: BaseException
+class _Send:
+    """Step: send ``prepared`` as request number ``request``; reply with its answer."""
+
+    prepared: Prepared
+    request: int
 
 
-_END = object()
-
-_BUFFER = 16
-"""Events the sync stream's worker may run ahead of the iterating caller: the run does not
-race far past what the caller has read, so breaking out stops it close to where it was."""
+_Step: TypeAlias = _RunTools | _Send
+_Reply: TypeAlias = tuple[ToolResult, ...] | Turn
+_Flow: TypeAlias = Generator[_Step, _Reply, RunResult]
 
 
-def _sink(on_event: EventSink | None, emit: Emit | None, request: int) -> EventSink | None:
-    """The transport's event sink: the caller's ``on_event`` and, when iterating, the
-    agent events (every wire event passes ``emit``'s stop check)."""
-    if emit is None:
-        return on_event
-
-    def sink(ev: StreamEvent) -> None:
-        if on_event is not None:
-            on_event(ev)
-        make = _DELTAS.get(type(ev))
-        if make is not None:
-            emit(make(ev, request))
-
-    return sink
+def _advance(flow: _Flow, reply: _Reply) -> _Step | RunResult:
+    """The flow's next step after ``reply``, or the run's result when it is done."""
+    try:
+        return flow.send(reply)
+    except StopIteration as end:
+        result: RunResult = end.value
+        return result
 
 
-def _turn_events(emit: Emit | None, turn: Turn, request: int) -> None:
-    if emit is None:
+def _observed(wire: StreamEvent, step: _Send, on_event: EventSink | None) -> Iterator[AgentEvent]:
+    """What the caller sees of one wire event: ``on_event`` gets it (streams only), then the
+    agent events it stands for."""
+    if on_event is not None and step.prepared.stream:
+        on_event(wire)
+    return agent_events(wire, step.request)
+
+
+def _result(events: Iterable[AgentEvent]) -> RunResult:
+    for event in events:
+        if isinstance(event, ResultEvent):
+            return event.result
+    raise AssertionError("a run ends with its result")  # pragma: no cover
+
+
+@asynccontextmanager
+async def _async_client(model: Model) -> AsyncIterator[httpx.AsyncClient]:
+    """The caller's async client, or one opened and closed around the run."""
+    own = model.own_async_client()
+    if own is not None:
+        yield own
         return
-    emit(RequestUsage(request, turn.usage, turn.finish_reason))
-    for call in turn.tool_calls:
-        emit(ToolCallEvent(call, request))
+    async with make_async_client() as client:
+        yield client
 
 
 class Agent:
@@ -133,7 +149,7 @@ class Agent:
     def __init__(
         self,
         model: Model,
-        tools: Sequence[Any] = (),
+        tools: Sequence[_ToolLike] = (),
         *,
         system: str | None = None,
         max_rounds: int = 16,
@@ -197,34 +213,55 @@ class Agent:
         if sum(1 for t in session.turns if t.tool_calls) > self.max_rounds:
             raise ToolLoopLimit(f"the model was still calling tools after {self.max_rounds} rounds")
 
-    # -- sync ---------------------------------------------------------------------------
-
-    def _drive(
-        self, session: Session, stream: bool, on_event: EventSink | None, emit: Emit | None
-    ) -> RunResult:
+    def _flow(self, session: Session, stream: bool) -> _Flow:
+        """The tool loop, once and without I/O: yields the next step, receives its reply,
+        returns the result. Pending calls (a session resumed after a failure) run first;
+        past ``max_rounds`` rounds of calls the run ends with :class:`ToolLoopLimit`."""
         while True:
             request = len(session.turns)
             calls = _pending(session)
             if calls:
                 self._check_rounds(session)
-                results: list[ToolResult] = []
-                for call in calls:
-                    results.append(run_call(self.tools, call))
-                    if emit is not None:
-                        emit(ToolResultEvent(results[-1], request - 1))
+                results = yield _RunTools(calls, request - 1)
+                assert isinstance(results, tuple)  # the drivers reply to each step in kind
                 session.add_results(results)
-            sink = _sink(on_event, emit, request)
-            turn = send(self.model, session.prepare(stream=stream), sink)
+            turn = yield _Send(session.prepare(stream=stream), request)
+            assert isinstance(turn, Turn)
             session.commit(turn)
-            _turn_events(emit, turn, request)
             if not turn.tool_calls:
                 return self._finish(session)
+
+    # -- sync ---------------------------------------------------------------------------
+
+    def _events(
+        self, session: Session, stream: bool, on_event: EventSink | None
+    ) -> Iterator[AgentEvent]:
+        """The sync driver of :meth:`_flow`: tools one after the other, each result an event
+        before the next tool runs."""
+        flow = self._flow(session, stream)
+        step: _Step | RunResult = next(flow)
+        while not isinstance(step, RunResult):
+            reply: _Reply
+            if isinstance(step, _RunTools):
+                results: list[ToolResult] = []
+                for call in step.calls:
+                    results.append(run_call(self.tools, call))
+                    yield ToolResultEvent(results[-1], step.request)
+                reply = tuple(results)
+            else:
+                last: StreamEvent | None = None
+                with closing(exchange(self.model, step.prepared)) as wire:
+                    for last in wire:  # a caller that stops here closes the request at once
+                        yield from _observed(last, step, on_event)
+                reply = answer(last)
+            step = _advance(flow, reply)
+        yield ResultEvent(step)
 
     def run_session(
         self, session: Session, *, stream: bool = False, on_event: EventSink | None = None
     ) -> RunResult:
         """Drive ``session`` to a final answer (resumable after a failure)."""
-        return self._drive(session, stream, on_event, None)
+        return _result(self._events(session, stream, on_event))
 
     def run(
         self, user_text: str, *, stream: bool = False, on_event: EventSink | None = None
@@ -238,49 +275,7 @@ class Agent:
     ) -> Iterator[AgentEvent]:
         """Drive ``session`` on the streaming endpoint, yielding its events (see
         :meth:`stream`)."""
-        items: queue.Queue[object] = queue.Queue(maxsize=_BUFFER)
-        stop = threading.Event()
-
-        def check() -> None:
-            if stop.is_set():
-                raise _Stopped
-
-        def emit(ev: AgentEvent) -> None:
-            check()
-            items.put(ev)
-
-        def guarded(ev: StreamEvent) -> None:
-            check()
-            if on_event is not None:
-                on_event(ev)
-
-        def work() -> None:
-            try:
-                items.put(ResultEvent(self._drive(session, True, guarded, emit)))
-            except _Stopped:
-                pass
-            except BaseException as exc:  # raised to the iterating caller
-                items.put(_Failure(exc))
-            finally:
-                items.put(_END)
-
-        worker = threading.Thread(target=work, name="reasonwire-agent-stream", daemon=True)
-        worker.start()
-        try:
-            while True:
-                item = items.get()
-                if item is _END:
-                    return
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield cast(AgentEvent, item)
-        finally:
-            stop.set()
-            while worker.is_alive():
-                try:
-                    items.get_nowait()  # room for a worker blocked on a full queue
-                except queue.Empty:
-                    worker.join(0.05)  # busy in a read or a tool: it stops at its next event
+        return self._events(session, True, on_event)
 
     def stream(self, user_text: str, *, on_event: EventSink | None = None) -> Iterator[AgentEvent]:
         """Run one user turn on the streaming endpoint and yield its events: text and
@@ -288,53 +283,47 @@ class Agent:
         the :class:`~reasonwire.agent.events.ResultEvent` (``for ev in bot.stream(text)``).
 
         Nothing is sent before the first ``next()``. Breaking out of the loop stops the run
-        and waits for its worker thread; an error of the run is raised from the iteration.
-        ``on_event`` still sees every raw wire event."""
+        (the request in flight is closed, no further tool runs); an error of the run is
+        raised from the iteration. ``on_event`` still sees every raw wire event."""
         return self.stream_session(self.session(user_text), on_event=on_event)
 
     # -- async --------------------------------------------------------------------------
 
-    async def _arun(
-        self, session: Session, stream: bool, on_event: EventSink | None, emit: Emit | None
-    ) -> RunResult:
-        own = self.model.own_async_client()
-        if own is not None:
-            return await self._adrive(session, own, stream, on_event, emit)
-        async with make_async_client() as client:
-            return await self._adrive(session, client, stream, on_event, emit)
+    async def _aevents(
+        self, session: Session, stream: bool, on_event: EventSink | None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The async driver of :meth:`_flow`: the parallel calls of a step run concurrently,
+        their results are events once all have run."""
+        flow = self._flow(session, stream)
+        step: _Step | RunResult = next(flow)
+        async with _async_client(self.model) as client:
+            while not isinstance(step, RunResult):
+                reply: _Reply
+                if isinstance(step, _RunTools):
+                    reply = tuple(
+                        await asyncio.gather(*(arun_call(self.tools, c) for c in step.calls))
+                    )
+                    for result in reply:
+                        yield ToolResultEvent(result, step.request)
+                else:
+                    last: StreamEvent | None = None
+                    async with aclosing(aexchange(self.model, step.prepared, client)) as wire:
+                        async for last in wire:
+                            for event in _observed(last, step, on_event):
+                                yield event
+                    reply = answer(last)
+                step = _advance(flow, reply)
+        yield ResultEvent(step)
 
     async def arun_session(
         self, session: Session, *, stream: bool = False, on_event: EventSink | None = None
     ) -> RunResult:
         """The async twin of :meth:`run_session`; parallel calls run concurrently."""
-        return await self._arun(session, stream, on_event, None)
-
-    async def _adrive(
-        self,
-        session: Session,
-        client: Any,
-        stream: bool,
-        on_event: EventSink | None,
-        emit: Emit | None,
-    ) -> RunResult:
-        while True:
-            request = len(session.turns)
-            calls = _pending(session)
-            if calls:
-                self._check_rounds(session)
-                results: list[ToolResult] = list(
-                    await asyncio.gather(*(arun_call(self.tools, c) for c in calls))
-                )
-                if emit is not None:
-                    for result in results:
-                        emit(ToolResultEvent(result, request - 1))
-                session.add_results(results)
-            sink = _sink(on_event, emit, request)
-            turn = await asend(self.model, session.prepare(stream=stream), client, sink)
-            session.commit(turn)
-            _turn_events(emit, turn, request)
-            if not turn.tool_calls:
-                return self._finish(session)
+        async with aclosing(self._aevents(session, stream, on_event)) as events:
+            async for event in events:
+                if isinstance(event, ResultEvent):
+                    return event.result
+        raise AssertionError("a run ends with its result")  # pragma: no cover
 
     async def arun(
         self, user_text: str, *, stream: bool = False, on_event: EventSink | None = None
@@ -342,44 +331,19 @@ class Agent:
         """The async twin of :meth:`run`."""
         return await self.arun_session(self.session(user_text), stream=stream, on_event=on_event)
 
-    async def astream_session(
+    def astream_session(
         self, session: Session, *, on_event: EventSink | None = None
     ) -> AsyncIterator[AgentEvent]:
         """The async twin of :meth:`stream_session`."""
-        items: asyncio.Queue[object] = asyncio.Queue()
-
-        async def work() -> None:
-            try:
-                items.put_nowait(ResultEvent(await self._arun(session, True, on_event, emit)))
-            except asyncio.CancelledError:
-                raise
-            except BaseException as exc:  # raised to the iterating caller
-                items.put_nowait(_Failure(exc))
-            finally:
-                items.put_nowait(_END)
-
-        emit: Emit = items.put_nowait
-        task = asyncio.create_task(work())
-        try:
-            while True:
-                item = await items.get()
-                if item is _END:
-                    return
-                if isinstance(item, _Failure):
-                    raise item.error
-                yield cast(AgentEvent, item)
-        finally:
-            if not task.done():
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        return self._aevents(session, True, on_event)
 
     def astream(
         self, user_text: str, *, on_event: EventSink | None = None
     ) -> AsyncIterator[AgentEvent]:
-        """The async twin of :meth:`stream` (``async for ev in bot.astream(text)``). The run
-        is a task feeding a queue; leaving the loop early cancels it (close the iterator with
-        ``contextlib.aclosing`` to have that happen at once rather than when it is collected)."""
+        """The async twin of :meth:`stream` (``async for ev in bot.astream(text)``). Leaving
+        the loop early stops the run when the iterator is closed (close it with
+        ``contextlib.aclosing`` to have that happen at once rather than when it is
+        collected)."""
         return self.astream_session(self.session(user_text), on_event=on_event)
 
 
