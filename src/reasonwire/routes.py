@@ -18,26 +18,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from reasonwire import credentials
-from reasonwire.errors import ConfigError
+from reasonwire.credentials import AuthFileKey, EnvKey, KeySource
+from reasonwire.errors import ConfigError, CredentialError
 from reasonwire.wire.model import DIALECTS, DialectName
-
-
-@dataclass(frozen=True)
-class KeySource:
-    """Where a route's key comes from, read at call time.
-
-    ``env``: an environment variable (then the same name in ``dotenv``, default
-    ``~/.hermes/.env``). ``auth_file`` + ``key_paths``: a JSON file and dotted paths tried in
-    order (the first present wins). ``None`` everywhere: the route needs no key (local).
-    """
-
-    env: str | None = None
-    auth_file: str | None = None
-    key_paths: tuple[str, ...] = ()
-
-    @property
-    def needs_key(self) -> bool:
-        return bool(self.env or self.auth_file)
 
 
 @dataclass(frozen=True)
@@ -59,7 +42,8 @@ class Route:
     name: str
     dialect: DialectName
     base_url: str
-    key: KeySource = KeySource()
+    key: KeySource | None = None
+    """Where the route's key lives (read at call time); None: the route needs none."""
     profile: str | None = None
     auth_header: str = "authorization"
     auth_scheme: str = "Bearer"
@@ -82,8 +66,14 @@ class Route:
         host = urlsplit(self.base_url).hostname or ""
         return self.local or host in _LOOPBACK_HOSTS or host.startswith("127.")
 
+    def read_key(self, *, dotenv: str | None) -> str | None:
+        """The route's key, read now (None when the route needs none); a variable that is not
+        set is looked up under the same name in ``dotenv`` (None: the environment only)."""
+        return None if self.key is None else credentials.read_key(self.key, dotenv=dotenv)
+
     def auth_headers(self, key: str | None) -> dict[str, str]:
-        """Headers carrying ``key`` (never logged; see credentials.redact)."""
+        """The route's headers, with ``key`` as ``auth_header: auth_scheme key`` (the one
+        place this rule is written; the header is never logged, see credentials.redact)."""
         out = dict(self.headers)
         if key:
             out[self.auth_header] = f"{self.auth_scheme} {key}" if self.auth_scheme else key
@@ -93,9 +83,19 @@ class Route:
         return replace(self, base_url=base_url.rstrip("/"))
 
 
-def _chat(name: str, base: str, env: str, profile: str | None = None, **kw: Any) -> Route:
+def _chat(name: str, base: str, env: str, profile: str | None = None) -> Route:
+    return Route(name=name, dialect="chat", base_url=base, key=EnvKey(env), profile=profile)
+
+
+def _google(name: str, dialect: DialectName) -> Route:
+    """A Gemini API route: the key in ``x-goog-api-key``, as google-genai sends it."""
     return Route(
-        name=name, dialect="chat", base_url=base, key=KeySource(env=env), profile=profile, **kw
+        name=name,
+        dialect=dialect,
+        base_url="https://generativelanguage.googleapis.com/v1beta",
+        key=EnvKey("GEMINI_API_KEY"),
+        auth_header="x-goog-api-key",
+        auth_scheme="",
     )
 
 
@@ -108,9 +108,8 @@ BUILTIN_ROUTES: dict[str, Route] = {
             name="nous",
             dialect="chat",
             base_url="https://inference-api.nousresearch.com/v1",
-            key=KeySource(
-                auth_file=_HERMES_AUTH,
-                key_paths=("providers.nous.agent_key", "providers.nous.access_token"),
+            key=AuthFileKey(
+                _HERMES_AUTH, ("providers.nous.agent_key", "providers.nous.access_token")
             ),
             profile="openrouter",
             lanes=LaneRule(prefixes={"gen-": "openrouter"}, default="direct"),
@@ -120,31 +119,17 @@ BUILTIN_ROUTES: dict[str, Route] = {
             name="openai-responses",
             dialect="responses",
             base_url="https://api.openai.com/v1",
-            key=KeySource(env="OPENAI_API_KEY"),
+            key=EnvKey("OPENAI_API_KEY"),
         ),
         _chat("xai-chat", "https://api.x.ai/v1", "XAI_API_KEY"),
         Route(
             name="xai-responses",
             dialect="responses",
             base_url="https://api.x.ai/v1",
-            key=KeySource(env="XAI_API_KEY"),
+            key=EnvKey("XAI_API_KEY"),
         ),
-        Route(
-            name="gemini-native",
-            dialect="gemini",
-            base_url="https://generativelanguage.googleapis.com/v1beta",
-            key=KeySource(env="GEMINI_API_KEY"),
-            auth_header="x-goog-api-key",
-            auth_scheme="",
-        ),
-        Route(
-            name="gemini-interactions",
-            dialect="interactions",
-            base_url="https://generativelanguage.googleapis.com/v1beta",
-            key=KeySource(env="GEMINI_API_KEY"),
-            auth_header="x-goog-api-key",
-            auth_scheme="",
-        ),
+        _google("gemini-native", "gemini"),
+        _google("gemini-interactions", "interactions"),
         _chat(
             "gemini-openai",
             "https://generativelanguage.googleapis.com/v1beta/openai",
@@ -171,7 +156,7 @@ BUILTIN_ROUTES: dict[str, Route] = {
             name="anthropic",
             dialect="anthropic",
             base_url="https://api.anthropic.com/v1",
-            key=KeySource(env="ANTHROPIC_API_KEY"),
+            key=EnvKey("ANTHROPIC_API_KEY"),
             auth_header="x-api-key",
             auth_scheme="",
             headers={"anthropic-version": "2023-06-01"},
@@ -215,6 +200,7 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
         "base_url",
         "key_env",
         "auth_file",
+        "key",
         "key_paths",
         "profile",
         "auth_header",
@@ -252,11 +238,7 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
         slots=slots,
         price=price,
         free=free,
-        key=KeySource(
-            env=table.get("key_env"),
-            auth_file=table.get("auth_file"),
-            key_paths=tuple(table.get("key_paths", ())),
-        ),
+        key=_key_source(name, table),
         profile=table.get("profile"),
         auth_header=table.get("auth_header", "authorization"),
         auth_scheme=table.get("auth_scheme", "Bearer"),
@@ -264,6 +246,24 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
         catalog_path=table.get("catalog_path", "/models"),
         lanes=LaneRule(dict(table.get("lanes", {})), table.get("lane_default", "direct")),
     )
+
+
+def _key_source(name: str, table: Mapping[str, Any]) -> KeySource | None:
+    """``key_env = "NAME"``, ``auth_file`` with ``key_paths``, or ``key`` in the one-line form
+    of :func:`reasonwire.credentials.parse_source` (``dotenv:PATH#NAME``...); one of them."""
+    given = [k for k in ("key_env", "auth_file", "key") if table.get(k) is not None]
+    if len(given) > 1:
+        raise ConfigError(f"route {name}: one key source, not {' and '.join(given)}")
+    if "key_env" in given:
+        return EnvKey(table["key_env"])
+    if "auth_file" in given:
+        return AuthFileKey(table["auth_file"], tuple(table.get("key_paths", ())))
+    if "key" in given:
+        try:
+            return credentials.parse_source(table["key"])
+        except CredentialError as exc:
+            raise ConfigError(f"route {name}: {exc}") from None
+    return None
 
 
 def _price(name: str, value: Any) -> tuple[float, float] | None:

@@ -25,7 +25,7 @@ from google.genai import _api_client as genai_api_client
 
 from reasonwire import agent, credentials
 from reasonwire.errors import ConfigError, CredentialError
-from reasonwire.routes import Route
+from reasonwire.routes import Route, get_route
 from reasonwire.sim.server import SimServer
 from tests.agent.conftest import FAST, TOOLS, Recorder
 
@@ -336,7 +336,7 @@ def test_a_route_of_ones_own_keeps_its_base_url_and_key_source(
         name="anthropic",
         dialect="anthropic",
         base_url="https://proxy.example/anthropic/v1",
-        key=agent.models.RouteKeySource(env="MY_KEY"),
+        key=credentials.EnvKey("MY_KEY"),
         auth_header="x-api-key",
         auth_scheme="",
     )
@@ -389,10 +389,10 @@ def test_conventions_are_one_table_entry_per_constructor() -> None:
     assert set(agent.CONVENTIONS) == {
         "openai", "openrouter", "openai_compatible", "anthropic", "gemini", "gemini_interactions"
     }  # fmt: skip
-    for route, conv in agent.models.ROUTE_CONVENTIONS.items():
+    for route, conv in agent.conventions.ROUTE_CONVENTIONS.items():
         if conv.default_base is not None:
             built = agent.from_route(route, "m", api_key=make_key("sk-"))
-            assert built.base_url == agent.models.get_route(route).base_url, route
+            assert built.base_url == get_route(route).base_url, route
 
 
 def test_the_mock_transport_sees_the_key_header_only() -> None:

@@ -23,8 +23,10 @@ from email.parser import HeaderParser
 from pathlib import Path
 from typing import Any, Literal
 
+from reasonwire.credentials import EnvKey
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level
+from reasonwire.routes import Route
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.model import DialectName
 
@@ -97,8 +99,10 @@ class RouteRegistration:
     fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``);
     :func:`dialect_levels` gives the dialect's own fragments for the route's model.
 
-    The gateway authenticates upstream with the key in environment variable
-    ``credential_env`` (read at call time), sent as ``auth_header: auth_scheme key``."""
+    The upstream fields (``dialect``, ``upstream_base_url``, ``credential_env``, ``profile``,
+    ``auth_header``, ``auth_scheme``, ``headers``) make :attr:`upstream`, a route record: the
+    gateway authenticates upstream with the key in environment variable ``credential_env``
+    (read at call time) by the route's one auth-header rule."""
 
     route_id: str
     provider: str
@@ -148,11 +152,26 @@ class RouteRegistration:
     :func:`~reasonwire.govern.validator.mapping_id`: the fold changes what history is
     replayed, not what a level means on the wire, so setting it needs no re-qualification."""
 
+    upstream: Route = field(init=False, repr=False, compare=False)
+    """The upstream as a :class:`~reasonwire.routes.Route` (made from the fields above): where
+    the gateway sends, with which key source and auth header shape."""
+
     def __post_init__(self) -> None:
         if self.no_think_tags and self.profile_fields.get("think_tags") is True:
             raise ValueError(
                 f"route {self.route_id}: no_think_tags contradicts profile_fields think_tags"
             )
+        upstream = Route(
+            name=self.route_id,
+            dialect=self.dialect,
+            base_url=self.upstream_base_url.rstrip("/"),
+            key=EnvKey(self.credential_env) if self.credential_env else None,
+            profile=self.profile,
+            auth_header=self.auth_header,
+            auth_scheme=self.auth_scheme,
+            headers=self.headers,
+        )
+        object.__setattr__(self, "upstream", upstream)  # frozen: set once, here
 
 
 def dialect_levels(
