@@ -425,6 +425,8 @@ def test_only_a_file_can_change_under_a_running_process(
         ("AKIA" + "QWERTYUIOPASDFGH", "a key-shaped string of 20 characters"),
         ("abcDEF123" * 3, "a key-shaped string of 27 characters"),  # a long mix of cases, digits
         ("abcDEF123", "a string of 9 characters"),  # the same mix, too short to be a key
+        ("abcDEF1234" * 2, "a key-shaped string of 20 characters"),  # from 20 characters
+        ("abcDEF123" * 2 + "4", "a string of 19 characters"),
         # a path mixes cases and digits too: described on the safe side (check_name's
         # path=True judges a path by prefixes and shapes only)
         ("/home/Me/keys2024/.env", "a key-shaped string of 22 characters"),

@@ -312,6 +312,8 @@ def test_the_dotenv_fallback_is_read_when_the_variable_is_not_set(
     monkeypatch.setattr(agent.models, "DOTENV_FALLBACK", str(dotenv))
     assert agent.anthropic("m").read_key() == make_key("sk-dot-")
     assert agent.anthropic("m", key_env="ANTHROPIC_API_KEY").read_key() == make_key("sk-dot-")
+    source = credentials.EnvKey("ANTHROPIC_API_KEY")  # any variable, however it is named
+    assert agent.anthropic("m", key=source).read_key() == make_key("sk-dot-")
 
 
 def test_openai_compatible_sends_openai_api_key_only_with_openai_base_url(
@@ -414,3 +416,17 @@ def test_the_mock_transport_sees_the_key_header_only() -> None:
     (req,) = seen
     assert req.headers["x-api-key"] == k
     assert k not in str(req.url) and k.encode() not in req.content
+
+
+def test_the_constructors_share_one_set_of_keywords() -> None:
+    """Every constructor takes the keywords of ``ModelOptions``, and refuses one it does not
+    know as Python refuses an unexpected keyword."""
+    assert set(agent.ModelOptions.__optional_keys__) == {
+        "base_url", "extra_body", "max_tokens", "api_key", "key", "key_env", "http_client",
+        "retries", "timeout",
+    }  # fmt: skip
+    for name in CASES:
+        with pytest.raises(TypeError, match="api_kye"):
+            CASES[name].make(api_kye=make_key("sk-typo-"))
+    model = agent.gemini("m", api_key=make_key("sk-"), max_tokens=7, timeout=3.0, retries=2)
+    assert (model.max_tokens, model.timeout, model.retries.retries) == (7, 3.0, 2)

@@ -226,13 +226,17 @@ class Registry:
                         f"{runtime_id} {version} is in discovery: no effort options",
                     )
                 return a
+        raise self._no_record(runtime_id, version)
+
+    def _no_record(self, runtime_id: str, version: str) -> PolicyRefusal:
+        """The refusal for a runtime version without an adapter record (fail closed)."""
         known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
         if known:
-            raise PolicyRefusal(
+            return PolicyRefusal(
                 "runtime-version-unknown",
                 f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
             )
-        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+        return PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
 
     def route(self, route_id: str) -> RouteRegistration:
         r = self.routes.get(route_id)
@@ -262,13 +266,7 @@ class Registry:
                         "runtime-not-pinned", f"{runtime_id} {version} has no pin in the registry"
                     )
                 return a, a.pin
-        known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
-        if known:
-            raise PolicyRefusal(
-                "runtime-version-unknown",
-                f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
-            )
-        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+        raise self._no_record(runtime_id, version)
 
 
 # -- checking a local artifact against a pin -------------------------------------------------
