@@ -99,7 +99,7 @@ def test_auth_file_malformed_does_not_quote_contents(tmp_path: Path) -> None:
 
 
 def test_bad_source_spec() -> None:
-    for spec in ("", "dotenv:nofragment", "authfile:#x", "ftp:thing", "1BAD"):
+    for spec in ("", "dotenv:nofragment", "dotenv:#x", "authfile:#x", "ftp:thing", "1BAD"):
         with pytest.raises(CredentialError, match="bad key source"):
             parse_source(spec)
 
