@@ -466,6 +466,15 @@ def test_routes_take_one_key_source(tmp_path: Path) -> None:
         route_from_table("e", {**base, "key_env": "RW_K", "auth_file": "/a.json"})
     with pytest.raises(ConfigError, match="bad key source"):
         route_from_table("f", {**base, "key": "ftp:x"})
+    for key, value, what in (
+        ("key_env", 3, "a string"),
+        ("key_paths", "p.k", "a list of strings"),
+        ("headers", {"x-a": 1}, "a table of strings"),
+        ("auth_scheme", None, "a string"),
+    ):
+        extra = {"auth_file": "/a.json"} if key == "key_paths" else {}
+        with pytest.raises(ConfigError, match=f"route g: {key} must be {what}"):
+            route_from_table("g", {**base, **extra, key: value})
 
 
 def test_the_auth_header_rule_is_the_routes_for_the_gateway_too(
