@@ -14,7 +14,6 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from reasonwire import credentials
@@ -190,37 +189,67 @@ def load_routes(path: str | Path | None = None) -> dict[str, Route]:
     return routes
 
 
-def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
+_TABLE_KEYS = frozenset(
+    {
+        "kind", "dialect", "base_url", "key_env", "auth_file", "key", "key_paths", "profile",
+        "auth_header", "auth_scheme", "headers", "catalog_path", "lanes", "lane_default",
+        "slots", "price", "free",
+    }
+)  # fmt: skip
+"""The keys of a ``[routes.NAME]`` table (and of the CLI's ``--route custom`` options)."""
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A route's TOML table (or CLI options) read key by key, each value checked for its type
+    (a TOML file is the user's: a wrong type is a :class:`ConfigError` naming the key)."""
+
+    name: str
+    values: Mapping[str, object]
+
+    def _bad(self, key: str, what: str) -> ConfigError:
+        return ConfigError(f"route {self.name}: {key} must be {what}")
+
+    def text(self, key: str, default: str) -> str:
+        value = self.values.get(key, default)
+        if not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value
+
+    def optional_text(self, key: str) -> str | None:
+        value = self.values.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self._bad(key, "a string")
+        return value
+
+    def texts(self, key: str) -> tuple[str, ...]:
+        value = self.values.get(key, ())
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise self._bad(key, "a list of strings")
+        return tuple(str(v) for v in value)
+
+    def text_map(self, key: str) -> dict[str, str]:
+        value = self.values.get(key, {})
+        if not isinstance(value, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise self._bad(key, "a table of strings")
+        return {str(k): str(v) for k, v in value.items()}
+
+
+def route_from_table(name: str, table: Mapping[str, object]) -> Route:
     """Build a route from a TOML table or CLI options, refusing unknown keys."""
     if not _NAME.match(name):
         raise ConfigError(f"route name {name!r}: use lowercase letters, digits, . _ -")
-    allowed = {
-        "kind",
-        "dialect",
-        "base_url",
-        "key_env",
-        "auth_file",
-        "key",
-        "key_paths",
-        "profile",
-        "auth_header",
-        "auth_scheme",
-        "headers",
-        "catalog_path",
-        "lanes",
-        "lane_default",
-        "slots",
-        "price",
-        "free",
-    }
-    unknown = set(table) - allowed
+    unknown = set(table) - _TABLE_KEYS
     if unknown:
         raise ConfigError(f"route {name}: unknown keys {sorted(unknown)}")
-    dialect = table.get("dialect") or table.get("kind")
+    t = _Table(name, table)
+    dialect = t.optional_text("dialect") or t.optional_text("kind")
     if dialect not in DIALECTS:
         raise ConfigError(f"route {name}: kind must be one of {', '.join(DIALECTS)}")
-    base = table.get("base_url")
-    if not isinstance(base, str) or not base.startswith(("http://", "https://")):
+    base = t.optional_text("base_url")
+    if base is None or not base.startswith(("http://", "https://")):
         raise ConfigError(f"route {name}: base_url must be an http(s) URL")
     slots = table.get("slots")
     if slots is not None and (not isinstance(slots, int) or isinstance(slots, bool) or slots < 1):
@@ -238,35 +267,40 @@ def route_from_table(name: str, table: Mapping[str, Any]) -> Route:
         slots=slots,
         price=price,
         free=free,
-        key=_key_source(name, table),
-        profile=table.get("profile"),
-        auth_header=table.get("auth_header", "authorization"),
-        auth_scheme=table.get("auth_scheme", "Bearer"),
-        headers=dict(table.get("headers", {})),
-        catalog_path=table.get("catalog_path", "/models"),
-        lanes=LaneRule(dict(table.get("lanes", {})), table.get("lane_default", "direct")),
+        key=_key_source(t),
+        profile=t.optional_text("profile"),
+        auth_header=t.text("auth_header", "authorization"),
+        auth_scheme=t.text("auth_scheme", "Bearer"),
+        headers=t.text_map("headers"),
+        catalog_path=t.text("catalog_path", "/models"),
+        lanes=LaneRule(t.text_map("lanes"), t.text("lane_default", "direct")),
     )
 
 
-def _key_source(name: str, table: Mapping[str, Any]) -> KeySource | None:
+def _key_source(t: _Table) -> KeySource | None:
     """``key_env = "NAME"``, ``auth_file`` with ``key_paths``, or ``key`` in the one-line form
     of :func:`reasonwire.credentials.parse_source` (``dotenv:PATH#NAME``...); one of them."""
-    given = [k for k in ("key_env", "auth_file", "key") if table.get(k) is not None]
+    env, auth, line = (
+        t.optional_text("key_env"),
+        t.optional_text("auth_file"),
+        t.optional_text("key"),
+    )
+    given = [k for k, v in (("key_env", env), ("auth_file", auth), ("key", line)) if v is not None]
     if len(given) > 1:
-        raise ConfigError(f"route {name}: one key source, not {' and '.join(given)}")
-    if "key_env" in given:
-        return EnvKey(table["key_env"])
-    if "auth_file" in given:
-        return AuthFileKey(table["auth_file"], tuple(table.get("key_paths", ())))
-    if "key" in given:
+        raise ConfigError(f"route {t.name}: one key source, not {' and '.join(given)}")
+    if env is not None:
+        return EnvKey(env)
+    if auth is not None:
+        return AuthFileKey(auth, t.texts("key_paths"))
+    if line is not None:
         try:
-            return credentials.parse_source(table["key"])
+            return credentials.parse_source(line)
         except CredentialError as exc:
-            raise ConfigError(f"route {name}: {exc}") from None
+            raise ConfigError(f"route {t.name}: {exc}") from None
     return None
 
 
-def _price(name: str, value: Any) -> tuple[float, float] | None:
+def _price(name: str, value: object) -> tuple[float, float] | None:
     """TOML ``price = {prompt = 3.0, completion = 15.0}``: USD per 1M tokens, stored per token."""
     if value is None:
         return None
