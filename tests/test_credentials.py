@@ -505,3 +505,16 @@ def test_the_auth_header_rule_is_the_routes_for_the_gateway_too(
         assert reg.upstream.auth_headers(reg.upstream.read_key(dotenv=None)) == want
     assert bearer.upstream.base_url == "http://up/v1"
     assert key not in repr(bearer)
+
+
+def test_a_source_named_after_a_key_is_refused_without_showing_it() -> None:
+    key = "hf_" + "a1B2" * 9
+    fine = [EnvKey("RW_K"), DotenvKey("/home/Me/.env", "RW_K"), AuthFileKey("/a.json", ("p.k",))]
+    for source in fine:
+        assert credentials.check_source(source) is source
+    bad = [EnvKey(key), DotenvKey("/x.env", key), DotenvKey(key, "RW_K")]
+    bad += [AuthFileKey(key, ("p.k",)), AuthFileKey("/a.json", ("p.k", key))]
+    for source in bad:
+        with pytest.raises(ConfigError) as err:
+            credentials.check_source(source)
+        assert key not in str(err.value) and "looks like a key" in str(err.value)

@@ -182,6 +182,7 @@ CREDENTIALS = [
     "check_env_name",
     "check_key",
     "check_name",
+    "check_source",
     "describe",
     "looks_like_key",
     "parse_dotenv",

@@ -215,6 +215,21 @@ def parse_source(spec: str) -> KeySource:
     )
 
 
+def check_source(source: KeySource) -> KeySource:
+    """``source`` when none of its names looks like a key (a key pasted as a variable name,
+    file path or key path would be named in a 'not set' message); refused otherwise."""
+    if isinstance(source, EnvKey):
+        check_name(source.name, "the EnvKey variable")
+    elif isinstance(source, DotenvKey):
+        check_name(source.name, "the DotenvKey name")
+        check_name(source.path, "the DotenvKey path", path=True)
+    else:
+        check_name(source.path, "the AuthFileKey path", path=True)
+        for dotted in source.key_paths:
+            check_name(dotted, "an AuthFileKey key path")
+    return source
+
+
 def can_change(source: KeySource | None, *, dotenv: str | None = None) -> bool:
     """Whether reading ``source`` again may give another key while this process runs: a file
     (an auth file its owner refreshes, e.g. an agent login's ``auth.json``; a dotenv file,
@@ -382,6 +397,7 @@ __all__ = [
     "check_env_name",
     "check_key",
     "check_name",
+    "check_source",
     "describe",
     "looks_like_key",
     "parse_dotenv",

@@ -139,18 +139,8 @@ def _check_key_arg(key: object) -> KeySpec:
             "one-line source as key=credentials.parse_source('dotenv:PATH#NAME')",
             key,
         )
-    if isinstance(key, credentials.EnvKey):
-        credentials.check_name(key.name, "the EnvKey variable")
-        return key
-    if isinstance(key, credentials.DotenvKey):
-        credentials.check_name(key.name, "the DotenvKey name")
-        credentials.check_name(key.path, "the DotenvKey path", path=True)
-        return key
-    if isinstance(key, credentials.AuthFileKey):
-        credentials.check_name(key.path, "the AuthFileKey path", path=True)
-        for p in key.key_paths:
-            credentials.check_name(p, "an AuthFileKey key path")
-        return key
+    if isinstance(key, credentials.EnvKey | credentials.DotenvKey | credentials.AuthFileKey):
+        return credentials.check_source(key)
     if callable(key):
         return cast(Callable[[], str], key)  # what it returns is checked at every call
     raise ConfigError(f"key= takes a credentials source or a callable, not {type(key).__name__}")
