@@ -38,6 +38,12 @@ class LaneRule:
 
 @dataclass(frozen=True)
 class Route:
+    """One provider endpoint as data: everything a caller needs to send to it without an ``if``
+    on its name. The eval runner, the agent's model handles and the gateway's registrations
+    (:attr:`reasonwire.govern.registry.RouteRegistration.upstream`) all send through one, so
+    reading its key (:meth:`read_key`) and putting it in a header (:meth:`auth_headers`) are
+    written once."""
+
     name: str
     dialect: DialectName
     base_url: str
