@@ -4,7 +4,8 @@ A route is everything reasonwire needs to call a provider without an ``if`` on i
 wire dialect, the chat field profile, the base URL, the credential source, the auth header
 shape, the catalog path and the lane rule (which response ids mean which upstream lane on a
 routing gateway). Users add routes in a TOML file (``[routes.NAME]`` tables with the same
-keys) or on the command line with ``--route custom``.
+keys; the key source as ``key_env = "NAME"``, ``auth_file`` with ``key_paths``, or ``key`` in
+the one-line form ``dotenv:PATH#NAME``) or on the command line with ``--route custom``.
 """
 
 from __future__ import annotations
