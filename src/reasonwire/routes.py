@@ -93,12 +93,15 @@ def _chat(name: str, base: str, env: str, profile: str | None = None) -> Route:
     return Route(name=name, dialect="chat", base_url=base, key=EnvKey(env), profile=profile)
 
 
+_GEMINI_API = "https://generativelanguage.googleapis.com/v1beta"
+
+
 def _google(name: str, dialect: DialectName) -> Route:
     """A Gemini API route: the key in ``x-goog-api-key``, as google-genai sends it."""
     return Route(
         name=name,
         dialect=dialect,
-        base_url="https://generativelanguage.googleapis.com/v1beta",
+        base_url=_GEMINI_API,
         key=EnvKey("GEMINI_API_KEY"),
         auth_header="x-goog-api-key",
         auth_scheme="",
@@ -136,12 +139,7 @@ BUILTIN_ROUTES: dict[str, Route] = {
         ),
         _google("gemini-native", "gemini"),
         _google("gemini-interactions", "interactions"),
-        _chat(
-            "gemini-openai",
-            "https://generativelanguage.googleapis.com/v1beta/openai",
-            "GEMINI_API_KEY",
-            "gemini-openai",
-        ),
+        _chat("gemini-openai", _GEMINI_API + "/openai", "GEMINI_API_KEY", "gemini-openai"),
         _chat("openrouter", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "openrouter"),
         _chat("huggingface", "https://router.huggingface.co/v1", "HF_TOKEN"),
         _chat("deepseek", "https://api.deepseek.com", "DEEPSEEK_API_KEY", "deepseek"),
