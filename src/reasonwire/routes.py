@@ -93,6 +93,10 @@ def _chat(name: str, base: str, env: str, profile: str | None = None) -> Route:
     return Route(name=name, dialect="chat", base_url=base, key=EnvKey(env), profile=profile)
 
 
+def _responses(name: str, base: str, env: str) -> Route:
+    return Route(name=name, dialect="responses", base_url=base, key=EnvKey(env))
+
+
 _GEMINI_API = "https://generativelanguage.googleapis.com/v1beta"
 
 
@@ -124,19 +128,9 @@ BUILTIN_ROUTES: dict[str, Route] = {
             lanes=LaneRule(prefixes={"gen-": "openrouter"}, default="direct"),
         ),
         _chat("openai-chat", "https://api.openai.com/v1", "OPENAI_API_KEY"),
-        Route(
-            name="openai-responses",
-            dialect="responses",
-            base_url="https://api.openai.com/v1",
-            key=EnvKey("OPENAI_API_KEY"),
-        ),
+        _responses("openai-responses", "https://api.openai.com/v1", "OPENAI_API_KEY"),
         _chat("xai-chat", "https://api.x.ai/v1", "XAI_API_KEY"),
-        Route(
-            name="xai-responses",
-            dialect="responses",
-            base_url="https://api.x.ai/v1",
-            key=EnvKey("XAI_API_KEY"),
-        ),
+        _responses("xai-responses", "https://api.x.ai/v1", "XAI_API_KEY"),
         _google("gemini-native", "gemini"),
         _google("gemini-interactions", "interactions"),
         _chat("gemini-openai", _GEMINI_API + "/openai", "GEMINI_API_KEY", "gemini-openai"),
