@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from reasonwire.credentials import (
     redact_obj,
     register_secret,
 )
-from reasonwire.errors import CredentialError, ServerError
+from reasonwire.errors import ConfigError, CredentialError, ServerError
+from reasonwire.routes import route_from_table
 from reasonwire.secrets_scan import KINDS, format_path, scan_json, scan_text
 from tests.govern.planted import Planted, by_label, planted
 
@@ -97,7 +99,7 @@ def test_auth_file_malformed_does_not_quote_contents(tmp_path: Path) -> None:
 
 
 def test_bad_source_spec() -> None:
-    for spec in ("", "dotenv:nofragment", "authfile:#x", "ftp:thing", "1BAD"):
+    for spec in ("", "dotenv:nofragment", "dotenv:#x", "authfile:#x", "ftp:thing", "1BAD"):
         with pytest.raises(CredentialError, match="bad key source"):
             parse_source(spec)
 
@@ -304,3 +306,215 @@ def test_provider_keys_are_found_and_redacted(kind: str, key: str) -> None:
     assert [m.kind for m in scan_text(text)] == [kind]
     assert key not in redact(text) and "(retry)" in redact(text)
     assert scan_text(f"x{key}") == []  # glued to a key character: not a key's start
+
+
+# --------------------------------------------------------------------------------------------
+# The one key model: sources, the dotenv fallback, the re-read rule, the heuristics
+# --------------------------------------------------------------------------------------------
+
+
+def _planted_key(tag: str) -> str:
+    """A key-free value long enough to be registered (no key-shaped literal is tracked)."""
+    return f"rwtest-{tag}-" + "0a1b2c3d" * 3
+
+
+def test_each_source_kind_reads_its_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    env_key, dot_key, auth_key = _planted_key("env"), _planted_key("dot"), _planted_key("auth")
+    monkeypatch.setenv("RW_MODEL_KEY", env_key)
+    dotenv = tmp_path / "keys.env"
+    dotenv.write_text(f"RW_DOT_KEY={dot_key}\n")
+    auth = tmp_path / "auth.json"
+    auth.write_text(json.dumps({"p": {"key": auth_key}}))
+    table = [
+        (EnvKey("RW_MODEL_KEY"), env_key),
+        (DotenvKey(str(dotenv), "RW_DOT_KEY"), dot_key),
+        (AuthFileKey(str(auth), ("p.key",)), auth_key),
+    ]
+    for source, want in table:
+        assert read_key(source) == want
+        assert credentials.read_first([source]) == want
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: EnvKey("RW_UNSET_KEY"), "environment variable RW_UNSET_KEY is not set"),
+        (lambda d: DotenvKey(str(d / "keys.env"), "ABSENT"), "ABSENT is not set in dotenv file"),
+        (lambda d: AuthFileKey(str(d / "auth.json"), ("p.none",)), "no key at p.none in auth file"),
+    ],
+)  # fmt: skip
+def test_a_missing_key_names_its_source(
+    tmp_path: Path, make: Callable[[Path], credentials.KeySource], message: str
+) -> None:
+    (tmp_path / "keys.env").write_text("OTHER=1\n")
+    (tmp_path / "auth.json").write_text(json.dumps({"p": {"key": ""}}))
+    source = make(tmp_path)
+    with pytest.raises(CredentialError, match=message):
+        read_key(source)
+    assert credentials.read_first([source]) is None  # absent: nothing, not an error
+
+
+def test_a_variable_not_set_is_read_from_the_named_dotenv(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from_file, from_env = _planted_key("file"), _planted_key("environ")
+    dotenv = tmp_path / "keys.env"
+    dotenv.write_text(f"RW_FALLBACK_KEY={from_file}\nRW_SECOND_KEY={from_file}x\n")
+    monkeypatch.delenv("RW_FALLBACK_KEY", raising=False)
+    monkeypatch.delenv("RW_SECOND_KEY", raising=False)
+    src = EnvKey("RW_FALLBACK_KEY")
+    assert read_key(src, dotenv=str(dotenv)) == from_file
+    missing = tmp_path / "missing.env"
+    with pytest.raises(CredentialError) as err:
+        read_key(src, dotenv=str(missing))  # a missing file holds nothing
+    assert str(err.value).endswith(f"RW_FALLBACK_KEY is not set (nor in dotenv file {missing})")
+    with pytest.raises(CredentialError) as err:
+        read_key(src)  # no dotenv named: the environment only
+    assert str(err.value) == "environment variable RW_FALLBACK_KEY is not set"
+    # every variable of the environment wins over every dotenv entry, in order
+    both = [EnvKey("RW_FALLBACK_KEY"), EnvKey("RW_SECOND_KEY")]
+    monkeypatch.setenv("RW_SECOND_KEY", from_env)
+    assert credentials.read_first(both, dotenv=str(dotenv)) == from_env
+    monkeypatch.delenv("RW_SECOND_KEY")
+    assert credentials.read_first(both, dotenv=str(dotenv)) == from_file
+    monkeypatch.setenv("RW_FALLBACK_KEY", from_env)
+    assert read_key(src, dotenv=str(dotenv)) == from_env
+
+
+def test_a_key_that_cannot_go_in_a_header_is_refused_without_showing_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spaced = _planted_key("a") + " " + _planted_key("b")
+    monkeypatch.setenv("RW_SPACED_KEY", spaced)
+    with pytest.raises(CredentialError, match="environment variable RW_SPACED_KEY") as err:
+        read_key(EnvKey("RW_SPACED_KEY"))
+    assert _planted_key("a") not in str(err.value) and "cannot be sent in a header" in str(
+        err.value
+    )
+    assert credentials.check_key("  " + _planted_key("c") + "\n", "x") == _planted_key("c")
+    assert redact(_planted_key("c")) == REDACTED  # registered as it was read
+
+
+def test_only_a_file_can_change_under_a_running_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The re-read rule (issue 26): a 401 is worth a wait and a second read only when the key
+    comes from a file its owner can rewrite meanwhile."""
+    monkeypatch.setenv("RW_SET_KEY", "x")
+    monkeypatch.delenv("RW_UNSET_KEY", raising=False)
+    dotenv = str(tmp_path / "keys.env")
+    table = [
+        (None, None, False),  # no key at all
+        (EnvKey("RW_SET_KEY"), None, False),
+        (EnvKey("RW_SET_KEY"), dotenv, False),  # the environment's value is the one read
+        (EnvKey("RW_UNSET_KEY"), None, False),
+        (EnvKey("RW_UNSET_KEY"), dotenv, True),  # read from the dotenv file
+        (DotenvKey(dotenv, "K"), None, True),
+        (AuthFileKey(str(tmp_path / "auth.json"), ("a.b",)), None, True),
+    ]
+    for source, fallback, want in table:
+        assert credentials.can_change(source, dotenv=fallback) is want, (source, fallback)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("OPENAI_API_KEY", "a string of 14 characters"),  # a variable name: words
+        ("x", "a string of 1 character"),
+        ("sk-" + "short", "a key-shaped string of 8 characters"),  # a known prefix
+        ("AKIA" + "QWERTYUIOPASDFGH", "a key-shaped string of 20 characters"),
+        ("abcDEF123" * 3, "a key-shaped string of 27 characters"),  # a long mix of cases, digits
+        ("abcDEF123", "a string of 9 characters"),  # the same mix, too short to be a key
+        ("abcDEF1234" * 2, "a key-shaped string of 20 characters"),  # from 20 characters
+        ("abcDEF123" * 2 + "4", "a string of 19 characters"),
+        # a path mixes cases and digits too: described on the safe side (check_name's
+        # path=True judges a path by prefixes and shapes only)
+        ("/home/Me/keys2024/.env", "a key-shaped string of 22 characters"),
+    ],
+)
+def test_the_secret_heuristics(text: str, kind: str) -> None:
+    assert credentials.describe(text) == kind
+    assert credentials.looks_like_key(text) is ("key-shaped" in kind)
+
+
+def test_names_that_look_like_keys_are_refused() -> None:
+    credentials.check_name("OPENAI_API_KEY", "key_env=")
+    credentials.check_name("/home/Me/keys2024/.env", "a path", path=True)  # paths mix cases
+    for bad, path in (
+        ("sk-" + "k" * 30, False),
+        ("abcDEF123" * 3, False),
+        ("hf_" + "a1B2" * 9, True),
+    ):
+        with pytest.raises(ConfigError) as err:
+            credentials.check_name(bad, "where", path=path)
+        assert bad not in str(err.value) and "looks like a key" in str(err.value)
+    assert credentials.check_env_name("RW_OK", "key_env=") == "RW_OK"
+    for bad_name in ("not a name", "1ABC", b"RW_OK"):
+        with pytest.raises(ConfigError, match="takes the name of an environment variable"):
+            credentials.check_env_name(bad_name, "key_env=")
+
+
+def test_routes_take_one_key_source(tmp_path: Path) -> None:
+    base = {"kind": "chat", "base_url": "http://h/v1"}
+    assert route_from_table("a", {**base, "key_env": "RW_K"}).key == EnvKey("RW_K")
+    auth = route_from_table("b", {**base, "auth_file": "/a.json", "key_paths": ["p.k"]})
+    assert auth.key == AuthFileKey("/a.json", ("p.k",))
+    dot = route_from_table("c", {**base, "key": "dotenv:/k.env#RW_K"})
+    assert dot.key == DotenvKey("/k.env", "RW_K")
+    assert route_from_table("d", base).key is None
+    with pytest.raises(ConfigError, match="one key source, not key_env and auth_file"):
+        route_from_table("e", {**base, "key_env": "RW_K", "auth_file": "/a.json"})
+    with pytest.raises(ConfigError, match="bad key source"):
+        route_from_table("f", {**base, "key": "ftp:x"})
+    for key, value, what in (
+        ("key_env", 3, "a string"),
+        ("key_paths", "p.k", "a list of strings"),
+        ("headers", {"x-a": 1}, "a table of strings"),
+        ("auth_scheme", None, "a string"),
+    ):
+        extra = {"auth_file": "/a.json"} if key == "key_paths" else {}
+        with pytest.raises(ConfigError, match=f"route g: {key} must be {what}"):
+            route_from_table("g", {**base, **extra, key: value})
+
+
+def test_the_auth_header_rule_is_the_routes_for_the_gateway_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A gateway registration's upstream is a route record: the same header shapes
+    (``authorization: Bearer K``; ``x-api-key: K``) and the key from its variable."""
+    from reasonwire.govern.registry import RouteRegistration
+
+    key = _planted_key("gw")
+    monkeypatch.setenv("RW_GW_KEY", key)
+    common = {"provider": "p", "model": "m", "qualification_id": "q", "levels": {}}
+    bearer = RouteRegistration(
+        "r1", dialect="chat", upstream_base_url="http://up/v1/", credential_env="RW_GW_KEY",
+        **common,
+    )  # fmt: skip
+    plain = RouteRegistration(
+        "r2", dialect="anthropic", upstream_base_url="http://up/v1", credential_env="RW_GW_KEY",
+        auth_header="x-api-key", auth_scheme="", headers={"anthropic-version": "2023-06-01"},
+        **common,
+    )  # fmt: skip
+    none = RouteRegistration("r3", dialect="chat", upstream_base_url="http://up", **common)
+    for reg, want in (
+        (bearer, {"authorization": "Bearer " + key}),
+        (plain, {"x-api-key": key, "anthropic-version": "2023-06-01"}),
+        (none, {}),
+    ):
+        assert reg.upstream.auth_headers(reg.upstream.read_key(dotenv=None)) == want
+    assert bearer.upstream.base_url == "http://up/v1"
+    assert key not in repr(bearer)
+
+
+def test_a_source_named_after_a_key_is_refused_without_showing_it() -> None:
+    key = "hf_" + "a1B2" * 9
+    fine = [EnvKey("RW_K"), DotenvKey("/home/Me/.env", "RW_K"), AuthFileKey("/a.json", ("p.k",))]
+    for source in fine:
+        assert credentials.check_source(source) is source
+    bad = [EnvKey(key), DotenvKey("/x.env", key), DotenvKey(key, "RW_K")]
+    bad += [AuthFileKey(key, ("p.k",)), AuthFileKey("/a.json", ("p.k", key))]
+    for source in bad:
+        with pytest.raises(ConfigError) as err:
+            credentials.check_source(source)
+        assert key not in str(err.value) and "looks like a key" in str(err.value)

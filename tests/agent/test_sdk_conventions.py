@@ -25,7 +25,7 @@ from google.genai import _api_client as genai_api_client
 
 from reasonwire import agent, credentials
 from reasonwire.errors import ConfigError, CredentialError
-from reasonwire.routes import Route
+from reasonwire.routes import Route, get_route
 from reasonwire.sim.server import SimServer
 from tests.agent.conftest import FAST, TOOLS, Recorder
 
@@ -312,6 +312,8 @@ def test_the_dotenv_fallback_is_read_when_the_variable_is_not_set(
     monkeypatch.setattr(agent.models, "DOTENV_FALLBACK", str(dotenv))
     assert agent.anthropic("m").read_key() == make_key("sk-dot-")
     assert agent.anthropic("m", key_env="ANTHROPIC_API_KEY").read_key() == make_key("sk-dot-")
+    source = credentials.EnvKey("ANTHROPIC_API_KEY")  # any variable, however it is named
+    assert agent.anthropic("m", key=source).read_key() == make_key("sk-dot-")
 
 
 def test_openai_compatible_sends_openai_api_key_only_with_openai_base_url(
@@ -336,7 +338,7 @@ def test_a_route_of_ones_own_keeps_its_base_url_and_key_source(
         name="anthropic",
         dialect="anthropic",
         base_url="https://proxy.example/anthropic/v1",
-        key=agent.models.RouteKeySource(env="MY_KEY"),
+        key=credentials.EnvKey("MY_KEY"),
         auth_header="x-api-key",
         auth_scheme="",
     )
@@ -389,10 +391,10 @@ def test_conventions_are_one_table_entry_per_constructor() -> None:
     assert set(agent.CONVENTIONS) == {
         "openai", "openrouter", "openai_compatible", "anthropic", "gemini", "gemini_interactions"
     }  # fmt: skip
-    for route, conv in agent.models.ROUTE_CONVENTIONS.items():
+    for route, conv in agent.conventions.ROUTE_CONVENTIONS.items():
         if conv.default_base is not None:
             built = agent.from_route(route, "m", api_key=make_key("sk-"))
-            assert built.base_url == agent.models.get_route(route).base_url, route
+            assert built.base_url == get_route(route).base_url, route
 
 
 def test_the_mock_transport_sees_the_key_header_only() -> None:
@@ -414,3 +416,17 @@ def test_the_mock_transport_sees_the_key_header_only() -> None:
     (req,) = seen
     assert req.headers["x-api-key"] == k
     assert k not in str(req.url) and k.encode() not in req.content
+
+
+def test_the_constructors_share_one_set_of_keywords() -> None:
+    """Every constructor takes the keywords of ``ModelOptions``, and refuses one it does not
+    know as Python refuses an unexpected keyword."""
+    assert set(agent.ModelOptions.__optional_keys__) == {
+        "base_url", "extra_body", "max_tokens", "api_key", "key", "key_env", "http_client",
+        "retries", "timeout",
+    }  # fmt: skip
+    for name in CASES:
+        with pytest.raises(TypeError, match="api_kye"):
+            CASES[name].make(api_kye=make_key("sk-typo-"))
+    model = agent.gemini("m", api_key=make_key("sk-"), max_tokens=7, timeout=3.0, retries=2)
+    assert (model.max_tokens, model.timeout, model.retries.retries) == (7, 3.0, 2)

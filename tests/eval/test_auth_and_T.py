@@ -11,12 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
+from reasonwire.credentials import AuthFileKey, EnvKey
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval._executor import key_of
 from reasonwire.eval.embedded import sim_targets
 from reasonwire.eval.records import CALLS, RUNS, read_jsonl
 from reasonwire.eval.runner import Target
-from reasonwire.routes import KeySource, Route
+from reasonwire.routes import Route
 from reasonwire.sim.app import build_app
 
 OLD = "rwtest-old-3b9e1f0c7a5d4e2b8c6f"
@@ -48,9 +48,7 @@ def _auth_file(path: Path, key: str) -> None:
 
 
 def _target(auth: Path) -> Target:
-    src = KeySource(
-        auth_file=str(auth), key_paths=("providers.nous.agent_key", "providers.nous.access_token")
-    )
+    src = AuthFileKey(str(auth), ("providers.nous.agent_key", "providers.nous.access_token"))
     return Target(Route("portal-test", "chat", BASE, key=src), "sim-qwen3")
 
 
@@ -134,11 +132,11 @@ def test_key_falls_back_to_the_configured_dotenv(
 ) -> None:
     env = tmp_path / "keys.env"
     env.write_text(f"RW_TEST_KEY={NEW}\n")
-    route = Route("r", "chat", BASE, key=KeySource(env="RW_TEST_KEY"))
+    route = Route("r", "chat", BASE, key=EnvKey("RW_TEST_KEY"))
     monkeypatch.delenv("RW_TEST_KEY", raising=False)
-    assert key_of(route, str(env)) == NEW
+    assert route.read_key(dotenv=str(env)) == NEW
     monkeypatch.setenv("RW_TEST_KEY", OLD)
-    assert key_of(route, str(env)) == OLD  # the process environment comes first
+    assert route.read_key(dotenv=str(env)) == OLD  # the process environment comes first
 
 
 def test_T_from_the_count_endpoint(sim_run: tuple[Path, dict[str, Any]]) -> None:
@@ -198,7 +196,7 @@ def _env_run(tmp: Path, monkeypatch: pytest.MonkeyPatch, in_env: bool) -> tuple[
     async def sleep(s: float) -> None:
         waits.append(s)
 
-    route = Route("r", "chat", BASE, key=KeySource(env="RW_TEST_401_KEY"))
+    route = Route("r", "chat", BASE, key=EnvKey("RW_TEST_401_KEY"))
     out = tmp / "out"
     cfg = EvalConfig(
         targets=[Target(route, "sim-qwen3")], out=out, transport=KeyGate(NEW), workers=2,

@@ -13,12 +13,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from reasonwire.credentials import EnvKey
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
 from reasonwire.eval.embedded import sim_routes
 from reasonwire.eval.records import read_jsonl
 from reasonwire.eval.runner import Target
 from reasonwire.http import RetryPolicy
-from reasonwire.routes import KeySource, Route
+from reasonwire.routes import Route
 from reasonwire.sim import SimServer
 
 
@@ -77,9 +78,7 @@ def test_a_401_after_the_key_reread_costs_one_call(
     async def no_wait(_: float) -> None:
         await asyncio.sleep(0)
 
-    route = replace(
-        Route("keyed", "chat", "http://api.invalid/v1"), key=KeySource(env="RW_TEST_KEY")
-    )
+    route = replace(Route("keyed", "chat", "http://api.invalid/v1"), key=EnvKey("RW_TEST_KEY"))
     cfg = EvalConfig(
         targets=[Target(route, "m1")],
         out=tmp_path,

@@ -21,11 +21,22 @@ application sees the answer and a provider-neutral transcript.
             print(event.text, end="")
 
 Keys and base URLs follow each official SDK (``api_key=`` is the key; ``ANTHROPIC_API_KEY``,
-``ANTHROPIC_BASE_URL``... when nothing is passed): see :mod:`reasonwire.agent.models`.
+``ANTHROPIC_BASE_URL``... when nothing is passed): see :mod:`reasonwire.agent.constructors`.
 """
 
 from __future__ import annotations
 
+from reasonwire.agent.constructors import (
+    ModelOptions,
+    anthropic,
+    from_route,
+    gemini,
+    gemini_interactions,
+    openai,
+    openai_compatible,
+    openrouter,
+)
+from reasonwire.agent.conventions import CONVENTIONS, Convention
 from reasonwire.agent.events import (
     AgentEvent,
     ReasoningEvent,
@@ -37,20 +48,7 @@ from reasonwire.agent.events import (
     ToolResultEvent,
 )
 from reasonwire.agent.loop import Agent
-from reasonwire.agent.models import (
-    CONVENTIONS,
-    DOTENV_FALLBACK,
-    Convention,
-    KeyLike,
-    Model,
-    anthropic,
-    from_route,
-    gemini,
-    gemini_interactions,
-    openai,
-    openai_compatible,
-    openrouter,
-)
+from reasonwire.agent.models import DOTENV_FALLBACK, KeyLike, Model
 from reasonwire.agent.policy import CrossTurnPolicy
 from reasonwire.agent.session import Prepared, Session
 from reasonwire.agent.strategy import Strategy, strategy_for
@@ -66,6 +64,7 @@ __all__ = [
     "CrossTurnPolicy",
     "KeyLike",
     "Model",
+    "ModelOptions",
     "Prepared",
     "ReasoningEvent",
     "RequestUsage",

@@ -7,16 +7,15 @@ reservation once the call holds a slot, an intent as it is sent, a settlement af
 that cannot fit stops its (route, model), the others go on while theirs fit), the per-route
 bound on calls in flight, HTTP with retries, and the 401 protocol (the key is re-read once,
 after ``auth_wait_s`` when it is unchanged and its source can change: an auth or dotenv
-file, never an environment variable). Every answer is written to ``calls.jsonl`` before it
-is used. Which cells are sent, and in which order, is not its
-business (:mod:`reasonwire.eval._steps`).
+file, never an environment variable, :func:`reasonwire.credentials.can_change`). Every answer
+is written to ``calls.jsonl`` before it is used. Which cells are sent, and in which order, is
+not its business (:mod:`reasonwire.eval._steps`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
@@ -46,7 +45,7 @@ from reasonwire.eval.budget import (
     worst_case,
 )
 from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
-from reasonwire.eval.config import DEFAULT_DOTENV, EvalConfig, Target
+from reasonwire.eval.config import EvalConfig, Target
 from reasonwire.eval.records import (
     CALLS,
     RUNS,
@@ -74,33 +73,6 @@ _CONNECT_ERRORS = ("ConnectError", "ConnectTimeout", "UnsupportedProtocol")
 timeout or drop): the whole route stops."""
 _RESEND = frozenset({"transport", "auth"})
 """Error kinds a resumed run sends again: the answer said nothing about the cell."""
-
-
-def key_of(route: Route, dotenv: str = DEFAULT_DOTENV) -> str | None:
-    """The route's key, read now (None when the route needs none): the auth file's first
-    key path that holds one, or the process environment, then the ``dotenv`` file."""
-    src = route.key
-    if not src.needs_key:
-        return None
-    if src.auth_file:
-        paths = "|".join(src.key_paths)
-        return credentials.read_key(f"authfile:{src.auth_file}#{paths}")
-    assert src.env is not None
-    try:
-        return credentials.read_key(f"env:{src.env}")
-    except CredentialError:
-        return credentials.read_key(credentials.DotenvKey(dotenv, src.env))
-
-
-def key_can_change(route: Route) -> bool:
-    """Whether the route's key can change while the run waits: an auth file (its owner
-    refreshes it, e.g. ``auth.json`` of an agent's login), or a dotenv file when the variable
-    is not in the process environment. A variable of the environment cannot change for this
-    process: waiting for it would only delay the same 401."""
-    src = route.key
-    if src.auth_file:
-        return True
-    return src.env is not None and src.env not in os.environ
 
 
 class Executor:
@@ -163,7 +135,7 @@ class Executor:
         it is unchanged, so its owner can refresh it) and retry once. A second 401 raises."""
         assert self.client is not None
         url = route.base_url + path
-        key = key_of(route, self.cfg.dotenv)
+        key = route.read_key(dotenv=self.cfg.dotenv)
         try:
             return await apost_json(
                 self.client, url, body, route.auth_headers(key), retries=self.cfg.retries
@@ -171,12 +143,13 @@ class Executor:
         except ProviderError as exc:
             if exc.status != 401 or key is None:
                 raise
-            fresh = key_of(route, self.cfg.dotenv)
+            fresh = route.read_key(dotenv=self.cfg.dotenv)
             if fresh == key:
-                if not key_can_change(route):  # the same key again gets the same 401
+                # the same key again gets the same 401, unless its source can change meanwhile
+                if not credentials.can_change(route.key, dotenv=self.cfg.dotenv):
                     raise
                 await self.cfg.sleep(self.cfg.auth_wait_s)
-                fresh = key_of(route, self.cfg.dotenv)
+                fresh = route.read_key(dotenv=self.cfg.dotenv)
         return await apost_json(
             self.client, url, body, route.auth_headers(fresh), retries=self.cfg.retries
         )
@@ -212,7 +185,7 @@ class Executor:
             return None
         parts = urlsplit(route.base_url)
         try:
-            headers = route.auth_headers(key_of(route, self.cfg.dotenv))
+            headers = route.auth_headers(route.read_key(dotenv=self.cfg.dotenv))
             resp = await self.client.get(
                 f"{parts.scheme}://{parts.netloc}/props", headers=headers, timeout=5.0
             )

@@ -69,9 +69,7 @@ def _fold_settings(path: Path | None) -> FoldSettings:
 
 
 def _key(route: Route, dotenv: Path) -> str | None:
-    from reasonwire.eval._executor import key_of
-
-    return key_of(route, str(dotenv))
+    return route.read_key(dotenv=str(dotenv))
 
 
 def _catalog(route: Route, dotenv: Path, models: str | None) -> list[dict[str, object]]:

@@ -65,7 +65,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from reasonwire import credentials
 from reasonwire.errors import (
     CredentialError,
     MalformedBody,
@@ -747,7 +746,7 @@ class Gateway:
         call.opened = True
         route = auth.route  # after the body is made (it may fix the row's stream flag)
         options = RequestOptions(model=route.model, stream=row.stream)
-        url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
+        url = route.upstream.base_url + auth.upstream.request_path(options)
         try:
             resp = await self._post(call, url, payload, up_headers)
         except _StoreDown as exc:
@@ -876,10 +875,7 @@ class Gateway:
             value = client.get(name)
             if value is not None:
                 out[name] = value
-        out.update(route.headers)
-        if route.credential_env:
-            key = credentials.read_key(credentials.EnvKey(route.credential_env))
-            out[route.auth_header] = f"{route.auth_scheme} {key}" if route.auth_scheme else key
+        out.update(route.upstream.auth_headers(route.upstream.read_key(dotenv=None)))
         return out
 
     async def _answer(

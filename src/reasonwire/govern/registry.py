@@ -21,12 +21,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
+from reasonwire.credentials import EnvKey
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level
+from reasonwire.routes import Route
 from reasonwire.wire.fold import FoldSettings
-from reasonwire.wire.model import DialectName
+from reasonwire.wire.model import JSON, DialectName, JsonObject
 
 ReviewState = Literal["discovery", "qualified"]
 
@@ -97,8 +99,10 @@ class RouteRegistration:
     fragment that expresses it on ``dialect`` (e.g. chat ``{"reasoning_effort": "high"}``);
     :func:`dialect_levels` gives the dialect's own fragments for the route's model.
 
-    The gateway authenticates upstream with the key in environment variable
-    ``credential_env`` (read at call time), sent as ``auth_header: auth_scheme key``."""
+    The upstream fields (``dialect``, ``upstream_base_url``, ``credential_env``, ``profile``,
+    ``auth_header``, ``auth_scheme``, ``headers``) make :attr:`upstream`, a route record: the
+    gateway authenticates upstream with the key in environment variable ``credential_env``
+    (read at call time) by the route's one auth-header rule."""
 
     route_id: str
     provider: str
@@ -106,7 +110,7 @@ class RouteRegistration:
     dialect: DialectName
     upstream_base_url: str
     qualification_id: str
-    levels: Mapping[Level, Mapping[str, Any]]
+    levels: Mapping[Level, Mapping[str, JSON]]
     credential_env: str | None = None
     revoked: bool = False
     auth_header: str = "authorization"
@@ -118,7 +122,7 @@ class RouteRegistration:
     profile: str | None = None
     """The vendor profile layer of the dialect (``vllm``, ``openrouter``...): which vendor
     controls are stripped and whether ``<think>`` blocks are cut from visible text."""
-    profile_fields: Mapping[str, Any] = field(default_factory=dict)
+    profile_fields: Mapping[str, object] = field(default_factory=dict)
     """The route layer: profile fields overridden for this route only."""
     client_dialect: DialectName | None = None
     """Clients speak this dialect and the gateway translates to ``dialect`` upstream (Chat
@@ -148,16 +152,31 @@ class RouteRegistration:
     :func:`~reasonwire.govern.validator.mapping_id`: the fold changes what history is
     replayed, not what a level means on the wire, so setting it needs no re-qualification."""
 
+    upstream: Route = field(init=False, repr=False, compare=False)
+    """The upstream as a :class:`~reasonwire.routes.Route` (made from the fields above): where
+    the gateway sends, with which key source and auth header shape."""
+
     def __post_init__(self) -> None:
         if self.no_think_tags and self.profile_fields.get("think_tags") is True:
             raise ValueError(
                 f"route {self.route_id}: no_think_tags contradicts profile_fields think_tags"
             )
+        upstream = Route(
+            name=self.route_id,
+            dialect=self.dialect,
+            base_url=self.upstream_base_url.rstrip("/"),
+            key=EnvKey(self.credential_env) if self.credential_env else None,
+            profile=self.profile,
+            auth_header=self.auth_header,
+            auth_scheme=self.auth_scheme,
+            headers=self.headers,
+        )
+        object.__setattr__(self, "upstream", upstream)  # frozen: set once, here
 
 
 def dialect_levels(
     dialect: DialectName, model: str, levels: tuple[Level, ...] = LEVELS
-) -> dict[Level, dict[str, Any]]:
+) -> dict[Level, JsonObject]:
     """Each level's route fragment as the dialect itself writes that effort for ``model``:
     the reasoning-control fields (the dialect's controls inventory) of a request it builds at
     that level, nothing else.
@@ -171,14 +190,14 @@ def dialect_levels(
     from reasonwire.wire.registry import get_dialect
 
     d = get_dialect(dialect)
-    out: dict[Level, dict[str, Any]] = {}
+    out: dict[Level, JsonObject] = {}
     for level in levels:
         body = d.build_request([User("")], RequestOptions(model=model, effort=level))
-        fragment: dict[str, Any] = {}
+        fragment: JsonObject = {}
         for control in d.controls:
             if control.header:
                 continue
-            node: Any = body
+            node: JSON = body
             for key in control.path:
                 node = node.get(key) if isinstance(node, dict) else None
             if node is None:
@@ -207,13 +226,17 @@ class Registry:
                         f"{runtime_id} {version} is in discovery: no effort options",
                     )
                 return a
+        raise self._no_record(runtime_id, version)
+
+    def _no_record(self, runtime_id: str, version: str) -> PolicyRefusal:
+        """The refusal for a runtime version without an adapter record (fail closed)."""
         known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
         if known:
-            raise PolicyRefusal(
+            return PolicyRefusal(
                 "runtime-version-unknown",
                 f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
             )
-        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+        return PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
 
     def route(self, route_id: str) -> RouteRegistration:
         r = self.routes.get(route_id)
@@ -243,13 +266,7 @@ class Registry:
                         "runtime-not-pinned", f"{runtime_id} {version} has no pin in the registry"
                     )
                 return a, a.pin
-        known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
-        if known:
-            raise PolicyRefusal(
-                "runtime-version-unknown",
-                f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
-            )
-        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+        raise self._no_record(runtime_id, version)
 
 
 # -- checking a local artifact against a pin -------------------------------------------------
