@@ -1,4 +1,5 @@
-"""Observe a byte stream without httpx: for stacks that hand us an iterable of bytes.
+"""The probe for a bare byte stream, without httpx: for stacks that hand over an iterable of
+bytes.
 
 ``observe_bytes(chunks, dialect="anthropic", session_id="s1")`` returns an iterator (or an
 async iterator, for an async iterable) that yields the very same chunks in order and writes
@@ -10,72 +11,37 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from pathlib import Path
 from typing import overload
 
+from reasonwire.probe.call import CallObserver, arelay, relay
 from reasonwire.probe.carriers import PromptCounter, Tokenizer
-from reasonwire.probe.observer import (
-    CallObserver,
-    RowHook,
-    arelay,
-    make_writer,
-    relay,
-    request_side,
-)
-from reasonwire.probe.settings import ledger_dir, load_settings
+from reasonwire.probe.recorder import Recorder, RowHook
 from reasonwire.wire.model import DialectName
 
 
 def _observer(
+    recorder: Recorder,
     dialect: DialectName,
-    session_id: str,
-    purpose: str | None,
     provider: str | None,
     model: str | None,
     request_body: bytes | None,
     stream: bool,
-    ledger: str | os.PathLike[str] | None,
-    tokenizer: Tokenizer | PromptCounter | None = None,
-    on_row: RowHook | None = None,
 ) -> CallObserver | None:
     try:
-        settings = load_settings()
-        if not settings.observes(provider or "", provider or ""):
+        start = recorder.start(dialect, provider, provider or "", request_body)
+        if start is None:
             return None
-        body, sent, entries = request_side(request_body, dialect, tokenizer)
+        body = start.body
         if model is None and isinstance(body, dict) and isinstance(body.get("model"), str):
             model = body["model"]
-        return CallObserver(
-            session_id=session_id,
-            dialect=dialect,
-            provider=provider,
-            model=model,
-            purpose=purpose,
-            stream=stream,
-            sent=sent,
-            sent_entries=entries,
-            http_status=200,
-            writer=make_writer(Path(ledger_dir(ledger)), session_id, settings.cap_bytes, on_row),
-        )
+        return recorder.observer(start, model, stream=stream, http_status=200)
     except Exception:
         return None
-
-
-def _sync(chunks: Iterable[bytes], obs: CallObserver | None) -> Iterator[bytes]:
-    if obs is None:
-        return iter(chunks)
-    return relay(chunks, obs)
 
 
 async def _passthrough(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
     async for chunk in chunks:
         yield chunk
-
-
-def _async(chunks: AsyncIterable[bytes], obs: CallObserver | None) -> AsyncIterator[bytes]:
-    if obs is None:
-        return _passthrough(chunks)
-    return arelay(chunks, obs)
 
 
 @overload
@@ -133,21 +99,11 @@ def observe_bytes(
     route's own token counter, when known) counts re-sent reasoning text in tokens;
     ``on_row`` is called with the row once written, off the caller's path.
     """
-    obs = _observer(
-        dialect,
-        session_id,
-        purpose,
-        provider,
-        model,
-        request_body,
-        stream,
-        ledger_dir,
-        tokenizer,
-        on_row,
-    )
-    if hasattr(chunks, "__aiter__"):
-        return _async(chunks, obs)  # type: ignore[arg-type]
-    return _sync(chunks, obs)
+    recorder = Recorder(session_id, purpose, ledger_dir, tokenizer, on_row)
+    obs = _observer(recorder, dialect, provider, model, request_body, stream)
+    if isinstance(chunks, AsyncIterable):
+        return _passthrough(chunks) if obs is None else arelay(chunks, obs)
+    return iter(chunks) if obs is None else relay(chunks, obs)
 
 
 __all__ = ["observe_bytes"]
