@@ -23,17 +23,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from reasonwire import _wrapping as wrapping
 from reasonwire._httpcompat import package_of
-from reasonwire._wrapping import (
-    AsyncInner,
-    AsyncWrappingTransport,
-    Flow,
-    I,
-    SyncInner,
-    Wrapping,
-    WrappingTransport,
-    route_name,
-)
 from reasonwire.fold._settings import load_fold_settings
 from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request
 from reasonwire.wire.model import JSON
@@ -63,7 +54,7 @@ class _Fold:
         self.on_fold = on_fold
         self.last_report: FoldReport | None = None
 
-    def flow(self, request: httpx.Request) -> Flow:
+    def flow(self, request: httpx.Request) -> wrapping.Flow:
         return (yield self.request(request))
 
     def request(self, request: httpx.Request) -> httpx.Request:
@@ -83,7 +74,7 @@ class _Fold:
             return request
         if not isinstance(body, dict):
             return request
-        route = self.route or route_name(request.url)
+        route = self.route or wrapping.route_name(request.url)
         host = urlsplit(str(request.url)).netloc
         model = dialect.model_in_request(request.url.path, body)
         new_body, report = fold_request(
@@ -104,13 +95,13 @@ class _Fold:
         return made
 
 
-class _FoldFront(Wrapping[_Fold, I]):
+class _FoldFront(wrapping.Wrapping[_Fold, wrapping.I]):
     """The constructor and attributes both fold transports show."""
 
     def __init__(
         self,
         settings: Settings = None,
-        inner: I | None = None,
+        inner: wrapping.I | None = None,
         route: str | None = None,
         on_fold: OnFold | None = None,
     ) -> None:
@@ -125,7 +116,7 @@ class _FoldFront(Wrapping[_Fold, I]):
         return self._policy.last_report
 
 
-class FoldTransport(_FoldFront[SyncInner], WrappingTransport[_Fold]):
+class FoldTransport(_FoldFront[wrapping.SyncInner], wrapping.WrappingTransport[_Fold]):
     """A sync httpx transport that folds request bodies (see the module docstring).
 
     ``settings``: a :class:`FoldSettings`, a path to a TOML settings file, or None (off).
@@ -136,7 +127,7 @@ class FoldTransport(_FoldFront[SyncInner], WrappingTransport[_Fold]):
     """
 
 
-class AsyncFoldTransport(_FoldFront[AsyncInner], AsyncWrappingTransport[_Fold]):
+class AsyncFoldTransport(_FoldFront[wrapping.AsyncInner], wrapping.AsyncWrappingTransport[_Fold]):
     """The async twin of :class:`FoldTransport` (default inner: ``AsyncHTTPTransport()``)."""
 
 

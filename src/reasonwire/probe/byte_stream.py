@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Iterator
-from typing import overload
+from typing import TypedDict, Unpack, overload
 
 from reasonwire.probe.call import CallObserver, arelay, relay
 from reasonwire.probe.carriers import PromptCounter, Tokenizer
@@ -44,37 +44,28 @@ async def _passthrough(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:
         yield chunk
 
 
+class _Options(TypedDict, total=False):
+    """The keyword options of :func:`observe_bytes` (named once for both overloads)."""
+
+    purpose: str | None
+    provider: str | None
+    model: str | None
+    request_body: bytes | None
+    stream: bool
+    ledger_dir: str | os.PathLike[str] | None
+    tokenizer: Tokenizer | PromptCounter | None
+    on_row: RowHook | None
+
+
 @overload
 def observe_bytes(
-    chunks: AsyncIterable[bytes],
-    *,
-    dialect: DialectName,
-    session_id: str,
-    purpose: str | None = ...,
-    provider: str | None = ...,
-    model: str | None = ...,
-    request_body: bytes | None = ...,
-    stream: bool = ...,
-    ledger_dir: str | os.PathLike[str] | None = ...,
-    tokenizer: Tokenizer | PromptCounter | None = ...,
-    on_row: RowHook | None = ...,
+    chunks: AsyncIterable[bytes], *, dialect: DialectName, session_id: str, **kw: Unpack[_Options]
 ) -> AsyncIterator[bytes]: ...
 
 
 @overload
 def observe_bytes(
-    chunks: Iterable[bytes],
-    *,
-    dialect: DialectName,
-    session_id: str,
-    purpose: str | None = ...,
-    provider: str | None = ...,
-    model: str | None = ...,
-    request_body: bytes | None = ...,
-    stream: bool = ...,
-    ledger_dir: str | os.PathLike[str] | None = ...,
-    tokenizer: Tokenizer | PromptCounter | None = ...,
-    on_row: RowHook | None = ...,
+    chunks: Iterable[bytes], *, dialect: DialectName, session_id: str, **kw: Unpack[_Options]
 ) -> Iterator[bytes]: ...
 
 

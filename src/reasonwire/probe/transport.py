@@ -22,17 +22,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from reasonwire import _wrapping as wrapping
 from reasonwire._httpcompat import ASYNC_STREAMS, SYNC_STREAMS
-from reasonwire._wrapping import (
-    AsyncInner,
-    AsyncWrappingTransport,
-    Flow,
-    I,
-    SyncInner,
-    Wrapping,
-    WrappingTransport,
-    route_name,
-)
 from reasonwire.probe.call import CallObserver, arelay, relay
 from reasonwire.probe.carriers import PromptCounter, Tokenizer
 from reasonwire.probe.recorder import CallStart, Recorder, RowHook
@@ -83,7 +74,7 @@ class _Probe:
         self.recorder = recorder
         self.provider = provider
 
-    def flow(self, request: httpx.Request) -> Flow:
+    def flow(self, request: httpx.Request) -> wrapping.Flow:
         begun = self._start(request)
         if begun is None:
             return (yield request)
@@ -102,7 +93,7 @@ class _Probe:
             found = dialect_for_path(request.url.path)
             if found is None:
                 return None
-            provider = self.provider or route_name(request.url)
+            provider = self.provider or wrapping.route_name(request.url)
             host = urlsplit(str(request.url)).netloc
             try:
                 content: bytes | None = request.content
@@ -146,7 +137,7 @@ class _Probe:
             pass
 
 
-class _ProbeFront(Wrapping[_Probe, I]):
+class _ProbeFront(wrapping.Wrapping[_Probe, wrapping.I]):
     """The constructor both probe transports show."""
 
     def __init__(
@@ -154,7 +145,7 @@ class _ProbeFront(Wrapping[_Probe, I]):
         session_id: str,
         purpose: str | None = None,
         ledger_dir: str | os.PathLike[str] | None = None,
-        inner: I | None = None,
+        inner: wrapping.I | None = None,
         provider: str | None = None,
         tokenizer: Tokenizer | PromptCounter | None = None,
         on_row: RowHook | None = None,
@@ -163,7 +154,7 @@ class _ProbeFront(Wrapping[_Probe, I]):
         self._wrap(_Probe(recorder, provider), inner)
 
 
-class ProbeTransport(_ProbeFront[SyncInner], WrappingTransport[_Probe]):
+class ProbeTransport(_ProbeFront[wrapping.SyncInner], wrapping.WrappingTransport[_Probe]):
     """A sync httpx transport that records one ledger row per model call.
 
     ``inner`` defaults to the package's own ``HTTPTransport()`` (created on first use, for
@@ -180,7 +171,9 @@ class ProbeTransport(_ProbeFront[SyncInner], WrappingTransport[_Probe]):
     """
 
 
-class AsyncProbeTransport(_ProbeFront[AsyncInner], AsyncWrappingTransport[_Probe]):
+class AsyncProbeTransport(
+    _ProbeFront[wrapping.AsyncInner], wrapping.AsyncWrappingTransport[_Probe]
+):
     """The async twin of :class:`ProbeTransport` (default inner: ``AsyncHTTPTransport()``)."""
 
 
