@@ -5,6 +5,9 @@ against the folded text's own T), what the fold saved (unfolded minus folded bil
 and that as a share of the unfolded delta next to the share of characters folded), and which
 canary each replay's reply named (head and tail expected, the folded middle not). Rendered
 from the matrix dict alone; free text is redacted and escaped like the rest of the report.
+Why here and not in ``eval``: it knows the fold's evidence (the matrix's ``fold`` section, as
+:class:`reasonwire.method.matrix.FoldSection` writes it) and nothing of eval's machinery;
+eval's ``matrix`` and ``report_html`` call it.
 """
 
 from __future__ import annotations
