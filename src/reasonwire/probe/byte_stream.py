@@ -28,7 +28,7 @@ def _observer(
     stream: bool,
 ) -> CallObserver | None:
     try:
-        start = recorder.start(dialect, provider, provider or "", request_body)
+        start = recorder.start(dialect, provider, provider or "", request_body, recorder.tokenizer)
         if start is None:
             return None
         body = start.body

@@ -93,16 +93,22 @@ class Recorder:
     on_row: RowHook | None = None
 
     def start(
-        self, dialect: DialectName, provider: str | None, host: str, content: bytes | None
+        self,
+        dialect: DialectName,
+        provider: str | None,
+        host: str,
+        content: bytes | None,
+        counter: Tokenizer | PromptCounter | None,
     ) -> CallStart | None:
         """The call's start (settings read once, here); None when the settings exclude it.
-        ``content``: the request body, when it could be read."""
+        ``content``: the request body, when it could be read; ``counter``: what counts its
+        re-sent text for this request (:attr:`tokenizer`, or a counter bound to the request)."""
         settings = load_settings()
         if not settings.observes(provider or "", host):
             return None
         body, sent = parse_request_body(content, dialect)
         try:
-            entries = sent_carriers(body, sent, self.tokenizer)
+            entries = sent_carriers(body, sent, counter)
         except Exception:  # the probe never breaks a call: sizes without digests
             entries = sent_carriers(None, sent)
         return CallStart(settings, dialect, provider, body, sent, entries)

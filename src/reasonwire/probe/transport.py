@@ -99,7 +99,8 @@ class _Probe:
                 content: bytes | None = request.content
             except Exception:  # a streamed upload that was not read: no request side
                 content = None
-            start = self.recorder.start(found.name, provider, host, content)
+            counter = self.recorder.tokenizer
+            start = self.recorder.start(found.name, provider, host, content, counter)
             if start is None:
                 return None
             return start, found.model_in_request(request.url.path, start.body)
