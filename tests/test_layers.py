@@ -5,10 +5,13 @@ by a test or not:
 - ``wire``: imports nothing of reasonwire above it (only ``reasonwire.wire.*`` and
   ``reasonwire.errors``; not even ``credentials``: wire is pure data shapes).
 - ``agent`` does not import ``eval`` (continuity must not depend on the harness).
+- ``fold`` imports none of its users: ``eval``, ``govern``, ``agent`` (the fold is one package;
+  what stays in them - eval's fold step and rows, the gateway's upstream fold - uses it).
 - ``templates`` and ``localserver`` do not import each other.
 - The lean core (``reasonwire`` itself, ``wire``, ``probe``, ``agent``, ``http``,
-  ``credentials``, ``errors``) imports, when it is imported, nothing but the standard library,
-  httpx, orjson and reasonwire modules that obey the same rule (followed transitively through
+  ``credentials``, ``errors``, ``_wrapping``: the transport base of probe and fold) imports,
+  when it is imported, nothing but the standard library, httpx, orjson and reasonwire
+  modules that obey the same rule (followed transitively through
   every module-level import; a function-level import or one under ``if TYPE_CHECKING:`` runs
   only when called). The CLI modules of those packages (``cli.py``, ``*_cli.py``) are not part
   of it: only the ``reasonwire`` command imports them, after checking the [cli] extra.
@@ -39,7 +42,9 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 ROOT = "reasonwire"
 
 CORE = ("reasonwire", "reasonwire.wire", "reasonwire.probe", "reasonwire.agent")
-CORE_MODULES = ("reasonwire.http", "reasonwire.credentials", "reasonwire.errors")
+CORE_MODULES = (
+    "reasonwire.http", "reasonwire.credentials", "reasonwire.errors", "reasonwire._wrapping",
+)  # fmt: skip
 # What the lean core may import besides the standard library and itself (pyproject
 # `dependencies`; h2 is httpx's own, loaded by httpx).
 CORE_THIRD_PARTY = frozenset({"httpx", "orjson"})
@@ -226,6 +231,17 @@ def agent_imports_eval() -> Iterator[Violation]:
             for imp in mod.imports:
                 if _within(imp.target, "reasonwire.eval"):
                     yield Violation("agent-imports-eval", mod.rel, imp.target, imp.line)
+
+
+FOLD_USERS = ("reasonwire.eval", "reasonwire.govern", "reasonwire.agent")
+
+
+def fold_imports_users() -> Iterator[Violation]:
+    for mod in MODS.values():
+        if _within(mod.name, "reasonwire.fold"):
+            for imp in mod.imports:
+                if any(_within(imp.target, user) for user in FOLD_USERS):
+                    yield Violation("fold-imports-users", mod.rel, imp.target, imp.line)
 
 
 def templates_localserver() -> Iterator[Violation]:
@@ -425,6 +441,7 @@ RULES = {
     "wire-above": wire_above,
     "agent-imports-eval": agent_imports_eval,
     "templates-localserver": templates_localserver,
+    "fold-imports-users": fold_imports_users,
     "core-imports-heavy": core_imports_heavy,
     "module-cycle": lambda: cycles(None),
     "package-cycle": lambda: cycles(1),
@@ -449,6 +466,7 @@ def test_tree_is_read() -> None:
     assert len(MODS) > 50 and "reasonwire.wire.model" in MODS and "reasonwire" in MODS
     assert "reasonwire.agent.loop" in core_modules()
     assert "reasonwire.probe.cli" not in core_modules()
+    assert "reasonwire._wrapping" in core_modules()
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))

@@ -20,17 +20,17 @@ from typer.testing import CliRunner
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
 from reasonwire.eval.cli import app
 from reasonwire.eval.embedded import SIM_LANES, sim_targets
-from reasonwire.eval.fold_trace import make_fold_trace
 from reasonwire.eval.records import read_jsonl
 from reasonwire.eval.report_html import write_all
+from reasonwire.fold.trace import make_fold_trace
 from reasonwire.method.fixture import DEFAULT_SEED, SeededTrace
 from reasonwire.method.matrix import FoldSection, read_matrix
 from reasonwire.sim import SimServer
 from reasonwire.sim.behaviours import BEHAVIOURS
 from reasonwire.sim.tokens import count
 from reasonwire.wire.fold import FoldSettings
+from tests.fold.test_trace import by_hand
 
-from .test_fold_trace import by_hand
 from .truth import VARIANT_KEYS, lane_behaviour
 
 MODELS = ("sim-chat-all", "sim-qwen3", "sim-chat-ignore", "sim-r1", "sim-vllm", "sim-gemini",

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reasonwire.probe import AsyncProbeTransport, ProbeTransport, observe_bytes
-from reasonwire.probe.observer import CallObserver
+from reasonwire.probe.call import CallObserver
 from tests.probe.indep import count
 from tests.probe.streams import anthropic_stream, chat_stream, chunked, mock, rows_now
 
@@ -92,7 +92,7 @@ def test_observe_bytes_any_chunking(parts: list[tuple[str, str]], a: list[int]) 
 
 # -- batched decoding: counts are exact across batch boundaries; the lag is bounded ----------
 
-BATCH = 32 * 1024  # the documented bound (probe/observer.py): decoded within 32 KB of passing
+BATCH = 32 * 1024  # the documented bound (probe/call.py): decoded within 32 KB of passing
 
 
 def _observer() -> CallObserver:

@@ -12,9 +12,9 @@ from typing import Any
 from typer.testing import CliRunner
 
 from reasonwire.probe import observe_bytes
+from reasonwire.probe.call import ts_utc
 from reasonwire.probe.cli import app
 from reasonwire.probe.ledger import append_row, read_rows, row_usage
-from reasonwire.probe.observer import ts_utc
 from tests.probe.streams import rows_now
 
 V0 = Path(__file__).parent / "data" / "ledger_v0"

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from reasonwire.probe import ProbeTransport, observe_bytes
-from reasonwire.probe import observer as observer_mod
+from reasonwire.probe import call as call_mod
 from reasonwire.wire.chat import _stream as chat_stream_mod
 from tests.probe.indep import count
 from tests.probe.streams import chat_stream, chunked, mock, rows_now
@@ -93,7 +93,7 @@ def test_rows_keep_call_order(tmp_path: Path) -> None:
 
 
 def test_large_non_stream_body_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(observer_mod, "MAX_PARSE_BYTES", 100)
+    monkeypatch.setattr(call_mod, "MAX_PARSE_BYTES", 100)
     body = b'{"choices":[{"message":{"role":"assistant","content":"' + b"x" * 200 + b'"}}]}'
     list(observe_bytes([body[:90], body[90:]], dialect="chat", session_id="big",
                        ledger_dir=tmp_path, stream=False))  # fmt: skip

@@ -10,14 +10,13 @@ text's own T (chars/4 of what was sent). Call records come in as JSON (see
 
 from __future__ import annotations
 
-from typing import Any
-
 from reasonwire.eval._rows import Rec
-from reasonwire.eval.fold_trace import chars4
 from reasonwire.eval.variants import BASELINE, TEXT_VARIANTS
+from reasonwire.fold.trace import chars4
 from reasonwire.method.fixture import canary_hit
 from reasonwire.method.matrix import FoldRecall, FoldRow, FoldSetup, RowError
 from reasonwire.method.verdicts import Outcome, Thresholds
+from reasonwire.wire.model import JsonObject
 
 MODES = ("unfolded", "folded")
 
@@ -79,7 +78,7 @@ def _row(
     deltas: dict[str, int | None] = {}
     outcomes: dict[str, Outcome] = {}
     errors: list[RowError] = []
-    facts: dict[str, Any] = {}
+    facts: JsonObject = {}
     for mode in MODES:
         ok, failed = _pick([r for r in recs if r.get("fold_mode") == mode], lane)
         answer[mode] = ok

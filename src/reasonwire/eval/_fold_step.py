@@ -5,7 +5,7 @@ something to show: for each text variant (field) the method found consumed in th
 lane (delta >= ``consume_ratio`` x T against that lane's baseline). A field the model ignores
 or refuses gets a note and no call; so does a route the fold settings do not apply to.
 
-Per lane it sends, in the loop, with the long trace of :mod:`reasonwire.eval.fold_trace` and
+Per lane it sends, in the loop, with the long trace of :mod:`reasonwire.fold.trace` and
 its every-word probe:
 
 - ``baseline``: no carrier (the byte-identical reference of both replays; one per lane);
@@ -28,9 +28,9 @@ from urllib.parse import urlsplit
 
 from reasonwire.eval.cells import CallOutcome, Cell
 from reasonwire.eval.config import Target
-from reasonwire.eval.fold_trace import FOLD_PROBES, FoldTrace
 from reasonwire.eval.records import Answered
 from reasonwire.eval.variants import BASELINE, variants_for
+from reasonwire.fold.trace import FOLD_PROBES, FoldTrace
 from reasonwire.method.verdicts import Outcome, Thresholds
 
 from reasonwire.eval._steps import Method, _ModelState  # isort: skip

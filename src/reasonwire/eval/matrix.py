@@ -30,7 +30,6 @@ from reasonwire.errors import ConfigError
 from reasonwire.eval._fold_rows import fold_rows_of
 from reasonwire.eval._rows import Rec, rows_of
 from reasonwire.eval.budget import likely_cost
-from reasonwire.eval.fold_report import fold_md
 from reasonwire.eval.records import (
     CALLS,
     COST,
@@ -43,6 +42,7 @@ from reasonwire.eval.records import (
     read_records,
 )
 from reasonwire.eval.variants import BASELINE, NO_TEXT_VARIANTS_REASON, TEXT_VARIANTS
+from reasonwire.fold.report import fold_md
 from reasonwire.method.codec import to_json
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.matrix import SCHEMA, FoldSection, FoldSetup, Matrix, MatrixRun

@@ -28,8 +28,8 @@ from typing import Any, Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
-from reasonwire.eval.fold_report import fold_html
 from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_files
+from reasonwire.fold.report import fold_html
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
 

@@ -24,9 +24,9 @@ from reasonwire.eval._fold_step import FoldStep
 from reasonwire.eval._steps import Method, estimate_cells
 from reasonwire.eval.config import EvalConfig, RunResult, Target
 from reasonwire.eval.fixture import make_fixture
-from reasonwire.eval.fold_trace import FoldTrace, make_fold_trace
 from reasonwire.eval.lock import RunLock
 from reasonwire.eval.records import CALLS, Records, RunEnd, RunStart, TargetRef, read_jsonl
+from reasonwire.fold.trace import FoldTrace, make_fold_trace
 from reasonwire.http import make_async_client
 from reasonwire.method.verdicts import Thresholds
 from reasonwire.wire.model import ABSENT

@@ -10,6 +10,14 @@ Public API:
   bodies of dialect endpoints before sending;
 - :func:`make_plan`, :func:`plan_settings`, :func:`settings_toml`, :class:`PlanLine`: the
   ``reasonwire fold plan`` decisions (drop / fold / keep / unknown per route and model).
+
+The package holds everything of the fold above the pure core (``wire/fold.py``): the settings
+file (``_settings``), the transports (``transport``), ``fold plan`` (``plan``, ``cli``), and
+the evidence ``eval run --fold`` gathers: its long trace (``trace``) and its report section
+(``report``). It imports none of its users (the layer contract): the fold step and its rows
+stay in ``eval`` (they run on eval's executor and read eval's call records), the upstream fold
+in ``govern`` (it decides between a registered route's settings and the operator's), and
+the agent's ``fold=`` option in ``agent`` (one call to the pure core).
 """
 
 from reasonwire.fold._settings import load_fold_settings

@@ -10,7 +10,6 @@ import os
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.fold import FoldSettings
@@ -28,7 +27,7 @@ def load_fold_settings(path: str | os.PathLike[str]) -> FoldSettings:
     not TOML, or holds a bad value."""
     p = Path(path).expanduser()
     try:
-        data: dict[str, Any] = tomllib.loads(p.read_text(encoding="utf-8"))
+        data: dict[str, object] = tomllib.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read fold settings {p}: {exc.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -40,7 +39,7 @@ def load_fold_settings(path: str | os.PathLike[str]) -> FoldSettings:
     return FoldSettings.from_mapping(spec_names(table, where), where=where)
 
 
-def spec_names(table: Mapping[str, Any], where: str) -> dict[str, Any]:
+def spec_names(table: Mapping[str, object], where: str) -> dict[str, object]:
     """``table`` with the spec's key names put as the settings' field names; a key given
     under both names is a ConfigError (which one would win is not for us to guess)."""
     out = dict(table)

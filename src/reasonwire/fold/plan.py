@@ -26,13 +26,14 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 
 from reasonwire.errors import ConfigError, UnknownDialect
 from reasonwire.probe.ledger import read_rows, row_usage
 from reasonwire.probe.report import BYTES_PER_TOKEN
 from reasonwire.wire.fold import FoldSettings
+from reasonwire.wire.model import JSON, JsonObject
 from reasonwire.wire.registry import get_dialect
 
 MATRIX_SCHEMA = "reasonwire.eval.matrix/1"
@@ -61,11 +62,11 @@ class PlanLine:
         return f"{self.route}/{self.model}"
 
 
-def read_matrix(path: str | Path) -> dict[str, Any]:
+def read_matrix(path: str | Path) -> JsonObject:
     """The harness's ``matrix.json``; ConfigError (one line) when missing or not one."""
     p = Path(path).expanduser()
     try:
-        data: Any = json.loads(p.read_text(encoding="utf-8"))
+        data: JSON = json.loads(p.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read matrix {p}: {exc.strerror}") from None
     except (ValueError, UnicodeDecodeError) as exc:
@@ -83,7 +84,7 @@ def read_matrix(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def read_ledger(path: str | Path) -> list[dict[str, Any]]:
+def read_ledger(path: str | Path) -> list[JsonObject]:
     """Every row of the probe ledger directory ``path`` (archives too); ConfigError when
     the directory does not exist."""
     p = Path(path).expanduser()
@@ -92,7 +93,7 @@ def read_ledger(path: str | Path) -> list[dict[str, Any]]:
     return read_rows(p).rows
 
 
-def _variants_for(row: dict[str, Any]) -> list[str]:
+def _variants_for(row: JsonObject) -> list[str]:
     """The text variants whose verdicts speak for this row's model (see module doc)."""
     try:
         dialect = get_dialect(row["dialect"])
@@ -108,7 +109,7 @@ def _variants_for(row: dict[str, Any]) -> list[str]:
     return chosen or list(single)
 
 
-def _consumption(rows: list[dict[str, Any]]) -> tuple[str, str]:
+def _consumption(rows: list[JsonObject]) -> tuple[str, str]:
     """('consumed' | 'ignored' | 'unknown', the verdicts seen) over a pair's lane rows."""
     seen: list[str] = []
     for row in rows:
@@ -138,7 +139,7 @@ def _route_hosts(route: str) -> set[str]:
     return names
 
 
-def _share(ledger: Iterable[dict[str, Any]], route: str, model: str) -> tuple[float | None, int]:
+def _share(ledger: Iterable[JsonObject], route: str, model: str) -> tuple[float | None, int]:
     """Estimated re-sent reasoning text share of billed input, over the pair's ledger rows
     that reported usage; (None, 0) without any."""
     names = _route_hosts(route)
@@ -163,14 +164,14 @@ def _share(ledger: Iterable[dict[str, Any]], route: str, model: str) -> tuple[fl
 
 
 def make_plan(
-    matrix: dict[str, Any],
-    ledger: list[dict[str, Any]],
+    matrix: JsonObject,
+    ledger: list[JsonObject],
     threshold_pct: float = DEFAULT_THRESHOLD_PCT,
 ) -> list[PlanLine]:
     """One :class:`PlanLine` per (route, model) of the matrix, in matrix order."""
     if not 0 <= threshold_pct <= 100:
         raise ConfigError(f"fold plan: threshold must be 0..100 %, not {threshold_pct}")
-    pairs: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    pairs: dict[tuple[str, str], list[JsonObject]] = {}
     for row in matrix.get("rows") or ():
         pairs.setdefault((row["route"], row["model"]), []).append(row)
     out: list[PlanLine] = []

@@ -10,28 +10,31 @@ original request object goes to the inner transport: the same bytes, never re-se
 Any other endpoint, a body that is not JSON, a compressed or streamed upload, and every
 request while the fold is off (the default) pass through untouched. Responses are never
 touched. Compose with the probe as ``FoldTransport(settings, inner=ProbeTransport(...))`` to
-record what was actually sent.
+record what was actually sent. The sync and async transports share the one policy,
+:class:`_Fold` (the wrapping itself: :mod:`reasonwire._wrapping`).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable
-from typing import Any
 from urllib.parse import urlsplit
 
-from reasonwire._httpcompat import ASYNC_TRANSPORTS, SYNC_TRANSPORTS, package_of
+import httpx
+
+from reasonwire import _wrapping as wrapping
+from reasonwire._httpcompat import package_of
 from reasonwire.fold._settings import load_fold_settings
-from reasonwire.probe.transport import provider_for
 from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request
+from reasonwire.wire.model import JSON
 from reasonwire.wire.registry import dialect_for_path
 
 OnFold = Callable[[FoldReport], None]
+Settings = FoldSettings | str | os.PathLike[str] | None
 
 
-def _dumps(body: Any) -> bytes:
+def _dumps(body: JSON) -> bytes:
     try:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: keep it as the \\u escape it came as
@@ -39,14 +42,9 @@ def _dumps(body: Any) -> bytes:
 
 
 class _Fold:
-    """What both transports share: the settings and the per-request decision."""
+    """The fold's policy: the settings and the per-request decision."""
 
-    def __init__(
-        self,
-        settings: FoldSettings | str | os.PathLike[str] | None,
-        route: str | None,
-        on_fold: OnFold | None,
-    ) -> None:
+    def __init__(self, settings: Settings, route: str | None, on_fold: OnFold | None) -> None:
         if settings is None:
             settings = FoldSettings()
         elif not isinstance(settings, FoldSettings):
@@ -56,7 +54,10 @@ class _Fold:
         self.on_fold = on_fold
         self.last_report: FoldReport | None = None
 
-    def request(self, request: Any) -> Any:
+    def flow(self, request: httpx.Request) -> wrapping.Flow:
+        return (yield self.request(request))
+
+    def request(self, request: httpx.Request) -> httpx.Request:
         """``request`` itself, or a new request whose body has folded reasoning text."""
         if not self.settings.enabled:
             return request
@@ -68,12 +69,12 @@ class _Fold:
         except Exception:  # a streamed upload that was not read: leave it alone
             return request
         try:
-            body = json.loads(content)
+            body: JSON = json.loads(content)
         except (ValueError, UnicodeDecodeError):
             return request
         if not isinstance(body, dict):
             return request
-        route = self.route or provider_for(request.url)
+        route = self.route or wrapping.route_name(request.url)
         host = urlsplit(str(request.url)).netloc
         model = dialect.model_in_request(request.url.path, body)
         new_body, report = fold_request(
@@ -87,13 +88,35 @@ class _Fold:
         data = _dumps(new_body)
         headers = request.headers.copy()
         headers["content-length"] = str(len(data))
-        return package_of(request).Request(
+        made: httpx.Request = package_of(request).Request(
             request.method, request.url, headers=headers, content=data,
             extensions=request.extensions,
         )  # fmt: skip
+        return made
 
 
-class FoldTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
+class _FoldFront(wrapping.Wrapping[_Fold, wrapping.I]):
+    """The constructor and attributes both fold transports show."""
+
+    def __init__(
+        self,
+        settings: Settings = None,
+        inner: wrapping.I | None = None,
+        route: str | None = None,
+        on_fold: OnFold | None = None,
+    ) -> None:
+        self._wrap(_Fold(settings, route, on_fold), inner)
+
+    @property
+    def settings(self) -> FoldSettings:
+        return self._policy.settings
+
+    @property
+    def last_report(self) -> FoldReport | None:
+        return self._policy.last_report
+
+
+class FoldTransport(_FoldFront[wrapping.SyncInner], wrapping.WrappingTransport[_Fold]):
     """A sync httpx transport that folds request bodies (see the module docstring).
 
     ``settings``: a :class:`FoldSettings`, a path to a TOML settings file, or None (off).
@@ -103,77 +126,9 @@ class FoldTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     ``inner`` defaults to the package's own ``HTTPTransport()``.
     """
 
-    def __init__(
-        self,
-        settings: FoldSettings | str | os.PathLike[str] | None = None,
-        inner: Any = None,
-        route: str | None = None,
-        on_fold: OnFold | None = None,
-    ) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._fold = _Fold(settings, route, on_fold)
 
-    @property
-    def settings(self) -> FoldSettings:
-        return self._fold.settings
-
-    @property
-    def last_report(self) -> FoldReport | None:
-        return self._fold.last_report
-
-    def _transport(self, request: Any) -> Any:
-        if self._inner is None:
-            with self._lock:
-                if self._inner is None:
-                    self._inner = package_of(request).HTTPTransport()
-        return self._inner
-
-    def handle_request(self, request: Any) -> Any:
-        inner = self._transport(request)
-        return inner.handle_request(self._fold.request(request))
-
-    def close(self) -> None:
-        if self._inner is not None:
-            self._inner.close()
-
-
-class AsyncFoldTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
+class AsyncFoldTransport(_FoldFront[wrapping.AsyncInner], wrapping.AsyncWrappingTransport[_Fold]):
     """The async twin of :class:`FoldTransport` (default inner: ``AsyncHTTPTransport()``)."""
-
-    def __init__(
-        self,
-        settings: FoldSettings | str | os.PathLike[str] | None = None,
-        inner: Any = None,
-        route: str | None = None,
-        on_fold: OnFold | None = None,
-    ) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._fold = _Fold(settings, route, on_fold)
-
-    @property
-    def settings(self) -> FoldSettings:
-        return self._fold.settings
-
-    @property
-    def last_report(self) -> FoldReport | None:
-        return self._fold.last_report
-
-    def _transport(self, request: Any) -> Any:
-        if self._inner is None:
-            with self._lock:
-                if self._inner is None:
-                    self._inner = package_of(request).AsyncHTTPTransport()
-        return self._inner
-
-    async def handle_async_request(self, request: Any) -> Any:
-        inner = self._transport(request)
-        return await inner.handle_async_request(self._fold.request(request))
-
-    async def aclose(self) -> None:
-        if self._inner is not None:
-            await self._inner.aclose()
 
 
 __all__ = ["AsyncFoldTransport", "FoldTransport"]

@@ -103,7 +103,7 @@ class SeededTrace:
 
 def filler_sentences(rng: random.Random, words: int) -> list[str]:
     """Seeded filler sentences of 8-14 words each, at least ``words`` words in all: the
-    trace's body, and the fold evidence's longer trace (:mod:`reasonwire.eval.fold_trace`)."""
+    trace's body, and the fold evidence's longer trace (:mod:`reasonwire.fold.trace`)."""
     sentences: list[str] = []
     count = 0
     while count < words:

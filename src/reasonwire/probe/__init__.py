@@ -14,9 +14,9 @@ Public API (pinned by tests/probe/test_api.py):
   background housekeeping (archive rotation) submitted so far.
 """
 
+from reasonwire.probe.byte_stream import observe_bytes
 from reasonwire.probe.carriers import PromptCounter, Tokenizer
 from reasonwire.probe.ledger import read_rows
-from reasonwire.probe.observe import observe_bytes
 from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
 from reasonwire.probe.transport import AsyncProbeTransport, ProbeTransport
 from reasonwire.probe.worker import flush

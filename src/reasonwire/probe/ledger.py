@@ -11,7 +11,7 @@ Nothing is deleted: the archive holds every row, and :func:`read_rows` reads arc
 
 Readers skip a line that does not parse (a torn last line from a crash, or a row cut short by
 a full disk) and count it. Rows of both schemas are read: the method's (``usage.inputTokens``,
-``cacheReadTokens``, ...; see :mod:`reasonwire.probe.observer`) and the one written before it
+``cacheReadTokens``, ...; see :mod:`reasonwire.probe.call`) and the one written before it
 (``usage.uncached``, ``cacheRead``, ``billedInput``...); :func:`row_usage` reads either.
 """
 

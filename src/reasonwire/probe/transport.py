@@ -9,208 +9,153 @@ once, in a ``finally``, when the stream ends, is closed, fails or is abandoned (
 comes first): it is on disk by the time the caller's response is closed.
 
 Calls to other endpoints (model lists, token counting) and calls the settings exclude go to
-the inner transport untouched.
+the inner transport untouched. The sync and async transports share the one policy,
+:class:`_Probe` (the wrapping itself: :mod:`reasonwire._wrapping`).
 """
 
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Iterator
+from typing import cast
 from urllib.parse import urlsplit
 
-from reasonwire._httpcompat import (
-    ASYNC_STREAMS,
-    ASYNC_TRANSPORTS,
-    SYNC_STREAMS,
-    SYNC_TRANSPORTS,
-    package_of,
-)
+import httpx
+
+from reasonwire import _wrapping as wrapping
+from reasonwire._httpcompat import ASYNC_STREAMS, SYNC_STREAMS
+from reasonwire.probe.call import CallObserver, arelay, relay
 from reasonwire.probe.carriers import PromptCounter, Tokenizer, bind_counter
-from reasonwire.probe.observer import (
-    CallObserver,
-    RowHook,
-    arelay,
-    make_writer,
-    relay,
-    request_side,
-)
-from reasonwire.probe.settings import ProbeSettings, ledger_dir, load_settings
+from reasonwire.probe.recorder import CallStart, Recorder, RowHook
 from reasonwire.wire.model import DialectName
 from reasonwire.wire.registry import dialect_for_path, get_dialect
 
 _STREAM_TYPES = ("text/event-stream",)
 
 
-def provider_for(url: Any) -> str:
-    """The built-in route whose base URL the request goes to, else the host (and port)."""
-    try:
-        from reasonwire.routes import BUILTIN_ROUTES
-
-        target = str(url)
-        best = ""
-        name = ""
-        for route in BUILTIN_ROUTES.values():
-            base = route.base_url
-            if base and target.startswith(base) and len(base) > len(best):
-                best, name = base, route.name
-        if name:
-            return name
-    except Exception:
-        pass
-    return str(url.netloc.decode("ascii", "replace"))
-
-
-def _is_stream(request: Any, response: Any, dialect: DialectName) -> bool:
+def _is_stream(request: httpx.Request, response: httpx.Response, dialect: DialectName) -> bool:
     ctype = response.headers.get("content-type", "").lower()
     if ctype.startswith(_STREAM_TYPES):
         return True
     return get_dialect(dialect).streams_as_json(request.url.path)
 
 
+class _ObservedStream(*SYNC_STREAMS, *ASYNC_STREAMS):  # type: ignore[misc]
+    """The response's byte stream, counted as it passes: one class for both kinds of client
+    (as httpx's own ``ByteStream``), since only the iteration differs."""
+
+    def __init__(self, inner: httpx.SyncByteStream | httpx.AsyncByteStream, obs: CallObserver):
+        self._inner = inner
+        self._obs = obs
+
+    def __iter__(self) -> Iterator[bytes]:
+        return relay(cast(Iterable[bytes], self._inner), self._obs)
+
+    def __aiter__(self) -> AsyncIterator[bytes]:
+        return arelay(cast(httpx.AsyncByteStream, self._inner), self._obs)
+
+    def close(self) -> None:
+        try:
+            cast(httpx.SyncByteStream, self._inner).close()
+        finally:
+            self._obs.finish()
+
+    async def aclose(self) -> None:
+        try:
+            await cast(httpx.AsyncByteStream, self._inner).aclose()
+        finally:
+            self._obs.finish()
+
+
 class _Probe:
-    """What both transports share: settings, ledger location and the per-call observer."""
+    """The probe's policy: observe the call of a dialect endpoint the settings include."""
 
-    def __init__(
-        self,
-        session_id: str,
-        purpose: str | None,
-        ledger_dir_: str | os.PathLike[str] | None,
-        provider: str | None = None,
-        tokenizer: Tokenizer | PromptCounter | None = None,
-        on_row: RowHook | None = None,
-    ) -> None:
-        self.session_id = session_id
-        self.purpose = purpose
-        self._ledger_dir = ledger_dir_
+    def __init__(self, recorder: Recorder, provider: str | None) -> None:
+        self.recorder = recorder
         self.provider = provider
-        self.tokenizer = tokenizer
-        self.on_row = on_row
 
-    def start(self, request: Any) -> tuple[dict[str, Any], ProbeSettings] | None:
+    def flow(self, request: httpx.Request) -> wrapping.Flow:
+        begun = self._start(request)
+        if begun is None:
+            return (yield request)
+        start, model = begun
+        try:
+            response = yield request
+        except BaseException as exc:
+            self._failed(start, model, exc)
+            raise
+        self._watch(start, model, request, response)
+        return response
+
+    def _start(self, request: httpx.Request) -> tuple[CallStart, str | None] | None:
         """Call-start decisions (settings read once here). None: do not observe."""
         try:
             found = dialect_for_path(request.url.path)
             if found is None:
                 return None
-            dialect = found.name
-            settings = load_settings()
-            provider = self.provider or provider_for(request.url)
+            provider = self.provider or wrapping.route_name(request.url)
             host = urlsplit(str(request.url)).netloc
-            if not settings.observes(provider, host):
-                return None
             try:
                 content: bytes | None = request.content
             except Exception:  # a streamed upload that was not read: no request side
                 content = None
-            counter = bind_counter(self.tokenizer, request, found)
-            body, sent, entries = request_side(content, dialect, counter)
-            return (
-                {
-                    "dialect": dialect,
-                    "provider": provider,
-                    "model": found.model_in_request(request.url.path, body),
-                    "sent": sent,
-                    "sent_entries": entries,
-                },
-                settings,
-            )
+            counter = bind_counter(self.recorder.tokenizer, request, found)
+            start = self.recorder.start(found.name, provider, host, content, counter)
+            if start is None:
+                return None
+            return start, found.model_in_request(request.url.path, start.body)
         except Exception:
             return None
 
-    def observer(
-        self,
-        info: dict[str, Any],
-        settings: ProbeSettings,
-        request: Any,
-        response: Any,
-    ) -> CallObserver:
-        directory = Path(ledger_dir(self._ledger_dir))
-        stream = False
-        status = None
-        encoding = None
-        if response is not None:
-            stream = _is_stream(request, response, info["dialect"])
-            status = response.status_code
-            encoding = response.headers.get("content-encoding")
-        return CallObserver(
-            session_id=self.session_id,
-            purpose=self.purpose,
-            stream=stream,
-            http_status=status,
-            content_encoding=encoding,
-            writer=make_writer(directory, self.session_id, settings.cap_bytes, self.on_row),
-            **info,
-        )
-
-    def record_failure(
-        self, info: dict[str, Any], settings: ProbeSettings, request: Any, exc: BaseException
-    ) -> None:
+    def _failed(self, start: CallStart, model: str | None, exc: BaseException) -> None:
         """A row for a call that got no response (the caller still sees ``exc``)."""
         try:
-            obs = self.observer(info, settings, request, None)
+            obs = self.recorder.observer(start, model, stream=False, http_status=None)
             obs.mark_failed(exc)
             obs.finish()
         except Exception:
             pass
 
-    def watch(
-        self, info: dict[str, Any], settings: ProbeSettings, request: Any, response: Any,
-        wrap: Callable[[Any, CallObserver], Any],
-    ) -> None:  # fmt: skip
+    def _watch(
+        self, start: CallStart, model: str | None, request: httpx.Request, response: httpx.Response
+    ) -> None:
         """Count ``response``: now if its body is already read, else by wrapping its stream."""
         try:
-            obs = self.observer(info, settings, request, response)
-            if not _already_read(response, obs):
-                response.stream = wrap(response.stream, obs)
+            obs = self.recorder.observer(
+                start, model,
+                stream=_is_stream(request, response, start.dialect),
+                http_status=response.status_code,
+                content_encoding=response.headers.get("content-encoding"),
+            )  # fmt: skip
+            if hasattr(response, "_content"):
+                # a body already in memory (a mock, a cache): the client will never iterate
+                # the stream, so count it now
+                with obs as feed:
+                    feed(response.content)
+            else:
+                response.stream = _ObservedStream(response.stream, obs)
         except Exception:
             pass
 
 
-def _already_read(response: Any, obs: CallObserver) -> bool:
-    """A transport may return a response whose body is already in memory (a mock, a cache):
-    count it now, since the client will never iterate the stream."""
-    if not hasattr(response, "_content"):
-        return False
-    obs.feed(response.content)
-    obs.mark_complete()
-    obs.finish()
-    return True
+class _ProbeFront(wrapping.Wrapping[_Probe, wrapping.I]):
+    """The constructor both probe transports show."""
+
+    def __init__(
+        self,
+        session_id: str,
+        purpose: str | None = None,
+        ledger_dir: str | os.PathLike[str] | None = None,
+        inner: wrapping.I | None = None,
+        provider: str | None = None,
+        tokenizer: Tokenizer | PromptCounter | None = None,
+        on_row: RowHook | None = None,
+    ) -> None:
+        recorder = Recorder(session_id, purpose, ledger_dir, tokenizer, on_row)
+        self._wrap(_Probe(recorder, provider), inner)
 
 
-class _SyncStream(*SYNC_STREAMS):  # type: ignore[misc]
-    def __init__(self, inner: Any, obs: CallObserver) -> None:
-        self._inner = inner
-        self._obs = obs
-
-    def __iter__(self) -> Iterator[bytes]:
-        return relay(self._inner, self._obs)
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._obs.finish()
-
-
-class _AsyncStream(*ASYNC_STREAMS):  # type: ignore[misc]
-    def __init__(self, inner: Any, obs: CallObserver) -> None:
-        self._inner = inner
-        self._obs = obs
-
-    def __aiter__(self) -> AsyncIterator[bytes]:
-        return arelay(self._inner, self._obs)
-
-    async def aclose(self) -> None:
-        try:
-            await self._inner.aclose()
-        finally:
-            self._obs.finish()
-
-
-class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
+class ProbeTransport(_ProbeFront[wrapping.SyncInner], wrapping.WrappingTransport[_Probe]):
     """A sync httpx transport that records one ledger row per model call.
 
     ``inner`` defaults to the package's own ``HTTPTransport()`` (created on first use, for
@@ -226,84 +171,11 @@ class ProbeTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     with each row once it is written, off the caller's path (e.g. an OTel live exporter).
     """
 
-    def __init__(
-        self,
-        session_id: str,
-        purpose: str | None = None,
-        ledger_dir: str | os.PathLike[str] | None = None,
-        inner: Any = None,
-        provider: str | None = None,
-        tokenizer: Tokenizer | PromptCounter | None = None,
-        on_row: RowHook | None = None,
-    ) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer, on_row)
 
-    def _transport(self, request: Any) -> Any:
-        if self._inner is None:
-            with self._lock:
-                if self._inner is None:
-                    self._inner = package_of(request).HTTPTransport()
-        return self._inner
-
-    def handle_request(self, request: Any) -> Any:
-        inner = self._transport(request)
-        start = self._probe.start(request)
-        if start is None:
-            return inner.handle_request(request)
-        info, settings = start
-        try:
-            response = inner.handle_request(request)
-        except BaseException as exc:
-            self._probe.record_failure(info, settings, request, exc)
-            raise
-        self._probe.watch(info, settings, request, response, _SyncStream)
-        return response
-
-    def close(self) -> None:
-        if self._inner is not None:
-            self._inner.close()
-
-
-class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
+class AsyncProbeTransport(
+    _ProbeFront[wrapping.AsyncInner], wrapping.AsyncWrappingTransport[_Probe]
+):
     """The async twin of :class:`ProbeTransport` (default inner: ``AsyncHTTPTransport()``)."""
 
-    def __init__(
-        self,
-        session_id: str,
-        purpose: str | None = None,
-        ledger_dir: str | os.PathLike[str] | None = None,
-        inner: Any = None,
-        provider: str | None = None,
-        tokenizer: Tokenizer | PromptCounter | None = None,
-        on_row: RowHook | None = None,
-    ) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self._probe = _Probe(session_id, purpose, ledger_dir, provider, tokenizer, on_row)
 
-    def _transport(self, request: Any) -> Any:
-        if self._inner is None:
-            with self._lock:
-                if self._inner is None:
-                    self._inner = package_of(request).AsyncHTTPTransport()
-        return self._inner
-
-    async def handle_async_request(self, request: Any) -> Any:
-        inner = self._transport(request)
-        start = self._probe.start(request)
-        if start is None:
-            return await inner.handle_async_request(request)
-        info, settings = start
-        try:
-            response = await inner.handle_async_request(request)
-        except BaseException as exc:
-            self._probe.record_failure(info, settings, request, exc)
-            raise
-        self._probe.watch(info, settings, request, response, _AsyncStream)
-        return response
-
-    async def aclose(self) -> None:
-        if self._inner is not None:
-            await self._inner.aclose()
+__all__ = ["AsyncProbeTransport", "ProbeTransport"]

@@ -1,6 +1,6 @@
 """The probe's one background thread: ledger housekeeping off the caller's path.
 
-Rows are counted and written on the caller's path (see :mod:`reasonwire.probe.observer`): a
+Rows are counted and written on the caller's path (see :mod:`reasonwire.probe.call`): a
 row is on disk when the call's response is closed. What is left for this thread is work that
 must not delay a call: archiving old session files when the ledger passes its size cap
 (:func:`reasonwire.probe.ledger.rotate_later`), which gzips whole files.

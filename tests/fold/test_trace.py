@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from reasonwire.errors import ConfigError
-from reasonwire.eval.fold_trace import kept_region, make_fold_trace
+from reasonwire.fold.trace import kept_region, make_fold_trace
 from reasonwire.method.fixture import CANARY_WORDS
 from reasonwire.wire.fold import FoldSettings, fold_request, fold_text
 

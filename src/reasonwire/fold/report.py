@@ -5,17 +5,20 @@ against the folded text's own T), what the fold saved (unfolded minus folded bil
 and that as a share of the unfolded delta next to the share of characters folded), and which
 canary each replay's reply named (head and tail expected, the folded middle not). Rendered
 from the matrix dict alone; free text is redacted and escaped like the rest of the report.
+Why here and not in ``eval``: it knows the fold's evidence (the matrix's ``fold`` section, as
+:class:`reasonwire.method.matrix.FoldSection` writes it) and nothing of eval's machinery;
+eval's ``matrix`` and ``report_html`` call it.
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import Any
 
 from reasonwire.credentials import redact
+from reasonwire.wire.model import JsonObject
 
 
-def _recall(r: dict[str, Any]) -> str:
+def _recall(r: JsonObject) -> str:
     """``word: unfolded→folded (expected)`` with y / n / - for recalled / missed / no answer."""
 
     def yn(v: object) -> str:
@@ -24,20 +27,20 @@ def _recall(r: dict[str, Any]) -> str:
     return f"{r['region']} {yn(r['unfolded'])}>{yn(r['folded'])} (want {yn(r['expected'])})"
 
 
-def _delta(row: dict[str, Any], mode: str) -> str:
+def _delta(row: JsonObject, mode: str) -> str:
     d = row[f"{mode}_delta"]
     T = row[f"T_{mode}"]
     return f"{row[f'{mode}_outcome']} ({'-' if d is None else d} / T {T})"
 
 
-def _saved(row: dict[str, Any]) -> str:
+def _saved(row: JsonObject) -> str:
     if row["saved_tokens"] is None:
         return "-"
     share = "-" if row["saved_share"] is None else f"{row['saved_share']:.0%}"
     return f"{row['saved_tokens']} ({share}; {row['folded_share']:.0%} of chars folded)"
 
 
-def _cells(row: dict[str, Any]) -> list[str]:
+def _cells(row: JsonObject) -> list[str]:
     errors = "; ".join(
         f"{e['variant']} {e['position']}: {e['status'] or 'no status'} {e['error'] or ''}"
         for e in row["errors"]
@@ -55,7 +58,7 @@ HEAD = ["route", "model", "lane", "field", "action", "unfolded", "folded", "save
         "canaries (unfolded>folded)", "recall as expected", "errors"]  # fmt: skip
 
 
-def _intro(setup: dict[str, Any], ratio: object) -> str:
+def _intro(setup: JsonObject, ratio: object) -> str:
     words = ", ".join(f"{c['region']} `{c['word']}` ({c['kept']})" for c in setup["canaries"])
     return (
         f"Fold settings: floor {setup['floor_chars']}, head {setup['head_chars']}, tail "
@@ -67,7 +70,7 @@ def _intro(setup: dict[str, Any], ratio: object) -> str:
     )
 
 
-def fold_md(matrix: dict[str, Any]) -> list[str]:
+def fold_md(matrix: JsonObject) -> list[str]:
     """The ``## fold`` lines of ``matrix.md`` (none when the matrix has no fold section)."""
     section = matrix.get("fold")
     if not section:
@@ -83,7 +86,7 @@ def fold_md(matrix: dict[str, Any]) -> list[str]:
     return lines
 
 
-def fold_html(matrix: dict[str, Any]) -> str:
+def fold_html(matrix: JsonObject) -> str:
     """The ``<section id="fold">`` of ``report.html`` ("" without a fold section)."""
     section = matrix.get("fold")
     if not section:

@@ -12,7 +12,8 @@ take uniform runs of events in bulk; Chat Completions does). Durability: the row
 :meth:`CallObserver.finish`, which the wrapped stream calls in a ``finally`` when it ends, is
 closed, fails or is abandoned, so the row is on disk (one ``O_APPEND`` write) by the time the
 caller's response is closed. A non-streaming body is kept (up to :data:`MAX_PARSE_BYTES`) and
-parsed once at the end, as the caller's own client parses it.
+parsed once at the end, as the caller's own client parses it. Which of the three a call is in
+(decoding a stream, buffering a body, counting bytes only) is its :data:`Mode`.
 
 Ledger row (one JSON line per model call), the method's keys first, in this order::
 
@@ -40,20 +41,19 @@ Rows written before this schema (``uncached``, ``cacheRead``, ``billedInput``...
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import zlib
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
+from types import TracebackType
 
 from reasonwire.errors import TruncatedStream
-from reasonwire.probe.carriers import PromptCounter, Tokenizer, produced_carriers, sent_carriers
+from reasonwire.probe.carriers import produced_carriers, sent_carriers
 from reasonwire.wire.dialect import Dialect, StreamDecoder
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import DialectName, Turn, Usage
+from reasonwire.wire.model import DialectName, JsonObject, Turn, Usage
 from reasonwire.wire.registry import get_dialect
 
 # A non-streaming body larger than this is passed through but not parsed.
@@ -88,8 +88,8 @@ def usage_row(usage: Usage | None, dialect: Dialect | None = None) -> dict[str, 
     return out
 
 
-def sent_row(carriers: list[SentCarrier]) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
+def sent_row(carriers: list[SentCarrier]) -> dict[str, JsonObject]:
+    out: dict[str, JsonObject] = {}
     for c in carriers:
         entry = out.setdefault(c.kind, {"bytes": 0, "count": 0, "opaque": c.opaque})
         entry["bytes"] += c.size
@@ -97,19 +97,50 @@ def sent_row(carriers: list[SentCarrier]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _ignore(data: bytes) -> None:
-    """The absorb of an observer without a stream decoder."""
-
-
 def _nbytes(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class Decoding:
+    """Counting a stream: chunks wait in ``pending`` until a batch of :data:`DECODE_BATCH`
+    bytes is fed to the dialect's incremental decoder (through ``absorb``)."""
+
+    decoder: StreamDecoder
+    absorb: Callable[[bytes], object]
+    pending: list[bytes] = field(default_factory=list)
+    pending_bytes: int = 0
+
+
+@dataclass
+class Buffering:
+    """Counting one JSON body: its chunks are kept (up to :data:`MAX_PARSE_BYTES`) and
+    parsed once at the end, as the caller's own client parses it."""
+
+    chunks: list[bytes] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BytesOnly:
+    """Counting bytes only: an error body, an encoding not decoded, a body too large, or a
+    decoder that failed. A stream decoder made before that keeps the turn it saw so far."""
+
+    decoder: StreamDecoder | None = None
+
+
+Mode = Decoding | Buffering | BytesOnly
+"""How a :class:`CallObserver` counts what passes, one of three (a failure moves any mode to
+:class:`BytesOnly`, never back)."""
 
 
 class CallObserver:
     """Counts one call. Create, :meth:`feed` chunks, then :meth:`finish` exactly once.
 
     :meth:`feed` decodes the chunk at once (the dialect's incremental decoder) and
-    :meth:`finish` builds the row and hands it to ``writer`` before it returns.
+    :meth:`finish` builds the row and hands it to ``writer`` before it returns. As a context
+    manager it does both ends: ``with obs as feed:`` feeds each chunk, and on leaving the
+    call is marked complete (no exception), failed (an exception) or abandoned (the consumer
+    closed the generator), then finished.
     """
 
     def __init__(
@@ -122,10 +153,10 @@ class CallObserver:
         purpose: str | None,
         stream: bool,
         sent: list[SentCarrier] | None = None,
-        sent_entries: list[dict[str, Any]] | None = None,
+        sent_entries: list[JsonObject] | None = None,
         http_status: int | None = None,
         content_encoding: str | None = None,
-        writer: Any = None,
+        writer: RowWriter | None = None,
     ) -> None:
         self.session_id = session_id
         self.dialect: DialectName = dialect
@@ -145,21 +176,16 @@ class CallObserver:
         self.status: str | None = None
         self.error: str | None = None
         self.probe_error: str | None = None
-        self.row: dict[str, Any] | None = None
+        self.row: JsonObject | None = None
         self._writer = writer
         self._lock = threading.Lock()
         self._finished = False
         self._dialect: Dialect | None = None
-        self._decoder: StreamDecoder | None = None
-        self._absorb: Callable[[bytes], object] = _ignore
-        self._chunks: list[bytes] | None = None
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
         self.decoded_bytes = 0
         """Stream bytes handed to the decoder so far (at most :data:`DECODE_BATCH` behind
         :attr:`wire_bytes` while the call runs)."""
-        self._inflate: Any = None
-        self._counting = True
+        self._inflate: zlib._Decompress | None = None
+        self.mode: Mode = BytesOnly()
         try:
             self._dialect = get_dialect(dialect)
             enc = (content_encoding or "").strip().lower()
@@ -168,19 +194,24 @@ class CallObserver:
             elif enc == "deflate":
                 self._inflate = zlib.decompressobj()
             elif enc not in ("", "identity"):
-                self._counting = False
                 self.probe_error = f"content-encoding {enc} not decoded: bytes not counted"
             if http_status is not None and http_status >= 400:
-                self._counting = False  # an error body holds no turn: count its bytes only
+                pass  # an error body holds no turn: count its bytes only
             elif stream:
-                self._decoder = self._dialect.stream_decoder()
+                decoder = self._dialect.stream_decoder()
                 # a decoder may take events in bulk when nobody reads them (see absorb)
-                self._absorb = getattr(self._decoder, "absorb", self._decoder.feed)
-            else:
-                self._chunks = []
+                absorb = getattr(decoder, "absorb", decoder.feed)
+                self.mode = BytesOnly(decoder) if self.probe_error else Decoding(decoder, absorb)
+            elif self.probe_error is None:
+                self.mode = Buffering()
         except Exception as exc:  # the probe never breaks a call
-            self._counting = False
-            self.probe_error = f"{type(exc).__name__}: {exc}"
+            self._stop(exc)
+
+    def _stop(self, why: BaseException | str) -> None:
+        """Count bytes only from now on, with a note saying why."""
+        mode = self.mode
+        self.mode = BytesOnly(mode.decoder if not isinstance(mode, Buffering) else None)
+        self.probe_error = why if isinstance(why, str) else f"{type(why).__name__}: {why}"
 
     # -- the call's path ---------------------------------------------------------------------
 
@@ -189,43 +220,37 @@ class CallObserver:
         bytes). Never raises."""
         n = len(chunk)
         self.wire_bytes += n
-        if not self._counting:
-            return
-        if self._decoder is not None:
-            self._pending.append(chunk)
-            self._pending_bytes += n
-            if self._pending_bytes >= DECODE_BATCH:
-                self._drain()
-            return
-        try:
-            data = self._inflate.decompress(chunk) if self._inflate is not None else chunk
-            if self._chunks is not None:
+        mode = self.mode
+        if isinstance(mode, Decoding):
+            mode.pending.append(chunk)
+            mode.pending_bytes += n
+            if mode.pending_bytes >= DECODE_BATCH:
+                self._drain(mode)
+        elif isinstance(mode, Buffering):
+            try:
+                data = self._inflate.decompress(chunk) if self._inflate is not None else chunk
                 if self.wire_bytes > MAX_PARSE_BYTES:
-                    self._chunks = None
-                    self._counting = False
-                    self.probe_error = "body too large to parse: bytes not counted"
+                    self._stop("body too large to parse: bytes not counted")
                 else:
-                    self._chunks.append(data)
-        except Exception as exc:
-            self._counting = False
-            self.probe_error = f"{type(exc).__name__}: {exc}"
+                    mode.chunks.append(data)
+            except Exception as exc:
+                self._stop(exc)
 
-    def _drain(self) -> None:
+    def _drain(self, mode: Decoding) -> None:
         """Decode what waits. Never raises: a decoder error stops counting, with a note."""
-        pending = self._pending
-        if not pending or self._decoder is None:
+        pending = mode.pending
+        if not pending:
             return
         data = pending[0] if len(pending) == 1 else b"".join(pending)
-        self.decoded_bytes += self._pending_bytes
-        self._pending = []
-        self._pending_bytes = 0
+        self.decoded_bytes += mode.pending_bytes
+        mode.pending = []
+        mode.pending_bytes = 0
         try:
             if self._inflate is not None:
                 data = self._inflate.decompress(data)
-            self._absorb(data)
+            mode.absorb(data)
         except Exception as exc:
-            self._counting = False
-            self.probe_error = f"{type(exc).__name__}: {exc}"
+            self._stop(exc)
 
     def mark_complete(self) -> None:
         self.complete = True
@@ -233,6 +258,20 @@ class CallObserver:
     def mark_failed(self, exc: BaseException) -> None:
         if self.error is None:
             self.error = f"{type(exc).__name__}: {exc}"
+
+    def __enter__(self) -> Callable[[bytes], None]:
+        return self.feed
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        try:
+            if exc is None:
+                self.mark_complete()
+            elif not isinstance(exc, GeneratorExit):  # the consumer walked away: not a failure
+                self.mark_failed(exc)
+        finally:
+            self.finish()
 
     def finish(self, status: str | None = None) -> None:
         """Build the row and write it, once; it is on disk when this returns (unless the
@@ -247,9 +286,9 @@ class CallObserver:
         except Exception:
             pass
 
-    def build_and_write(self, status: str | None = None) -> dict[str, Any] | None:
+    def build_and_write(self, status: str | None = None) -> JsonObject | None:
         """Build the row and hand it to the writer. Never raises."""
-        row: dict[str, Any] | None = None
+        row: JsonObject | None = None
         try:
             row = self.row = self._row(status)
             if self._writer is not None:
@@ -260,43 +299,45 @@ class CallObserver:
 
     def _turn(self) -> tuple[Turn | None, str | None]:
         """The turn seen (complete or partial) and the decoder's complaint, if any."""
-        if self._counting:
-            self._drain()
-        if not self._counting:
-            if self._decoder is not None:
+        if isinstance(self.mode, Decoding):
+            self._drain(self.mode)
+        mode = self.mode
+        if isinstance(mode, BytesOnly):
+            if mode.decoder is not None:
                 try:
-                    return self._decoder.partial_turn(), None
+                    return mode.decoder.partial_turn(), None
                 except Exception:
                     return None, None
             return None, None
-        if self._decoder is not None:
+        if isinstance(mode, Decoding):
+            decoder = mode.decoder
             if self._inflate is not None:
-                self._decoder.feed(self._inflate.flush())
+                decoder.feed(self._inflate.flush())
             try:
-                for ev in self._decoder.close():
+                for ev in decoder.close():
                     turn = getattr(ev, "turn", None)
                     if isinstance(turn, Turn):
                         return turn, None
             except TruncatedStream as exc:
                 partial = exc.partial if isinstance(exc.partial, Turn) else None
-                return partial or self._decoder.partial_turn(), str(exc)
+                return partial or decoder.partial_turn(), str(exc)
             except Exception as exc:
-                return self._decoder.partial_turn(), f"{type(exc).__name__}: {exc}"
-            return self._decoder.partial_turn(), None
-        if self._chunks is not None and self.http_status is not None and self.http_status < 400:
-            body = b"".join(self._chunks)
-            if self._inflate is not None:
-                body += self._inflate.flush()
-            self._chunks = None
-            if not body.strip():
-                return None, "empty body"
-            try:
-                return get_dialect(self.dialect).parse_response(body), None
-            except Exception as exc:
-                return None, f"{type(exc).__name__}: {exc}"
-        return None, None
+                return decoder.partial_turn(), f"{type(exc).__name__}: {exc}"
+            return decoder.partial_turn(), None
+        if self.http_status is None:  # no response came: nothing to parse
+            return None, None
+        body = b"".join(mode.chunks)
+        if self._inflate is not None:
+            body += self._inflate.flush()
+        self.mode = BytesOnly()
+        if not body.strip():
+            return None, "empty body"
+        try:
+            return get_dialect(self.dialect).parse_response(body), None
+        except Exception as exc:
+            return None, f"{type(exc).__name__}: {exc}"
 
-    def _row(self, status: str | None) -> dict[str, Any]:
+    def _row(self, status: str | None) -> JsonObject:
         turn, complaint = None, None
         try:
             turn, complaint = self._turn()
@@ -315,7 +356,7 @@ class CallObserver:
                 status = "incomplete"
         reasoning = text = tools = 0
         usage = None
-        produced: list[dict[str, Any]] = []
+        produced: list[JsonObject] = []
         model = self.model
         if turn is not None:
             reasoning = _nbytes(turn.reasoning_text)
@@ -332,7 +373,7 @@ class CallObserver:
             error = f"HTTP {self.http_status}"
         if error is None and complaint is not None and status != "aborted":
             error = complaint
-        row: dict[str, Any] = {
+        row: JsonObject = {
             "ts": ts_utc(self.started),
             "sessionId": self.session_id,
             "provider": self.provider,
@@ -367,94 +408,22 @@ class CallObserver:
         return row
 
 
-def parse_request_body(
-    content: bytes | None, dialect: DialectName
-) -> tuple[Any, list[SentCarrier]]:
-    """The decoded request body and the carriers it sends back ((None, []) if not JSON)."""
-    if not content:
-        return None, []
-    try:
-        body = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        return None, []
-    if not isinstance(body, dict):
-        return body, []
-    return body, get_dialect(dialect).request_carriers(body)
-
-
-def request_side(
-    content: bytes | None, dialect: DialectName, tokenizer: Tokenizer | PromptCounter | None = None
-) -> tuple[Any, list[SentCarrier], list[dict[str, Any]]]:
-    """:func:`parse_request_body` plus the row's ``sentCarriers`` (digests, token counts)."""
-    body, sent = parse_request_body(content, dialect)
-    try:
-        entries = sent_carriers(body, sent, tokenizer)
-    except Exception:  # the probe never breaks a call: sizes without digests
-        entries = sent_carriers(None, sent)
-    return body, sent, entries
-
-
-RowHook = Callable[[dict[str, Any]], object]
-"""Called with each row (redacted, as written) on the probe's housekeeping thread, after the
-row is on disk: e.g. :class:`reasonwire.probe.otel.LiveExporter`. Its failures are ignored."""
-
-
-def make_writer(
-    directory: Path, session_id: str, cap_bytes: int, on_row: RowHook | None = None
-) -> Any:
-    """A row writer for one call: redact, then append to the session file (one write, now);
-    archive rotation, if the cap is passed, and ``on_row`` run later on the probe's
-    housekeeping thread, never on the caller's path."""
-
-    def write(row: Mapping[str, Any]) -> None:
-        from reasonwire.credentials import redact_obj
-        from reasonwire.probe import worker
-        from reasonwire.probe.ledger import append_row, rotate_later
-
-        written = redact_obj(dict(row))
-        path = append_row(directory, session_id, written, cap_bytes, rotate=False)
-        worker.submit(rotate_later(directory, cap_bytes, path))
-        if on_row is not None:
-            hook = on_row
-
-            def task() -> None:
-                hook(written)
-
-            worker.submit(task)
-
-    return write
-
-
 def relay(chunks: Iterable[bytes], obs: CallObserver) -> Iterator[bytes]:
     """Yield ``chunks`` unchanged and in order, counting each before it is handed on; the
-    row is written in the ``finally``, whichever way the iteration ends."""
-    feed = obs.feed
-    try:
+    row is written when the iteration ends, whichever way (``obs`` as a context manager)."""
+    with obs as feed:
         for chunk in chunks:
             feed(chunk)
             yield chunk
-        obs.mark_complete()
-    except GeneratorExit:  # the consumer walked away: record what it saw
-        raise
-    except BaseException as exc:
-        obs.mark_failed(exc)
-        raise
-    finally:
-        obs.finish()
 
 
 async def arelay(chunks: AsyncIterable[bytes], obs: CallObserver) -> AsyncIterator[bytes]:
-    """The async twin of :func:`relay`."""
-    feed = obs.feed
-    try:
+    """:func:`relay` for an async iterable."""
+    with obs as feed:
         async for chunk in chunks:
             feed(chunk)
             yield chunk
-        obs.mark_complete()
-    except GeneratorExit:  # the consumer walked away: record what it saw
-        raise
-    except BaseException as exc:
-        obs.mark_failed(exc)
-        raise
-    finally:
-        obs.finish()
+
+
+RowWriter = Callable[[JsonObject], None]
+"""Takes a finished row (see :mod:`reasonwire.probe.recorder`)."""
