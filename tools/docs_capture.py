@@ -38,6 +38,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+
+from reasonwire.wire.model import JSON, JsonObject
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = ROOT / "docs" / "commands"
 MARK = re.compile(r"^<!-- capture: ([a-z0-9-]+) -->$")
@@ -217,8 +221,6 @@ POLICY = OrgPolicy(allowed=frozenset({"low", "medium"}), maximum="medium")
 
 def make_inputs(work: Path) -> None:
     """The files the scenes read, made against the simulator in-process."""
-    import httpx
-
     from reasonwire.probe import ProbeTransport
     from reasonwire.sim.server import SimServer
 
@@ -227,12 +229,11 @@ def make_inputs(work: Path) -> None:
         # a Chat Completions tool loop through the probe: turn 2 sends turn 1's reasoning back
         probe = ProbeTransport("docs-s1", ledger_dir=home / "probe", provider="sim")
         with httpx.Client(transport=probe, base_url=sim.base_url, timeout=30) as client:
-            msgs: list[dict[str, object]] = [
-                {"role": "user", "content": "What's the weather in Oslo?"}
-            ]
+            msgs: list[JSON] = [{"role": "user", "content": "What's the weather in Oslo?"}]
             first = _stream_turn(client, "sim-deepseek", msgs)
             msgs.append(first)
-            for call in first.get("tool_calls") or []:
+            calls = first.get("tool_calls")
+            for call in calls if isinstance(calls, list) else []:
                 assert isinstance(call, dict)
                 msgs.append({"role": "tool", "tool_call_id": call["id"], "content": "sunny"})
             _stream_turn(client, "sim-deepseek", msgs)
@@ -260,14 +261,11 @@ def make_inputs(work: Path) -> None:
     (work / "my_policy.py").write_text(MY_POLICY, "utf-8")
 
 
-def _stream_turn(client: object, model: str, msgs: list[dict[str, object]]) -> dict[str, object]:
+def _stream_turn(client: httpx.Client, model: str, msgs: list[JSON]) -> JsonObject:
     """One streamed turn; the assistant message as a client replays it (reasoning kept)."""
-    import httpx
-
     from reasonwire.doctor.inspect import inspect_bytes
     from reasonwire.wire.registry import get_dialect
 
-    assert isinstance(client, httpx.Client)
     body = {"model": model, "messages": msgs, "tools": TOOLS, "stream": True,
             "stream_options": {"include_usage": True}}  # fmt: skip
     res = client.post("/chat/completions", json=body)
@@ -277,7 +275,7 @@ def _stream_turn(client: object, model: str, msgs: list[dict[str, object]]) -> d
     return replayed
 
 
-def _damaged_session(work: Path, request: dict[str, object]) -> None:
+def _damaged_session(work: Path, request: JsonObject) -> None:
     """The next request of the saved conversation, as a program that cut the thinking
     block's signature to 40 characters would have saved it."""
     from reasonwire.doctor.inspect import inspect_bytes
@@ -288,13 +286,16 @@ def _damaged_session(work: Path, request: dict[str, object]) -> None:
     assert isinstance(assistant, dict)
     content = assistant["content"]
     assert isinstance(content, list)
-    results = []
+    results: list[JSON] = []
     for block in content:
+        assert isinstance(block, dict)
         if block.get("type") == "thinking":
-            block["signature"] = block["signature"][:40]
+            block["signature"] = str(block["signature"])[:40]
         if block.get("type") == "tool_use":
             results.append({"type": "tool_result", "tool_use_id": block["id"], "content": "sunny"})
-    messages = [*request["messages"], assistant, {"role": "user", "content": results}]  # type: ignore[misc]
+    asked = request["messages"]
+    assert isinstance(asked, list)
+    messages: list[JSON] = [*asked, assistant, {"role": "user", "content": results}]
     session = {k: v for k, v in request.items() if k not in ("messages", "stream")}
     session["messages"] = messages
     (work / "session.json").write_text(json.dumps(session, indent=2) + "\n", "utf-8")
@@ -333,19 +334,20 @@ def _argv(scene: Scene) -> list[str]:
 
 def run_scene(scene: Scene, work: Path) -> str:
     """``$ <command>`` and what it printed, the scratch directory shown as ``.``."""
-    if scene.until is not None:
-        out, code = _serve(scene, work)
-    else:
-        done = subprocess.run(
-            _argv(scene),
-            cwd=work,
-            env=_env(work, scene.columns),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            timeout=600,
-        )
-        out, code = done.stdout, done.returncode
+    proc = subprocess.Popen(
+        _argv(scene),
+        cwd=work,
+        env=_env(work, scene.columns),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        out, code = _serve(scene, proc) if scene.until else _wait(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
     if code != scene.code:
         raise SystemExit(f"{scene.line()}: exit {code}, expected {scene.code}:\n{out[-2000:]}")
     out = out.replace(str(work) + os.sep, "").replace(str(work), ".")
@@ -359,38 +361,30 @@ def run_scene(scene: Scene, work: Path) -> str:
     return "\n".join([f"$ {scene.line()}", *lines])
 
 
-def _serve(scene: Scene, work: Path) -> tuple[str, int]:
-    """A server scene: started, its output read up to the line ``until`` matches, then
-    stopped with SIGINT as Ctrl-C would; everything it printed, the ``^C`` marked."""
-    assert scene.until is not None
-    proc = subprocess.Popen(
-        _argv(scene),
-        cwd=work,
-        env=_env(work, scene.columns),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    assert proc.stdout is not None
+def _wait(proc: subprocess.Popen[str]) -> tuple[str, int]:
+    out, _ = proc.communicate(timeout=600)
+    return out, proc.returncode
+
+
+def _serve(scene: Scene, proc: subprocess.Popen[str]) -> tuple[str, int]:
+    """A server scene: its output read up to the line ``until`` matches (or, for
+    :data:`PORT_OPEN`, until its port answers), then stopped with SIGINT as Ctrl-C would;
+    everything it printed, the ``^C`` marked. A server that ends by itself is a failed scene
+    (its exit code)."""
+    assert proc.stdout is not None and scene.until is not None
     seen: list[str] = []
-    try:
-        if scene.until == PORT_OPEN:
-            if not _port_open(int(PORT), proc):
-                return proc.communicate(timeout=60)[0], proc.returncode
-            proc.send_signal(signal.SIGINT)
-            return proc.communicate(timeout=60)[0] + "^C\n", 0
+    if scene.until == PORT_OPEN:
+        if not _port_open(int(PORT), proc):
+            return _wait(proc)
+    else:
         for line in proc.stdout:
             seen.append(line)
             if re.search(scene.until, line):
                 break
         else:
             return "".join(seen), proc.wait(timeout=60)
-        proc.send_signal(signal.SIGINT)
-        rest, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=60)
     return "".join(seen) + "^C\n" + rest, 0
 
 
