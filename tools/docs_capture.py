@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -219,8 +219,8 @@ POLICY = OrgPolicy(allowed=frozenset({"low", "medium"}), maximum="medium")
 """
 
 
-def make_inputs(work: Path) -> None:
-    """The files the scenes read, made against the simulator in-process."""
+def make_inputs(work: Path, scenes: Collection[str]) -> None:
+    """The files the ``scenes`` read, made against the simulator in-process."""
     from reasonwire.probe import ProbeTransport
     from reasonwire.sim.server import SimServer
 
@@ -250,13 +250,12 @@ def make_inputs(work: Path) -> None:
         res.raise_for_status()
         (work / "saved-stream.txt").write_bytes(res.content)
     _damaged_session(work, body)
-    templates = work / "templates"
-    templates.mkdir()
-    from reasonwire.templates.scan import resolve_sources
+    if "templates-scan" in scenes:  # the llama.cpp sdist (downloaded once, cached)
+        from reasonwire.llamacpp.sdist import templates_dir
 
-    for src in resolve_sources([]):
-        if src.name in TEMPLATES:
-            (templates / f"{src.name}.jinja").write_text(src.text, "utf-8")
+        (work / "templates").mkdir()
+        for name in TEMPLATES:
+            shutil.copy(templates_dir() / f"{name}.jinja", work / "templates")
     (work / "my_agent.py").write_text(MY_AGENT, "utf-8")
     (work / "my_policy.py").write_text(MY_POLICY, "utf-8")
 
@@ -401,7 +400,7 @@ def _port_open(port: int, proc: subprocess.Popen[str], seconds: float = 60) -> b
 
 
 def run_all(work: Path, only: set[str] | None = None) -> dict[str, str]:
-    make_inputs(work)
+    make_inputs(work, scene_names() if only is None else only)
     out: dict[str, str] = {}
     for scene in SCENES:
         if only is None or scene.name in only:
