@@ -89,7 +89,7 @@ SCENES: tuple[Scene, ...] = (
     Scene(
         "eval-run",
         ("eval", "run", "--no-local-server", "--out", "runs/sim", "--no-progress"),
-        keep=(0, 2),
+        keep=(0, 1),
     ),
     Scene("eval-report", ("eval", "report", "--out", "runs/sim"), keep=(12, 0)),
     Scene(
