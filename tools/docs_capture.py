@@ -23,6 +23,7 @@ scene).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -54,7 +55,9 @@ class Scene:
     """One command run for the pages. ``argv`` follows ``reasonwire``; ``until``: the command
     is a server, stopped with Ctrl-C (SIGINT) once a line matches; ``code``: the exit code
     the scene must end with (a doctor finding is 1); ``keep``: only the first and last lines of
-    a long output are shown, with a line saying how many were left out."""
+    a long output are shown, with a line saying how many were left out; ``client``: the server
+    runs in the background (``&``) while this command runs against it, then gets SIGINT
+    (``kill -INT %1``)."""
 
     name: str
     argv: tuple[str, ...]
@@ -63,9 +66,12 @@ class Scene:
     keep: tuple[int, int] | None = None  # (first, last) lines shown; the rest elided, counted
     program: str = "reasonwire"  # ``cat``: an input file made for the page, shown as it is
     columns: int = COLUMNS
+    port: str = "8765"  # the port a PORT_OPEN server listens on
+    client: tuple[str, ...] = ()  # a server run in the background while this command runs
+    upstream: bool = False  # the simulator serves on 8765 in-process meanwhile
 
     def line(self) -> str:
-        return shlex.join([self.program, *self.argv])
+        return shlex.join([self.program, *self.argv]) + (" &" if self.client else "")
 
 
 PORT = "8765"
@@ -135,10 +141,14 @@ SCENES: tuple[Scene, ...] = (
             "binding.txt",
         ),
     ),
+    Scene("ask-file", ("ask.py",), program="cat"),
     Scene(
         "gateway-serve",
-        ("gateway", "serve", "--policy", "my_policy", "--keys", "keys", "--port", PORT),
+        ("gateway", "serve", "--policy", "my_policy", "--keys", "keys"),
         until=PORT_OPEN,
+        port="8787",
+        client=("python", "ask.py"),
+        upstream=True,
     ),
     Scene("qualify-help", ("qualify", "--help")),
     Scene("localserver-model", ("localserver", "model", "--template", "Qwen-Qwen3-0.6B")),
@@ -218,6 +228,29 @@ REGISTRY.add_route(
 POLICY = OrgPolicy(allowed=frozenset({"low", "medium"}), maximum="medium")
 """
 
+ASK = """\
+import json
+from pathlib import Path
+
+import httpx
+
+# the runtime's request: its binding for this turn, and an effort the policy does not allow
+res = httpx.post(
+    "http://127.0.0.1:8787/v1/chat/completions",
+    headers={
+        "x-reasonwire-binding": Path("binding.txt").read_text().strip(),
+        "x-reasonwire-conversation": "c1",
+    },
+    json={
+        "model": "sim-deepseek",
+        "reasoning_effort": "high",
+        "messages": [{"role": "user", "content": "What's the weather in Oslo?"}],
+    },
+)
+print(res.status_code)
+print(json.dumps(res.json(), indent=2))
+"""
+
 
 def make_inputs(work: Path, scenes: Collection[str]) -> None:
     """The files the ``scenes`` read, made against the simulator in-process."""
@@ -258,6 +291,7 @@ def make_inputs(work: Path, scenes: Collection[str]) -> None:
             shutil.copy(templates_dir() / f"{name}.jinja", work / "templates")
     (work / "my_agent.py").write_text(MY_AGENT, "utf-8")
     (work / "my_policy.py").write_text(MY_POLICY, "utf-8")
+    (work / "ask.py").write_text(ASK, "utf-8")
 
 
 def _stream_turn(client: httpx.Client, model: str, msgs: list[JSON]) -> JsonObject:
@@ -315,6 +349,7 @@ def _env(work: Path, columns: int = COLUMNS) -> dict[str, str]:
         COLUMNS=str(columns), LINES="50", TERM="dumb", NO_COLOR="1", PYTHONPATH=_pythonpath(work)
     )
     env["REASONWIRE_HOME"] = str(work / "home")
+    env["SIM_KEY"] = "sk-docs-simulator"  # the gateway's upstream credential (my_policy.py)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.pop("FORCE_COLOR", None)
     return env
@@ -333,20 +368,25 @@ def _argv(scene: Scene) -> list[str]:
 
 def run_scene(scene: Scene, work: Path) -> str:
     """``$ <command>`` and what it printed, the scratch directory shown as ``.``."""
-    proc = subprocess.Popen(
-        _argv(scene),
-        cwd=work,
-        env=_env(work, scene.columns),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        out, code = _serve(scene, proc) if scene.until else _wait(proc)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+    with contextlib.ExitStack() as stack:
+        if scene.upstream:
+            from reasonwire.sim.server import SimServer
+
+            stack.enter_context(SimServer(seed=0, port=8765))
+        proc = subprocess.Popen(
+            _argv(scene),
+            cwd=work,
+            env=_env(work, scene.columns),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            out, code = _serve(scene, proc, work) if scene.until else _wait(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     if code != scene.code:
         raise SystemExit(f"{scene.line()}: exit {code}, expected {scene.code}:\n{out[-2000:]}")
     out = out.replace(str(work) + os.sep, "").replace(str(work), ".")
@@ -365,7 +405,7 @@ def _wait(proc: subprocess.Popen[str]) -> tuple[str, int]:
     return out, proc.returncode
 
 
-def _serve(scene: Scene, proc: subprocess.Popen[str]) -> tuple[str, int]:
+def _serve(scene: Scene, proc: subprocess.Popen[str], work: Path) -> tuple[str, int]:
     """A server scene: its output read up to the line ``until`` matches (or, for
     :data:`PORT_OPEN`, until its port answers), then stopped with SIGINT as Ctrl-C would;
     everything it printed, the ``^C`` marked. A server that ends by itself is a failed scene
@@ -373,7 +413,7 @@ def _serve(scene: Scene, proc: subprocess.Popen[str]) -> tuple[str, int]:
     assert proc.stdout is not None and scene.until is not None
     seen: list[str] = []
     if scene.until == PORT_OPEN:
-        if not _port_open(int(PORT), proc):
+        if not _port_open(int(scene.port), proc):
             return _wait(proc)
     else:
         for line in proc.stdout:
@@ -382,9 +422,22 @@ def _serve(scene: Scene, proc: subprocess.Popen[str]) -> tuple[str, int]:
                 break
         else:
             return "".join(seen), proc.wait(timeout=60)
+    asked = ""
+    if scene.client:
+        program, *args = scene.client
+        done = subprocess.run(
+            [sys.executable if program == "python" else program, *args],
+            cwd=work,
+            env=_env(work, scene.columns),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=120,
+        )
+        asked = f"$ {shlex.join(scene.client)}\n{done.stdout}$ kill -INT %1\n"
     proc.send_signal(signal.SIGINT)
     rest, _ = proc.communicate(timeout=60)
-    return "".join(seen) + "^C\n" + rest, 0
+    return "".join(seen) + (asked or "^C\n") + rest, 0
 
 
 def _port_open(port: int, proc: subprocess.Popen[str], seconds: float = 60) -> bool:
@@ -460,8 +513,9 @@ VARYING: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b[0-9a-f]{12,}\b"), "<hex>"),
     (re.compile(r"\b(run|r)[-_][0-9a-z]{6,}\b"), "<run>"),
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:<port>"),
+    (re.compile(r'"created": \d+'), '"created": <epoch>'),
 )
-"""What differs between two honest runs: durations, dates, run ids, digests, free ports."""
+"""What differs between two honest runs: durations, dates, epochs, run ids, digests, ports."""
 
 
 def masked(text: str) -> str:
