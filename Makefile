@@ -36,8 +36,8 @@ crosscheck: $(STAMP) localserver
 	$(BIN)/reasonwire templates scan --out build/crosscheck --cross-check
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench tools
+	$(BIN)/ruff format --check src tests bench tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -79,11 +79,13 @@ clean:
 	rm -rf $(VENV) $(LCP_VENV)
 
 # The documentation site (mkdocs-material + mkdocstrings, --strict: a broken reference fails):
-# the consumption matrix of the embedded run and the controls inventory are generated first.
+# the consumption matrix of the embedded run, the controls inventory and the output shown on
+# the command pages (tools/docs_capture.py runs each command) are generated first.
 docs: $(STAMP) localserver
 	$(BIN)/reasonwire eval run --out build/docs-eval --no-progress >/dev/null
 	cp build/docs-eval/matrix.md docs/matrix.md
 	$(BIN)/python -m reasonwire.wire.inventory > docs/controls.md
+	$(BIN)/python -m tools.docs_capture --write
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	@echo "docs: build/site/index.html"
 # The continuity audit's full frameworks run: each framework in its own pinned venv under

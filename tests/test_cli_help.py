@@ -51,3 +51,13 @@ def test_help_renders_completely(path: tuple[str, ...], monkeypatch: pytest.Monk
 def test_markup_in_help_is_literal(monkeypatch: pytest.MonkeyPatch) -> None:
     text = " ".join(_help(("eval", "run"), monkeypatch).split())
     assert "TOML file with [routes.NAME]" in text
+
+
+def test_every_group_lives_in_a_cli_module() -> None:
+    """The naming rule (ARCHITECTURE.md, Commands): each group the command imports by name is
+    a package's ``cli`` module or a module of its ``cli/`` package. The layer test reads
+    imports; these are strings, so they are checked here."""
+    for group in cli._GROUPS:
+        parts = group.module.split(".")
+        assert parts[0] == "reasonwire" and "cli" in parts[2:], group.module
+        assert parts[-1] == "cli" or parts[-2] == "cli", group.module

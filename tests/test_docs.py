@@ -1,8 +1,12 @@
 """The documentation site builds with ``mkdocs --strict`` (a broken reference fails) and its
-quickstart renders in headless Chromium with its heading and a code block."""
+quickstart renders in headless Chromium with its heading and a code block; every command
+``reasonwire --help`` lists has captured output on a command page, and those blocks are what
+the commands print (``tools/docs_capture.py`` runs them again)."""
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 import subprocess
 import sys
@@ -10,7 +14,9 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from tools import docs_capture as capture
 
+from reasonwire.cli import command
 from reasonwire.wire.inventory import document
 from tests.eval.test_report_html import CHROMIUM_APT, _png_pixels
 
@@ -63,7 +69,9 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_strict_build_has_every_page(site: Path) -> None:
     for page in ("index.html", "quickstart/continuity/index.html", "controls/index.html",
-                 "reference/agent/index.html", "reference/wire/index.html"):  # fmt: skip
+                 "reference/agent/index.html", "reference/wire/index.html",
+                 *(f"commands/{p.stem}/index.html".replace("index/", "")
+                   for p in capture.pages())):  # fmt: skip
         assert (site / page).is_file(), page
     api = (site / "reference" / "agent" / "index.html").read_text("utf-8")
     assert "reasonwire.agent.Agent" in api or "Agent" in api
@@ -89,3 +97,70 @@ def test_quickstart_renders_in_chromium(site: Path, tmp_path: Path) -> None:
     pixels = _png_pixels(shot)
     assert pixels.shape[:2] == (900, 1200)
     assert len({tuple(p) for p in pixels.reshape(-1, pixels.shape[-1])[::97]}) > 20  # not blank
+
+
+# ------------------------------------------------------------------------------------------
+# the command pages: every command shown, every block from a run
+# ------------------------------------------------------------------------------------------
+
+SLOW = frozenset(
+    {"eval-run", "eval-report", "fold-plan", "templates-scan", "audit", "localserver-serve"}
+)
+"""Scenes the default suite does not run again (a simulator eval run, a template scan, the
+audit, a llama-server start: a minute or more together); ``REASONWIRE_DOCS_FULL=1`` runs them
+too (the eval run's call count and spend vary with the simulated portal's lane draws under
+concurrent workers, so that block matches only in shape). Their blocks are still checked for
+shape below."""
+
+BLOCKS = [b for page in capture.pages() for b in capture.blocks(page)]
+SCENES = {s.name: s for s in capture.SCENES}
+
+
+def test_every_command_has_captured_output() -> None:
+    """Each command of ``reasonwire --help`` is run on some page (``$ reasonwire NAME ...``)."""
+    commands = set(command().commands)
+    assert {"inspect", "doctor", "eval", "audit", "fold", "templates"} <= commands
+    shown = {
+        b.text.splitlines()[0].split()[2]
+        for b in BLOCKS
+        if b.text.startswith("$ reasonwire ") and len(b.text.split()) > 2
+    }
+    assert commands - shown == set(), sorted(commands - shown)
+
+
+def test_every_page_is_in_the_nav_and_every_scene_on_a_page() -> None:
+    nav = (ROOT / "mkdocs.yml").read_text("utf-8")
+    for page in capture.pages():
+        assert f"commands/{page.name}" in nav, page.name
+    assert {b.name for b in BLOCKS} == set(SCENES)
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: f"{b.page.stem}:{b.name}")
+def test_block_is_the_scene_it_names(block: capture.Block) -> None:
+    """The block opens with the scene's own command line and holds what it printed (a server
+    scene at least its ``^C``)."""
+    assert block.name in SCENES, f"{block.page.name}: unknown scene {block.name}"
+    lines = block.text.splitlines()
+    assert lines and lines[0] == f"$ {SCENES[block.name].line()}", lines[:1]
+    assert len(lines) > 1, f"{block.page.name}: [{block.name}] holds no output: run make docs"
+
+
+def test_blocks_came_from_the_run(tmp_path: Path) -> None:
+    """Run the scenes again (offline: the simulator in-process, files made first) and compare
+    each page's block with what the command prints now, durations and digests masked."""
+    pytest.importorskip("typer")
+    full = os.environ.get("REASONWIRE_DOCS_FULL") == "1"
+    only = set(SCENES) if full else set(SCENES) - SLOW
+    captured = capture.run_all(tmp_path, only)
+    assert set(captured) == only
+    assert capture.check(captured) == []
+
+
+def test_check_sees_a_changed_block(tmp_path: Path) -> None:
+    """A block edited by hand (one figure changed) is not what the command prints."""
+    block = next(b for b in BLOCKS if b.name == "inspect")
+    edited = re.sub(
+        r"input_uncached=(\d+)", lambda m: f"input_uncached={int(m[1]) + 1}", block.text
+    )
+    assert edited != block.text
+    assert capture.masked(edited) != capture.masked(block.text)

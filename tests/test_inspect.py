@@ -13,7 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from reasonwire.inspect_cli import inspect_bytes, inspect_command
+from reasonwire.doctor.cli import inspect_command
+from reasonwire.doctor.inspect import inspect_bytes
 from reasonwire.wire.model import canonical_bytes
 from tests.conformance.corpus import (
     corpus_dir,

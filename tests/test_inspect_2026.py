@@ -33,7 +33,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from reasonwire.inspect_cli import inspect_command
+from reasonwire.doctor.cli import inspect_command
 from tests.conformance.corpus import (
     FOLDERS,
     PRESENT,

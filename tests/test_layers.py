@@ -7,14 +7,23 @@ by a test or not:
 - ``agent`` does not import ``eval`` (continuity must not depend on the harness).
 - ``fold`` imports none of its users: ``eval``, ``govern``, ``agent`` (the fold is one package;
   what stays in them - eval's fold step and rows, the gateway's upstream fold - uses it).
-- ``templates`` and ``localserver`` do not import each other.
+- ``templates`` and ``localserver`` do not import each other; ``crosscheck``, which joins them
+  (the scan checked on the real server, and the ``templates`` command that offers it), sits
+  above both: neither imports it.
 - The lean core (``reasonwire`` itself, ``wire``, ``probe``, ``agent``, ``http``,
   ``credentials``, ``errors``, ``_wrapping``: the transport base of probe and fold) imports,
   when it is imported, nothing but the standard library, httpx, orjson and reasonwire
   modules that obey the same rule (followed transitively through
   every module-level import; a function-level import or one under ``if TYPE_CHECKING:`` runs
-  only when called). The CLI modules of those packages (``cli.py``, ``*_cli.py``) are not part
-  of it: only the ``reasonwire`` command imports them, after checking the [cli] extra.
+  only when called). The CLI modules of those packages are not part of it: only the
+  ``reasonwire`` command imports them, after checking the [cli] extra.
+- The commands: a package's commands are in its ``cli`` module (``<package>/cli.py``, or a
+  ``<package>/cli/`` package with one module a command group where it has several: govern),
+  and nothing but the ``reasonwire`` command (``reasonwire/cli.py``) and other CLI modules
+  imports a CLI module; no module is named ``*_cli``.
+- Private modules: a module or package named ``_x`` inside a package is imported only from
+  inside that package (tests may import it; src may not from elsewhere). The top-level ones
+  (``reasonwire._extras``, ``reasonwire._httpcompat``) are the house's own, for every package.
 - No import cycles, between modules nor between the packages ``reasonwire.<x>`` (every import
   counts here, function-level ones too; importing ``a.b.c`` runs ``a/__init__`` and
   ``a/b/__init__`` as well, so those are edges too).
@@ -248,6 +257,8 @@ def templates_localserver() -> Iterator[Violation]:
     pairs = (
         ("reasonwire.templates", "reasonwire.localserver"),
         ("reasonwire.localserver", "reasonwire.templates"),
+        ("reasonwire.templates", "reasonwire.crosscheck"),
+        ("reasonwire.localserver", "reasonwire.crosscheck"),
     )
     for mod in MODS.values():
         for here, there in pairs:
@@ -258,8 +269,41 @@ def templates_localserver() -> Iterator[Violation]:
 
 
 def _is_cli(name: str) -> bool:
-    last = name.rpartition(".")[2]
-    return last == "cli" or last.endswith("_cli")
+    """A CLI module: ``reasonwire.cli`` (the command), a package's ``cli`` module, or a module
+    of a package's ``cli/`` package."""
+    return "cli" in name.split(".")[1:]
+
+
+def cli_modules() -> Iterator[Violation]:
+    """Commands in ``<package>.cli`` only, and only the command and CLI modules import them."""
+    for mod in MODS.values():
+        last = mod.name.rpartition(".")[2]
+        if last.endswith("_cli"):
+            yield Violation("cli-modules", mod.rel, f"{last}: not the cli naming rule", 1)
+        if _is_cli(mod.name):
+            continue
+        for imp in mod.imports:
+            if _within(imp.target, ROOT) and _is_cli(imp.target):
+                yield Violation("cli-modules", mod.rel, imp.target, imp.line, "imports a CLI")
+
+
+def _private_home(name: str) -> str | None:
+    """The package a ``_private`` module or package belongs to (``None``: nothing private on
+    the path of ``name``)."""
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        if part.startswith("_") and not part.startswith("__"):
+            return ".".join(parts[:i])
+    return None
+
+
+def private_modules() -> Iterator[Violation]:
+    for mod in MODS.values():
+        for imp in mod.imports:
+            owner = _owner(imp.target, MODS) if _within(imp.target, ROOT) else None
+            home = _private_home(owner) if owner else None
+            if home is not None and home != ROOT and not _within(mod.name, home):
+                yield Violation("private-modules", mod.rel, imp.target, imp.line)
 
 
 def core_modules() -> list[str]:
@@ -442,6 +486,8 @@ RULES = {
     "agent-imports-eval": agent_imports_eval,
     "templates-localserver": templates_localserver,
     "fold-imports-users": fold_imports_users,
+    "cli-modules": cli_modules,
+    "private-modules": private_modules,
     "core-imports-heavy": core_imports_heavy,
     "module-cycle": lambda: cycles(None),
     "package-cycle": lambda: cycles(1),
@@ -467,6 +513,8 @@ def test_tree_is_read() -> None:
     assert "reasonwire.agent.loop" in core_modules()
     assert "reasonwire.probe.cli" not in core_modules()
     assert "reasonwire._wrapping" in core_modules()
+    assert "reasonwire.govern.cli.gateway" in MODS and _is_cli("reasonwire.govern.cli.gateway")
+    assert not _is_cli("reasonwire.clients") and not _is_cli("reasonwire.doctor.inspect")
 
 
 @pytest.mark.parametrize("rule", sorted(RULES))

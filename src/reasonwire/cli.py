@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from reasonwire._extras import MissingExtra, missing_extra, require
@@ -20,46 +21,80 @@ if TYPE_CHECKING:
 
 HELP = "Reasoning state on the wire: continuity, consumption, cost and governance."
 
-# (sub-command, module holding a typer app called ``app``, extra it needs, help)
-_GROUPS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "eval",
-        "reasonwire.eval.cli",
-        "eval",
-        "Consumption harness: which models read replayed reasoning.",
+
+@dataclass(frozen=True, slots=True)
+class _Group:
+    """One sub-command group: ``module`` holds a typer app called ``app`` (each package's
+    commands are in its ``cli`` module, see ARCHITECTURE.md); ``extra`` is what it needs."""
+
+    name: str
+    module: str
+    extra: str
+    help: str
+
+
+_GROUPS: tuple[_Group, ...] = (
+    _Group(
+        name="eval",
+        module="reasonwire.eval.cli",
+        extra="eval",
+        help="Consumption harness: which models read replayed reasoning.",
     ),
-    (
-        "templates",
-        "reasonwire.templates_cli",
-        "templates",
-        "Offline consumption scan of chat templates.",
+    # the scan's --cross-check joins templates and localserver: the group sits above both
+    _Group(
+        name="templates",
+        module="reasonwire.crosscheck.cli",
+        extra="templates",
+        help="Offline consumption scan of chat templates.",
     ),
-    ("probe", "reasonwire.probe.cli", "cli", "Read-only stream probe ledger and report."),
-    ("fold", "reasonwire.fold.cli", "cli", "Fold long replayed reasoning text: plan, settings."),
-    ("sim", "reasonwire.sim.cli", "sim", "Reference provider simulator."),
-    (
-        "localserver",
-        "reasonwire.localserver.cli",
-        "localserver",
-        "Real llama.cpp server with tiny models.",
+    _Group(
+        name="probe",
+        module="reasonwire.probe.cli",
+        extra="cli",
+        help="Read-only stream probe ledger and report.",
     ),
-    ("gateway", "reasonwire.govern.gateway_cli", "govern", "Governed-effort loopback gateway."),
+    _Group(
+        name="fold",
+        module="reasonwire.fold.cli",
+        extra="cli",
+        help="Fold long replayed reasoning text: plan, settings.",
+    ),
+    _Group(
+        name="sim", module="reasonwire.sim.cli", extra="sim", help="Reference provider simulator."
+    ),
+    _Group(
+        name="localserver",
+        module="reasonwire.localserver.cli",
+        extra="localserver",
+        help="Real llama.cpp server with tiny models.",
+    ),
+    _Group(
+        name="gateway",
+        module="reasonwire.govern.cli.gateway",
+        extra="govern",
+        help="Governed-effort loopback gateway.",
+    ),
     # the audit runs the simulator (its extra); see reasonwire.audit for what it needs
-    (
-        "audit",
-        "reasonwire.audit.cli",
-        "sim",
-        "Continuity audit on the wire: audit [--out DIR] -- <command...>; audit frameworks.",
+    _Group(
+        name="audit",
+        module="reasonwire.audit.cli",
+        extra="sim",
+        help="Continuity audit on the wire: audit [--out DIR] -- <command...>; audit frameworks.",
     ),
-    ("control", "reasonwire.govern.control_cli", "govern", "Control: signed per-turn bindings."),
-    (
-        "qualify",
-        "reasonwire.govern.qualify_cli",
-        "govern",
-        "Evidence validator for adapter qualification.",
+    _Group(
+        name="control",
+        module="reasonwire.govern.cli.control",
+        extra="govern",
+        help="Control: signed per-turn bindings.",
+    ),
+    _Group(
+        name="qualify",
+        module="reasonwire.govern.cli.qualify",
+        extra="govern",
+        help="Evidence validator for adapter qualification.",
     ),
 )
-_EXTRA_OF = {name: extra for name, _, extra, _ in _GROUPS}
+_EXTRA_OF = {g.name: g.extra for g in _GROUPS}
 # What a group needs before it starts, when less than its extra: ``eval`` against a real route
 # runs on the core; only its embedded default (simulator, local server) needs the [eval] extra,
 # and says so when it starts them.
@@ -72,8 +107,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     Without ``only``, a group whose extra is not installed is left out of the help."""
     import typer
 
-    from reasonwire.doctor.cli import doctor_command
-    from reasonwire.inspect_cli import inspect_command
+    from reasonwire.doctor.cli import doctor_command, inspect_command
 
     app = typer.Typer(
         name="reasonwire", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False
@@ -91,16 +125,16 @@ def build_app(only: str | None = None) -> typer.Typer:
 
     app.command("inspect")(inspect_command)
     app.command("doctor")(doctor_command)
-    for name, module, extra, help_text in _GROUPS:
-        if only is not None and name != only:
+    for group in _GROUPS:
+        if only is not None and group.name != only:
             continue
         if only is None:
             try:
-                require(_START_OF.get(name, extra))
+                require(_START_OF.get(group.name, group.extra))
             except MissingExtra:
                 continue
-        mod = importlib.import_module(module)
-        app.add_typer(mod.app, name=name, help=help_text)
+        mod = importlib.import_module(group.module)
+        app.add_typer(mod.app, name=group.name, help=group.help)
     return app
 
 

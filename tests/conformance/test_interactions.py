@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from reasonwire.doctor.cli import inspect_command
 from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.inspect_cli import inspect_command
 from reasonwire.wire import get_dialect
 from reasonwire.wire.model import Done, Turn
 from tests.conformance.corpus import (

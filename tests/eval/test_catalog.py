@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reasonwire.eval.catalog import classify, fetch_catalog, select
+from reasonwire.eval._catalog import classify, fetch_catalog, select
 from reasonwire.eval.embedded import sim_routes
 from reasonwire.sim import SimServer
 

@@ -13,8 +13,8 @@ import pytest
 
 from reasonwire.errors import ConfigError
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
+from reasonwire.eval._catalog import CatalogEntry
 from reasonwire.eval.budget import price_for
-from reasonwire.eval.catalog import CatalogEntry
 from reasonwire.eval.matrix import render_md
 from reasonwire.eval.records import read_jsonl
 from reasonwire.eval.report_html import render_html

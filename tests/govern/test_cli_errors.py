@@ -14,8 +14,9 @@ import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
-from reasonwire.govern import gateway_cli, qualify_cli
 from reasonwire.govern.binding import KeyRing
+from reasonwire.govern.cli import gateway as gateway_cli
+from reasonwire.govern.cli import qualify as qualify_cli
 
 GOOD_POLICY = (
     "from reasonwire.govern.policy import OrgPolicy\n"

@@ -26,12 +26,12 @@ from typer.testing import CliRunner
 from reasonwire.govern import carry
 from reasonwire.govern.binding import HEADER, KeyRing, issue
 from reasonwire.govern.carry import CONVERSATION_HEADER
+from reasonwire.govern.cli.qualify import app
 from reasonwire.govern.collect import CollectOptions, collect
 from reasonwire.govern.control import minter
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
 from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.policy import OrgPolicy
-from reasonwire.govern.qualify_cli import app
 from reasonwire.govern.registry import ArtifactPin, Registry, RuntimePin
 from reasonwire.govern.stores import SQLiteVault
 from reasonwire.govern.validator import EvidenceError, mapping_id, validate_text

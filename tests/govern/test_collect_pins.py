@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reasonwire.govern.qualify_cli import app
+from reasonwire.govern.cli.qualify import app
 from reasonwire.govern.registry import ArtifactPin, RuntimeAdapter, RuntimePin
 
 COMMIT = "5" * 40

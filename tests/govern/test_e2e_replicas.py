@@ -21,9 +21,9 @@ import pytest
 from typer.testing import CliRunner
 
 from reasonwire.govern import carry
+from reasonwire.govern.cli.qualify import app
 from reasonwire.govern.control import minter
 from reasonwire.govern.gateway import Gateway
-from reasonwire.govern.qualify_cli import app
 from reasonwire.govern.stores import PostgresEvidenceStore, PostgresVault
 from reasonwire.sim.app import build_app
 from tests import pg

@@ -21,8 +21,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from reasonwire.govern import gateway_cli
 from reasonwire.govern.binding import KeyRing
+from reasonwire.govern.cli import gateway as gateway_cli
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.levels import LEVELS

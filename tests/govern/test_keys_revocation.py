@@ -16,8 +16,9 @@ import pytest
 from typer.testing import CliRunner
 
 from reasonwire.errors import ConfigError, PolicyRefusal
-from reasonwire.govern import binding, gateway_cli
+from reasonwire.govern import binding
 from reasonwire.govern.binding import HEADER, REVOCATION_FILE, KeyRing, issue, verify
+from reasonwire.govern.cli import gateway as gateway_cli
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
 from reasonwire.govern.policy import OrgPolicy

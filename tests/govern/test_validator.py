@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from reasonwire.govern.qualify_cli import app
+from reasonwire.govern.cli.qualify import app
 from reasonwire.govern.validator import (
     HIDDEN_PLACES,
     NEGATIVE_CASES,

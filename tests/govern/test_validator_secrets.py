@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from reasonwire.govern.qualify_cli import app
+from reasonwire.govern.cli.qualify import app
 from reasonwire.govern.validator import EvidenceError, validate_text
 from tests.govern.planted import Planted, by_label, planted
 from tests.govern.test_validator import good, repo  # noqa: F401  (repo is a fixture)

@@ -239,7 +239,7 @@ def test_sources_tokenizer_config_and_dir(tmp_path: Path) -> None:
 
 
 def test_cli_scan_writes_outputs(tmp_path: Path) -> None:
-    from reasonwire.templates_cli import app
+    from reasonwire.crosscheck.cli import app
 
     tpl = tmp_path / "every-turn.jinja"
     tpl.write_text(EVERY_TURN)

@@ -16,7 +16,7 @@ import pytest
 
 from reasonwire.agent import Agent
 from reasonwire.agent.models import Model
-from reasonwire.inspect_cli import inspect_bytes
+from reasonwire.doctor.inspect import inspect_bytes
 from reasonwire.probe import ProbeTransport
 from reasonwire.routes import Route
 from reasonwire.wire import registry

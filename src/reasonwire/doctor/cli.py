@@ -1,6 +1,8 @@
-"""``reasonwire doctor FILE... [--format F] [--json] [--out REPAIRED]``.
+"""The commands over saved files: ``reasonwire inspect FILE`` (what a saved response or stream
+carries, :mod:`reasonwire.doctor.inspect`) and ``reasonwire doctor FILE... [--format F] [--json]
+[--out REPAIRED]``.
 
-Exit 0 when every file is clean, 1 when something was found, 2 on unreadable input (one
+Doctor: exit 0 when every file is clean, 1 when something was found, 2 on unreadable input (one
 line on stderr, no traceback). ``--out`` writes the repaired copy (a file for one input, a
 folder for several) and re-checks it.
 """
@@ -14,11 +16,15 @@ from typing import Any
 
 import typer
 
+from reasonwire.credentials import redact
 from reasonwire.doctor import against, read
+from reasonwire.doctor.inspect import inspect_bytes, render, summary
 from reasonwire.doctor.model import Finding, Unreadable
 from reasonwire.doctor.readers import FORMATS, parse
 from reasonwire.doctor.repair import changes_json, repair, serialise
 from reasonwire.doctor.report import findings
+from reasonwire.errors import ReasonwireError, TruncatedStream
+from reasonwire.wire.registry import get_dialect
 
 
 def _text(found: list[Finding], repaired: list[dict[str, Any]]) -> str:
@@ -126,3 +132,42 @@ def doctor_command(
     else:
         typer.echo(_text(found, repaired))
     raise typer.Exit(1 if found else 0)
+
+
+def _fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"reasonwire inspect: {message}", err=True)
+    return typer.Exit(code)
+
+
+def inspect_command(
+    file: str = typer.Argument(..., help="saved response body or SSE capture"),
+    dialect: str | None = typer.Option(
+        None, "--dialect", "-d", help="chat | responses | anthropic | gemini (default: detect)"
+    ),
+    replay: bool = typer.Option(False, "--replay", help="print the exact JSON to send back"),
+    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
+) -> None:
+    """Show the reasoning carriers, usage and ids in a saved response body or stream."""
+    path = Path(file)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _fail(f"cannot read {file}: {exc.strerror or type(exc).__name__}", 2) from None
+    try:
+        ins = inspect_bytes(data, dialect)
+        replayed = get_dialect(ins.dialect).replay(ins.turn) if replay else None
+    except TruncatedStream as exc:
+        raise _fail(f"{file}: truncated: {redact(str(exc))}", 1) from None
+    except ReasonwireError as exc:
+        raise _fail(f"{file}: {redact(str(exc))}", 1) from None
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
+        # A dialect met a shape it does not expect: still one line, never a traceback.
+        raise _fail(
+            f"{file}: unexpected shape ({type(exc).__name__}: {redact(str(exc))})", 1
+        ) from None
+    if replayed is not None:
+        typer.echo(json.dumps(replayed, ensure_ascii=False, indent=2))
+    elif as_json:
+        typer.echo(json.dumps(summary(ins), ensure_ascii=False, indent=2))
+    else:
+        typer.echo(render(ins))

@@ -662,8 +662,8 @@ def read_requests(doc: Document, dialect: str | None, profile: str | None) -> No
 
 def read_response(doc: Document, data: bytes, dialect: str | None) -> None:
     """A response body or stream capture, decoded by the dialect (``reasonwire inspect``)."""
+    from reasonwire.doctor.inspect import inspect_bytes
     from reasonwire.errors import ReasonwireError
-    from reasonwire.inspect_cli import inspect_bytes
 
     try:
         ins = inspect_bytes(data, dialect)

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from reasonwire.errors import ConfigError, ReasonwireError
-from reasonwire.eval.catalog import classify, fetch_catalog, select
+from reasonwire.eval._catalog import classify, fetch_catalog, select
 from reasonwire.eval.matrix import render_md
 from reasonwire.eval.report_html import write_all
 from reasonwire.eval.runner import EvalConfig, RunResult, Target, run_eval

@@ -1,9 +1,10 @@
 """``reasonwire qualify``: build, validate and pin adapter qualification evidence.
 
-- ``validate``: check an evidence file (see :mod:`.validator`); with ``--policy`` also against
-  the registry and policy.
+- ``validate``: check an evidence file (see :mod:`reasonwire.govern.validator`); with
+  ``--policy`` also against the registry and policy.
 - ``collect``: build the evidence file (schema 2) from a gateway run's evidence rows (SQLite
-  path or ``postgresql://`` URL; see :mod:`.collect`), then validate it against the registry.
+  path or ``postgresql://`` URL; see :mod:`reasonwire.govern.collect`), then validate it
+  against the registry.
 - ``verify-pin``: check local artifacts (sdist, wheel, binary) against a runtime's pin
   (SHA-256, and the version a package states).
 
@@ -20,19 +21,10 @@ from typing import Annotated
 import typer
 
 from reasonwire.errors import ConfigError, PolicyRefusal
+from reasonwire.govern.cli import fail, group
 from reasonwire.govern.validator import DISCLAIMER, EvidenceError, validate_file
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
-
-
-@app.callback()
-def _group() -> None:
-    """Evidence validator for adapter qualification."""
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(code)
+app = group("Evidence validator for adapter qualification.")
 
 
 def _report_failure(path: Path, exc: EvidenceError) -> typer.Exit:
@@ -58,14 +50,14 @@ def validate(
     try:
         registry, org = (None, None)
         if policy is not None:
-            from reasonwire.govern.gateway_cli import load_policy
+            from reasonwire.govern.cli.gateway import load_policy
 
             registry, org = load_policy(policy)
         ev = validate_file(evidence, repo, registry=registry, policy=org)
     except EvidenceError as exc:
         raise _report_failure(evidence, exc) from None
     except ConfigError as exc:
-        raise _fail(f"error: {exc}", 2) from None
+        raise fail(f"error: {exc}", 2) from None
     s = ev.subject
     typer.echo(
         f"PASS: {s.runtime_id} {s.runtime_version} on {s.route_id}, levels "
@@ -117,8 +109,8 @@ def collect_command(
     """Build the evidence file from evidence rows, then validate it against the registry."""
     import orjson
 
+    from reasonwire.govern.cli.gateway import load_policy
     from reasonwire.govern.collect import CollectError, CollectOptions, collect, strings_in
-    from reasonwire.govern.gateway_cli import load_policy
     from reasonwire.govern.levels import LEVELS
     from reasonwire.govern.stores import is_postgres_url, open_evidence_store, open_vault
     from reasonwire.govern.validator import repo_head, validate_text
@@ -128,7 +120,7 @@ def collect_command(
         chosen = [lv.strip().lower() for lv in levels.split(",") if lv.strip()]
         bad = [lv for lv in chosen if lv not in LEVELS]
         if bad or not chosen:
-            raise _fail(f"error: --levels takes {', '.join(LEVELS)}, not {levels!r}", 2)
+            raise fail(f"error: --levels takes {', '.join(LEVELS)}, not {levels!r}", 2)
     try:
         registry, org = load_policy(policy)
         head = repo_head(repo)
@@ -170,12 +162,12 @@ def collect_command(
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(out)
     except CollectError as exc:
-        raise _fail(f"error: {exc}", 2) from None
+        raise fail(f"error: {exc}", 2) from None
     except ConfigError as exc:
-        raise _fail(f"error: {exc}", 2) from None
+        raise fail(f"error: {exc}", 2) from None
     except OSError as exc:
         name = getattr(exc, "filename", None) or "a file"
-        raise _fail(f"error: cannot read or write {name}: {type(exc).__name__}", 2) from None
+        raise fail(f"error: cannot read or write {name}: {type(exc).__name__}", 2) from None
     try:
         ev = validate_text(text, head, registry=registry, policy=org)
     except EvidenceError as exc:
@@ -197,16 +189,16 @@ def verify_pin(
     version: Annotated[str, typer.Option("--version", help="Exact runtime version.")],
 ) -> None:
     """Check local artifacts against the registry's pin of a runtime version."""
-    from reasonwire.govern.gateway_cli import load_policy
+    from reasonwire.govern.cli.gateway import load_policy
     from reasonwire.govern.registry import verify_artifact
 
     try:
         registry, _ = load_policy(policy)
         _, pin = registry.pinned(runtime, version)
     except ConfigError as exc:
-        raise _fail(f"error: {exc}", 2) from None
+        raise fail(f"error: {exc}", 2) from None
     except PolicyRefusal as exc:
-        raise _fail(f"FAIL: {exc.reason}: {exc.detail}", 1) from None
+        raise fail(f"FAIL: {exc.reason}: {exc.detail}", 1) from None
     failed = False
     for f in files:
         try:
@@ -216,7 +208,7 @@ def verify_pin(
             failed = True
             continue
         except OSError as exc:
-            raise _fail(f"error: cannot read {f}: {type(exc).__name__}", 2) from None
+            raise fail(f"error: cannot read {f}: {type(exc).__name__}", 2) from None
         typer.echo(
             f"PASS: {f} is {runtime} {pin.version} ({art.name}, sha256 {art.sha256}, "
             f"tag {pin.source_tag}, commit {pin.source_commit})"

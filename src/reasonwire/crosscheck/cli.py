@@ -1,4 +1,5 @@
-"""``reasonwire templates scan``: the offline chat-template consumption scan from the shell."""
+"""``reasonwire templates scan``: the offline chat-template consumption scan from the shell, with
+its ``--cross-check`` on the real llama-server (so the group lives here, above both)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from reasonwire.crosscheck import Finding, findings_markdown, timed_cross_check, unserved
+from reasonwire.crosscheck.check import Finding, findings_markdown, timed_cross_check, unserved
 from reasonwire.errors import ConfigError, ReasonwireError
 from reasonwire.method.verdicts import Verdict
 from reasonwire.templates.fixture import FIELDS

@@ -19,22 +19,13 @@ import typer
 
 from reasonwire.errors import ConfigError, PolicyRefusal
 from reasonwire.govern.binding import KeyRing
+from reasonwire.govern.cli import fail, group
+from reasonwire.govern.cli.gateway import load_policy
 from reasonwire.govern.control import project
-from reasonwire.govern.gateway_cli import load_policy
 from reasonwire.govern.levels import parse_requested
 from reasonwire.govern.policy import resolve
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
-
-
-@app.callback()
-def _group() -> None:
-    """Control: signed per-turn bindings."""
-
-
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(message, err=True)
-    return typer.Exit(code)
+app = group("Control: signed per-turn bindings.")
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -62,9 +53,9 @@ def sign(
     try:
         requested = parse_requested(level)
     except ValueError as exc:
-        raise _fail(f"error: {exc}", 2) from None
+        raise fail(f"error: {exc}", 2) from None
     if not 1 <= ttl <= 86_400:
-        raise _fail("error: --ttl must be between 1 and 86400 seconds", 2)
+        raise fail("error: --ttl must be between 1 and 86400 seconds", 2)
     try:
         registry, org = load_policy(policy)
         ring = KeyRing.load_dir(keys)
@@ -91,14 +82,14 @@ def sign(
             ttl_seconds=ttl,
         )
     except PolicyRefusal as exc:
-        raise _fail(f"refused: {exc.reason}: {exc.detail}", 1) from None
+        raise fail(f"refused: {exc.reason}: {exc.detail}", 1) from None
     except ConfigError as exc:
-        raise _fail(f"error: {exc}", 2) from None
+        raise fail(f"error: {exc}", 2) from None
     if out is not None:
         try:
             _write_private(out, token + "\n")
         except OSError as exc:
-            raise _fail(f"error: cannot write {out}: {type(exc).__name__}", 2) from None
+            raise fail(f"error: cannot write {out}: {type(exc).__name__}", 2) from None
     else:
         typer.echo(token)
     typer.echo(

@@ -1,4 +1,5 @@
-"""``reasonwire inspect``: show the reasoning carriers in a saved response or stream.
+"""What a saved response or stream carries (the ``reasonwire inspect`` command, in
+:mod:`reasonwire.doctor.cli`).
 
 The command a user reaches for when a provider answers "Invalid signature in thinking block":
 it reads a saved body or capture, finds its dialect and form by shape (never by file name),
@@ -20,10 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import typer
-
 from reasonwire.credentials import redact
-from reasonwire.errors import MalformedBody, ReasonwireError, TruncatedStream, UnknownDialect
+from reasonwire.errors import MalformedBody, TruncatedStream, UnknownDialect
 from reasonwire.wire.dialect import read_error
 from reasonwire.wire.jsonarray import JSONArrayDecoder
 from reasonwire.wire.model import JSON, Carrier, DialectName, Done, Turn
@@ -287,43 +286,4 @@ def render(ins: Inspection) -> str:
     return "\n".join(out)
 
 
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"reasonwire inspect: {message}", err=True)
-    return typer.Exit(code)
-
-
-def inspect_command(
-    file: str = typer.Argument(..., help="saved response body or SSE capture"),
-    dialect: str | None = typer.Option(
-        None, "--dialect", "-d", help="chat | responses | anthropic | gemini (default: detect)"
-    ),
-    replay: bool = typer.Option(False, "--replay", help="print the exact JSON to send back"),
-    as_json: bool = typer.Option(False, "--json", help="print the report as JSON"),
-) -> None:
-    """Show the reasoning carriers, usage and ids in a saved response body or stream."""
-    path = Path(file)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _fail(f"cannot read {file}: {exc.strerror or type(exc).__name__}", 2) from None
-    try:
-        ins = inspect_bytes(data, dialect)
-        replayed = get_dialect(ins.dialect).replay(ins.turn) if replay else None
-    except TruncatedStream as exc:
-        raise _fail(f"{file}: truncated: {redact(str(exc))}", 1) from None
-    except ReasonwireError as exc:
-        raise _fail(f"{file}: {redact(str(exc))}", 1) from None
-    except (ValueError, TypeError, KeyError, AttributeError, IndexError) as exc:
-        # A dialect met a shape it does not expect: still one line, never a traceback.
-        raise _fail(
-            f"{file}: unexpected shape ({type(exc).__name__}: {redact(str(exc))})", 1
-        ) from None
-    if replayed is not None:
-        typer.echo(json.dumps(replayed, ensure_ascii=False, indent=2))
-    elif as_json:
-        typer.echo(json.dumps(summary(ins), ensure_ascii=False, indent=2))
-    else:
-        typer.echo(render(ins))
-
-
-__all__ = ["Inspection", "detect_payload", "inspect_bytes", "inspect_command", "inspect_file"]
+__all__ = ["Inspection", "detect_payload", "inspect_bytes", "inspect_file", "render", "summary"]
