@@ -11,6 +11,8 @@ import binascii
 from collections.abc import Iterator
 from typing import Any, TypeAlias
 
+from reasonwire.wire.model import JsonObject
+
 Path: TypeAlias = tuple[str | int, ...]
 
 _MISSING: Any = object()
@@ -105,7 +107,7 @@ def same_b64(a: str, b: str) -> bool:
     return da is not None and da == db
 
 
-def byte_diff(expected: str, got: str, context: int = 12) -> dict[str, Any]:
+def byte_diff(expected: str, got: str, context: int = 12) -> JsonObject:
     """Where two strings first differ, in UTF-8 bytes, with a short excerpt of each side."""
     e, g = expected.encode("utf-8"), got.encode("utf-8")
     off = next(

@@ -17,9 +17,10 @@ from typing import Any
 
 from reasonwire.credentials import SECRET_FIELDS
 from reasonwire.sim.server import SimServer
+from reasonwire.wire.model import JSON
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
+Scope = MutableMapping[str, JSON]
+Message = MutableMapping[str, JSON]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]

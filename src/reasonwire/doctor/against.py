@@ -24,6 +24,7 @@ from typing import Any
 from reasonwire.doctor.checks import Hit, _get, _matches
 from reasonwire.doctor.facts import RULES
 from reasonwire.doctor.model import Conversation, Document, Unreadable
+from reasonwire.wire.model import JsonObject
 
 TEXT_KEY = {"signature": "thinking"}
 """Carrier kind -> the key beside it whose text it covers (Anthropic: the signature covers
@@ -87,7 +88,7 @@ def digest_lines(known: Originals) -> str:
     """The originals as a digest file (one JSON object per carrier)."""
     rows = []
     for k, v in sorted(known.texts.items()):
-        row: dict[str, Any] = {"sha256": k}
+        row: JsonObject = {"sha256": k}
         if v:
             row["text_sha256"] = v
         if k in known.order:

@@ -14,6 +14,7 @@ from typing import Any
 from reasonwire.doctor import framing
 from reasonwire.doctor.facts import ENVELOPES, KIND_OF_FINDING, RULES, STAND_INS, URLSAFE_OK, Opaque
 from reasonwire.doctor.model import Conversation, Document, Finding, Item, Message
+from reasonwire.wire.model import JSON
 from reasonwire.wire.registry import get_dialect
 
 FIX: dict[str, str] = {
@@ -57,15 +58,15 @@ class Hit:
     """The object holding the carrier (the item, or a part inside it)."""
     key: str = ""
     """The carrier's key in ``holder`` (the native name)."""
-    parent: list[Any] | None = None
+    parent: list[JSON] | None = None
     """The list inside the item holding ``holder``, when the carrier is nested."""
 
 
-Found = tuple[str, Any, Any, str, "list[Any] | None"]
+Found = tuple[str, Any, Any, str, "list[JSON] | None"]
 
 
 def _get(
-    value: Any, path: tuple[str, ...], at: str, parent: list[Any] | None = None
+    value: Any, path: tuple[str, ...], at: str, parent: list[JSON] | None = None
 ) -> Iterator[Found]:
     """(json path, holder, value, last key, list holding the holder) for each value at
     ``path`` under ``value``."""

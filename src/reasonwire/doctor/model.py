@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reasonwire.wire.model import JSON, JsonObject
+
 
 @dataclass(eq=False)
 class Item:
@@ -27,7 +29,7 @@ class Item:
     path: str
     line: int | None
     origin: Any = None
-    container: list[Any] | None = None
+    container: list[JSON] | None = None
     doc_line: int | None = None
     keys: dict[str, str] = field(default_factory=dict)
 
@@ -68,7 +70,7 @@ class Document:
     path: Path
     format: str
     raw_lines: list[str] = field(default_factory=list)
-    lines: list[Any] = field(default_factory=list)
+    lines: list[JSON] = field(default_factory=list)
     whole: Any = None
     line_oriented: bool = True
     dirty: set[int] = field(default_factory=set)
@@ -92,7 +94,7 @@ class Finding:
     fix: str
     turn: int = 0
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {
             "file": self.file,
             "line": self.line,
@@ -115,7 +117,7 @@ class Change:
     rule: str
     source: str
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> JsonObject:
         return {
             "line": self.line,
             "path": self.path,

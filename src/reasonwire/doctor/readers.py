@@ -21,6 +21,7 @@ from typing import Any
 import orjson
 
 from reasonwire.doctor.model import Conversation, Document, Item, Message, Unreadable
+from reasonwire.wire.model import JSON, JsonObject
 from reasonwire.wire.registry import get_dialect, names
 
 # -- tables (data) ---------------------------------------------------------------------------
@@ -110,9 +111,9 @@ FORMATS = (
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _json_lines(text: str) -> tuple[list[str], list[Any]]:
+def _json_lines(text: str) -> tuple[list[str], list[JSON]]:
     raw = text.splitlines(keepends=True)
-    parsed: list[Any] = []
+    parsed: list[JSON] = []
     for line in raw:
         s = line.strip()
         if not s:
@@ -142,7 +143,7 @@ def _whole(text: str) -> Any:
         return json.loads(text)
 
 
-def _records(doc: Document) -> Iterator[tuple[int, dict[str, Any]]]:
+def _records(doc: Document) -> Iterator[tuple[int, JsonObject]]:
     for n, rec in enumerate(doc.lines, 1):
         if isinstance(rec, dict):
             yield n, rec
@@ -283,7 +284,7 @@ def _pi_item(block: Any, dialect: str) -> tuple[Any, dict[str, str]]:
             except json.JSONDecodeError:
                 item = None
             return (item if isinstance(item, dict) else {"type": "reasoning"}), {}
-        value: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking")}
+        value: JsonObject = {"type": "thinking", "thinking": block.get("thinking")}
         if "thinkingSignature" in block:
             value["signature"] = sig
         return value, {"signature": "thinkingSignature"}
@@ -391,20 +392,20 @@ def read_kimi_code(doc: Document) -> None:
 # -- pydantic-ai -----------------------------------------------------------------------------
 
 
-def _pai_views(parts: list[Any], dialect: str) -> list[tuple[Any, dict[str, str], Any]]:
+def _pai_views(parts: list[JSON], dialect: str) -> list[tuple[Any, dict[str, str], Any]]:
     """(native view, key renames, file object) of one ModelResponse's parts: a signed
     ThinkingPart is the dialect's carrier item; for Gemini the signature belongs on the
     part after it (pydantic-ai's google model sends a ThinkingPart's signature as the next
     part's thought_signature), so the view of that part carries it, pointing at the
     ThinkingPart as the object a repair edits."""
     out: list[tuple[Any, dict[str, str], Any]] = []
-    carry: dict[str, Any] | None = None
+    carry: JsonObject | None = None
     on_next = PAI_SIGNATURE_ON_NEXT.get(dialect, False)
     for part in parts:
         kind = part.get("part_kind") if isinstance(part, dict) else None
         sig = part.get("signature") if isinstance(part, dict) else None
         key = PAI_SIGNED_KEY[dialect]
-        view: dict[str, Any] = {"type": kind}
+        view: JsonObject = {"type": kind}
         keys: dict[str, str] = {}
         origin: Any = part
         if kind == "thinking" and sig is not None:
@@ -425,7 +426,7 @@ def _pai_views(parts: list[Any], dialect: str) -> list[tuple[Any, dict[str, str]
     return out
 
 
-PAI_SIGNED: dict[str, dict[str, Any]] = {
+PAI_SIGNED: dict[str, JsonObject] = {
     "anthropic": {"type": "thinking"},
     "gemini": {"thought": True},
     "responses": {"type": "reasoning"},
@@ -436,12 +437,12 @@ PAI_SIGNED_KEY = {
     "responses": "encrypted_content",
 }
 PAI_SIGNATURE_ON_NEXT = {"gemini": True}
-PAI_TOOL_CALL: dict[str, dict[str, Any]] = {
+PAI_TOOL_CALL: dict[str, JsonObject] = {
     "anthropic": {"type": "tool_use"},
     "gemini": {"functionCall": {}},
     "responses": {"type": "function_call", "id": "fc"},
 }
-PAI_TOOL_RESULT: dict[str, dict[str, Any]] = {
+PAI_TOOL_RESULT: dict[str, JsonObject] = {
     "anthropic": {"type": "tool_result"},
     "gemini": {"functionResponse": {}},
     "responses": {"type": "function_call_output"},
@@ -496,11 +497,11 @@ def read_gemini_chat(doc: Document) -> None:
     doc.conversations.append(Conversation(msgs))
 
 
-def _is_gemini_chat(rec: dict[str, Any]) -> bool:
+def _is_gemini_chat(rec: JsonObject) -> bool:
     return rec.get("role") in ("user", "model") and isinstance(rec.get("parts"), list)
 
 
-def _is_pydantic_ai(rec: dict[str, Any]) -> bool:
+def _is_pydantic_ai(rec: JsonObject) -> bool:
     return rec.get("kind") in ("request", "response") and isinstance(rec.get("parts"), list)
 
 
@@ -518,7 +519,7 @@ src/agents/memory/sqlite_session.py)."""
 def read_agents_sdk(doc: Document) -> None:
     """Agents SDK session items (``session.get_items()`` as a JSON list or JSON lines, or
     a SQLiteSession database, rows read as lines): Responses input items in order."""
-    entries: list[tuple[int | None, str, Any, list[Any] | None]]
+    entries: list[tuple[int | None, str, Any, list[JSON] | None]]
     if doc.line_oriented:
         entries = [(n, "$", rec, None) for n, rec in _records(doc)]
     elif isinstance(doc.whole, list):
@@ -540,7 +541,7 @@ LIST_ONLY = frozenset({"agents-sdk", "gemini-chat"})
 JSON lines of them need ``--format``)."""
 
 
-def _is_agents_item(rec: dict[str, Any]) -> bool:
+def _is_agents_item(rec: JsonObject) -> bool:
     return rec.get("type") in AGENTS_ITEM_TYPES or (
         "role" in rec and "content" in rec and "parts" not in rec and "message" not in rec
     )
@@ -595,7 +596,7 @@ def _profile_for(model: Any) -> str | None:
 
 
 def _request_conversation(
-    body: dict[str, Any], dialect: str, prefix: str, line: int | None, profile: str | None
+    body: JsonObject, dialect: str, prefix: str, line: int | None, profile: str | None
 ) -> Conversation:
     key = HISTORY_KEY[dialect]
     history = body.get(key)
@@ -680,39 +681,39 @@ def read_response(doc: Document, data: bytes, dialect: str | None) -> None:
 # -- detection -------------------------------------------------------------------------------
 
 
-def _is_claude_code(rec: dict[str, Any]) -> bool:
+def _is_claude_code(rec: JsonObject) -> bool:
     return "sessionId" in rec or ("parentUuid" in rec and "message" in rec)
 
 
-def _is_codex(rec: dict[str, Any]) -> bool:
+def _is_codex(rec: JsonObject) -> bool:
     return "payload" in rec and rec.get("type") in (
         "session_meta", "response_item", "turn_context", "event_msg", "compacted"
     )  # fmt: skip
 
 
-def _is_gemini_cli(rec: dict[str, Any]) -> bool:
+def _is_gemini_cli(rec: JsonObject) -> bool:
     return "method" in rec and isinstance(rec.get("response"), list)
 
 
-def _is_pi(rec: dict[str, Any]) -> bool:
+def _is_pi(rec: JsonObject) -> bool:
     msg = rec.get("message")
     return (rec.get("type") == "session" and "cwd" in rec and "sessionId" not in rec) or (
         rec.get("type") == "message" and isinstance(msg, dict) and "api" in msg
     )
 
 
-def _is_kimi(rec: dict[str, Any]) -> bool:
+def _is_kimi(rec: JsonObject) -> bool:
     typ = rec.get("type")
     return isinstance(typ, str) and (
         typ.startswith("context.") or typ.startswith("llm.") or "protocol_version" in rec
     )
 
 
-def _is_request(rec: dict[str, Any]) -> bool:
+def _is_request(rec: JsonObject) -> bool:
     return request_dialect(rec) is not None
 
 
-DETECT: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+DETECT: tuple[tuple[str, Callable[[JsonObject], bool]], ...] = (
     ("pydantic-ai", _is_pydantic_ai),
     ("codex", _is_codex),
     ("gemini-cli", _is_gemini_cli),

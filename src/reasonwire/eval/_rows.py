@@ -33,9 +33,9 @@ from reasonwire.method.matrix import (
     Turn1,
 )
 from reasonwire.method.verdicts import Outcome, Thresholds, Verdict, combine, model_verdict
-from reasonwire.wire.model import ABSENT
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
-Rec = dict[str, Any]
+Rec = JsonObject
 """A call record as read (JSON, slimmed of what the matrix never reads)."""
 
 
@@ -332,7 +332,7 @@ def row_verdict(
     return model_verdict(entries)
 
 
-def _unreached(entries: Mapping[str, Any]) -> dict[str, Any]:
+def _unreached(entries: Mapping[str, JSON]) -> JsonObject:
     """Entries of a lane that does not speak for the direct lane a model asked for."""
     return {n: replace(e, verdict=Verdict.DIRECT_LANE_NOT_REACHED) for n, e in entries.items()}
 

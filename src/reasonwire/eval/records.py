@@ -34,7 +34,7 @@ from reasonwire.errors import ConfigError
 from reasonwire.method.codec import FLAT, JSONRecord, from_json, key, rest
 from reasonwire.method.matrix import CarrierSummary, FoldSetup
 from reasonwire.method.verdicts import Thresholds
-from reasonwire.wire.model import ABSENT, JSON
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
 CALLS = "calls.jsonl"
 COST = "cost.jsonl"
@@ -106,7 +106,7 @@ class Answered(JSONRecord):
     reasoning_excerpt: str = ABSENT
 
     @classmethod
-    def _claims(cls, data: Mapping[str, Any]) -> bool:
+    def _claims(cls, data: Mapping[str, JSON]) -> bool:
         return "filtered" in data
 
 
@@ -123,7 +123,7 @@ class Unparsed(JSONRecord):
     elapsed_s: float
 
     @classmethod
-    def _claims(cls, data: Mapping[str, Any]) -> bool:
+    def _claims(cls, data: Mapping[str, JSON]) -> bool:
         return next((k for k in data if k in ("status", "ok")), None) == "status"
 
 
@@ -453,7 +453,7 @@ def _end_torn_line(fd: int) -> None:
         os.write(fd, b"\n")
 
 
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: str | Path) -> Iterator[JsonObject]:
     """Every record of a JSONL file as decoded JSON; unparsable lines (a torn last line) are
     skipped.
 

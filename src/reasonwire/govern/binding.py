@@ -18,7 +18,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jwt
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -27,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from reasonwire.errors import ConfigError, PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level, Requested
+from reasonwire.wire.model import JSON
 
 HEADER = "x-reasonwire-binding"
 ALGORITHM = "EdDSA"
@@ -433,9 +433,9 @@ def verify(ring: KeyRing, token: str, *, now: float | None = None) -> Binding:
     )
 
 
-def _decode_at(token: str, key: Ed25519PublicKey, now: float) -> Mapping[str, Any]:
+def _decode_at(token: str, key: Ed25519PublicKey, now: float) -> Mapping[str, JSON]:
     """Decode and check expiry against ``now`` (an explicit clock for tests and replays)."""
-    claims: Mapping[str, Any] = jwt.decode(
+    claims: Mapping[str, JSON] = jwt.decode(
         token, key, algorithms=[ALGORITHM], options={"require": list(_CLAIMS), "verify_exp": False}
     )
     exp = claims["exp"]

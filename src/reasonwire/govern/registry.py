@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from email.parser import HeaderParser
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level
 from reasonwire.wire.fold import FoldSettings
-from reasonwire.wire.model import DialectName
+from reasonwire.wire.model import JSON, DialectName, JsonObject
 
 ReviewState = Literal["discovery", "qualified"]
 
@@ -106,7 +106,7 @@ class RouteRegistration:
     dialect: DialectName
     upstream_base_url: str
     qualification_id: str
-    levels: Mapping[Level, Mapping[str, Any]]
+    levels: Mapping[Level, Mapping[str, JSON]]
     credential_env: str | None = None
     revoked: bool = False
     auth_header: str = "authorization"
@@ -118,7 +118,7 @@ class RouteRegistration:
     profile: str | None = None
     """The vendor profile layer of the dialect (``vllm``, ``openrouter``...): which vendor
     controls are stripped and whether ``<think>`` blocks are cut from visible text."""
-    profile_fields: Mapping[str, Any] = field(default_factory=dict)
+    profile_fields: Mapping[str, JSON] = field(default_factory=dict)
     """The route layer: profile fields overridden for this route only."""
     client_dialect: DialectName | None = None
     """Clients speak this dialect and the gateway translates to ``dialect`` upstream (Chat
@@ -157,7 +157,7 @@ class RouteRegistration:
 
 def dialect_levels(
     dialect: DialectName, model: str, levels: tuple[Level, ...] = LEVELS
-) -> dict[Level, dict[str, Any]]:
+) -> dict[Level, JsonObject]:
     """Each level's route fragment as the dialect itself writes that effort for ``model``:
     the reasoning-control fields (the dialect's controls inventory) of a request it builds at
     that level, nothing else.
@@ -171,14 +171,14 @@ def dialect_levels(
     from reasonwire.wire.registry import get_dialect
 
     d = get_dialect(dialect)
-    out: dict[Level, dict[str, Any]] = {}
+    out: dict[Level, JsonObject] = {}
     for level in levels:
         body = d.build_request([User("")], RequestOptions(model=model, effort=level))
-        fragment: dict[str, Any] = {}
+        fragment: JsonObject = {}
         for control in d.controls:
             if control.header:
                 continue
-            node: Any = body
+            node: JSON = body
             for key in control.path:
                 node = node.get(key) if isinstance(node, dict) else None
             if node is None:

@@ -31,7 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, Unpack
 
 import orjson
 
@@ -50,6 +50,7 @@ from reasonwire.wire.model import JSON
 
 if TYPE_CHECKING:
     from psycopg import Connection
+    from psycopg.rows import TupleRow
 
 T = TypeVar("T")
 
@@ -308,7 +309,7 @@ def describe_conninfo(conninfo: str) -> str:
     return f"{d.get('host') or 'localhost'}:{d.get('port') or 5432}/{d.get('dbname') or '?'}"
 
 
-def pg_migrate(conn: Connection[Any]) -> int:
+def pg_migrate(conn: Connection[TupleRow]) -> int:
     """Bring the database to the latest schema; return its version. A database newer than
     this code is refused (fail closed)."""
     latest = PG_MIGRATIONS[-1][0]
@@ -363,17 +364,17 @@ class PgConnections:
         self._conninfo = conninfo
         self._max_size = max_size
         self._slots = threading.BoundedSemaphore(max_size)
-        self._idle: list[Connection[Any]] = []
+        self._idle: list[Connection[TupleRow]] = []
         self._lock = threading.Lock()
         self.timeout = timeout
         self._closed = False
         self.opened = 0
         """Connections opened so far (the fault tests read it: a restart costs new ones)."""
 
-    def _connect(self) -> Connection[Any]:
+    def _connect(self) -> Connection[TupleRow]:
         # A peer that vanished (no reset: a partition, a host gone) must not hold a thread
         # forever: unacknowledged sends give up after the timeout, idle ones are probed.
-        conn: Connection[Any] = self._psycopg.connect(
+        conn: Connection[TupleRow] = self._psycopg.connect(
             self._conninfo,
             autocommit=True,
             connect_timeout=max(2, math.ceil(self.timeout)),
@@ -386,7 +387,7 @@ class PgConnections:
         self.opened += 1
         return conn
 
-    def _release(self, conn: Connection[Any]) -> None:
+    def _release(self, conn: Connection[TupleRow]) -> None:
         from psycopg.pq import TransactionStatus
 
         reusable = (
@@ -402,7 +403,7 @@ class PgConnections:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def run(self, work: Callable[[Connection[Any]], T]) -> T:
+    def run(self, work: Callable[[Connection[TupleRow]], T]) -> T:
         """``work(conn)`` on a pooled connection, again on another one while the one it got
         is found broken; :class:`StoreUnavailable` when no connection answers in time."""
         psycopg = self._psycopg
@@ -462,6 +463,14 @@ def _open(conninfo: str, max_size: int, timeout: float) -> PgConnections:
     return conns
 
 
+class _PgOptions(TypedDict, total=False):
+    """How a PostgreSQL store gets its connections (the keywords of every Postgres store)."""
+
+    connections: PgConnections | None
+    max_size: int
+    timeout: float
+
+
 class _PostgresBase:
     def __init__(
         self,
@@ -504,7 +513,7 @@ class PostgresEvidenceStore(_PostgresBase):
     )
     _SELECT = f"SELECT {', '.join(COLUMNS)} FROM evidence"
 
-    def __init__(self, conninfo: str = "", **kw: Any) -> None:
+    def __init__(self, conninfo: str = "", **kw: Unpack[_PgOptions]) -> None:
         super().__init__(conninfo, **kw)
         self._efforts: dict[str, str] = {}
         self._intents: dict[str, str] = {}
@@ -522,7 +531,7 @@ class PostgresEvidenceStore(_PostgresBase):
         if known is not None:
             return known  # fixed values never change: a cache hit is always current
 
-        def work(conn: Connection[Any]) -> Any:
+        def work(conn: Connection[TupleRow]) -> TupleRow | None:
             # Atomic across replicas: the primary key lets exactly one INSERT in; a racing
             # one waits for it to commit and does nothing; the SELECT (a new snapshot under
             # READ COMMITTED) reads the winner.
@@ -551,7 +560,7 @@ class PostgresEvidenceStore(_PostgresBase):
         )
 
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]:
-        def work(conn: Connection[Any]) -> list[Any]:
+        def work(conn: Connection[TupleRow]) -> list[JSON]:
             if conversation_id is None:
                 return conn.execute(self._SELECT + " ORDER BY ts, seq").fetchall()
             return conn.execute(
@@ -574,7 +583,7 @@ class PostgresVault(_PostgresBase):
         *,
         max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         max_entries: int = DEFAULT_MAX_ENTRIES,
-        **kw: Any,
+        **kw: Unpack[_PgOptions],
     ) -> None:
         super().__init__(conninfo, **kw)
         self._max_conv = max_conversations
@@ -587,7 +596,7 @@ class PostgresVault(_PostgresBase):
         self._conns.run(lambda conn: self._put(conn, conversation_id, texts))
 
     def _put(
-        self, conn: Connection[Any], conversation_id: str, texts: list[tuple[str, str]]
+        self, conn: Connection[TupleRow], conversation_id: str, texts: list[tuple[str, str]]
     ) -> None:
         with conn.transaction():
             conn.execute(

@@ -24,13 +24,13 @@ Fail closed on the file: an entry that names no registered route is refused at s
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlsplit
 
 from reasonwire.errors import ConfigError
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.fold import FoldSettings, fold_request
+from reasonwire.wire.model import JsonObject
 
 
 def upstream_host(route: RouteRegistration) -> str:
@@ -65,10 +65,10 @@ def check_operator_fold(registry: Registry, settings: FoldSettings) -> None:
 
 def fold_upstream(
     dialect: Dialect,
-    body: dict[str, Any],
+    body: JsonObject,
     route: RouteRegistration,
     operator: FoldSettings | None,
-) -> dict[str, Any]:
+) -> JsonObject:
     """``body`` (already stripped, injected and re-attached, in the upstream's ``dialect``)
     with its long replayed reasoning text folded when the route's settings say so; the very
     same object otherwise, so the gateway sends the bytes it would send without a fold.

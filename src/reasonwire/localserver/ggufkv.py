@@ -16,6 +16,7 @@ from typing import Any
 from gguf import GGUF_MAGIC, GGUFValueType
 
 from reasonwire.errors import ConfigError
+from reasonwire.wire.model import JSON
 
 _SCALAR = {
     GGUFValueType.UINT8: "B",
@@ -73,7 +74,7 @@ def read_kv(path: Path) -> dict[str, KV]:
                 itype_code, count = unpack("<IQ", data, off)
                 itype = GGUFValueType(itype_code)
                 off += 12
-                items: list[Any]
+                items: list[JSON]
                 if itype == GGUFValueType.STRING:
                     items = []
                     for _ in range(count):

@@ -36,6 +36,7 @@ import httpx
 
 from reasonwire.errors import ConfigError, TransportError
 from reasonwire.localserver import build, model
+from reasonwire.wire.model import JsonObject
 
 LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
@@ -164,7 +165,7 @@ class ManagedServer:
                 + self.log_tail()
             )
 
-    def post(self, path: str, body: dict[str, Any], *, timeout: float = 120.0) -> httpx.Response:
+    def post(self, path: str, body: JsonObject, *, timeout: float = 120.0) -> httpx.Response:
         """POST JSON to ``root_url + path``; a dead server gives a TransportError naming it."""
         try:
             return httpx.post(self.root_url + path, json=body, timeout=timeout)

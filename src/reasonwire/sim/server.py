@@ -6,9 +6,10 @@ import socket
 import threading
 import time
 from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import uvicorn
+from starlette.types import ASGIApp
 
 from reasonwire.errors import TransportError
 from reasonwire.sim.app import build_app
@@ -22,7 +23,7 @@ class SimServer:
     """
 
     def __init__(
-        self, seed: int = 0, host: str = "127.0.0.1", port: int = 0, app: Any = None
+        self, seed: int = 0, host: str = "127.0.0.1", port: int = 0, app: ASGIApp | None = None
     ) -> None:
         """``app``: an ASGI app to serve instead of the simulator (one wrapping it, such as
         the audit's recorder)."""

@@ -29,6 +29,7 @@ from typing import Any
 
 from reasonwire._extras import MissingExtra
 from reasonwire.errors import TemplateRenderError
+from reasonwire.wire.model import JsonObject
 
 try:
     import jinja2
@@ -159,8 +160,8 @@ def variables_read(template: str) -> frozenset[str]:
 
 def render_chat_template(
     template: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None = None,
+    messages: list[JsonObject],
+    tools: list[JsonObject] | None = None,
     add_generation_prompt: bool = True,
     **kwargs: Any,
 ) -> str:
@@ -175,8 +176,8 @@ def render_chat_template(
 
 def render_llama_cpp_compat(
     template: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None = None,
+    messages: list[JsonObject],
+    tools: list[JsonObject] | None = None,
     add_generation_prompt: bool = True,
     **kwargs: Any,
 ) -> str:
@@ -187,12 +188,12 @@ def render_llama_cpp_compat(
 
 def _render(
     compiled: jinja2.Template,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    messages: list[JsonObject],
+    tools: list[JsonObject] | None,
     add_generation_prompt: bool,
-    kwargs: dict[str, Any],
+    kwargs: JsonObject,
 ) -> str:
-    variables: dict[str, Any] = {"bos_token": "", "eos_token": ""}
+    variables: JsonObject = {"bos_token": "", "eos_token": ""}
     variables.update(kwargs)
     variables["messages"] = messages
     variables["tools"] = tools
