@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping
+from typing import Any
 
 from reasonwire.secrets_scan import is_secret_field, scan_text
-from reasonwire.wire.model import JSON
 
 REDACTED = "[redacted]"
 
@@ -63,7 +63,7 @@ def redact(text: str) -> str:
     return "".join(out)
 
 
-def redact_obj(obj: JSON) -> JSON:
+def redact_obj(obj: Any) -> Any:  # decoded JSON: wire.model's alias would be an import cycle
     """A copy of a record (dicts, lists, strings) with secrets removed; other values unchanged.
 
     Values of credential-named fields are replaced whole; every string is passed through
@@ -72,7 +72,7 @@ def redact_obj(obj: JSON) -> JSON:
     if isinstance(obj, str):
         return redact(obj)
     if isinstance(obj, Mapping):
-        out: dict[object, JSON] = {}
+        out: dict[Any, Any] = {}
         for k, v in obj.items():
             key = redact(k) if isinstance(k, str) else k
             if isinstance(k, str) and is_secret_field(k) and v is not None:

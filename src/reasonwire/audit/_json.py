@@ -9,14 +9,14 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator
-from typing import Any, TypeAlias
+from typing import TypeAlias
 
-from reasonwire.wire.model import JsonObject
+from reasonwire.wire.model import JSON, JsonObject
 
 Path: TypeAlias = tuple[str | int, ...]
 
-_MISSING: Any = object()
-MISSING: Any = _MISSING
+_MISSING: JSON = object()
+MISSING: JSON = _MISSING
 """Returned by :func:`get` when a path does not resolve."""
 
 
@@ -40,7 +40,7 @@ def fmt(path: Path) -> str:
     return out or "$"
 
 
-def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+def nodes(value: JSON, path: Path = ()) -> Iterator[tuple[Path, JSON]]:
     """Every node under ``value`` (itself first), in document order."""
     yield path, value
     if isinstance(value, dict):
@@ -51,14 +51,14 @@ def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
             yield from nodes(v, (*path, i))
 
 
-def strings(value: Any, path: Path = ()) -> Iterator[tuple[Path, str]]:
+def strings(value: JSON, path: Path = ()) -> Iterator[tuple[Path, str]]:
     """Every string leaf under ``value`` with its path, in document order."""
     for p, v in nodes(value, path):
         if isinstance(v, str):
             yield p, v
 
 
-def get(root: Any, path: Path) -> Any:
+def get(root: JSON, path: Path) -> JSON:
     """The node at ``path`` (dict keys matched exactly, else by :func:`nkey`), or MISSING."""
     node = root
     for p in path:

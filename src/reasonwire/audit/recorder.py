@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reasonwire.credentials import SECRET_FIELDS
 from reasonwire.sim.server import SimServer
-from reasonwire.wire.model import JSON
-
-Scope = MutableMapping[str, JSON]
-Message = MutableMapping[str, JSON]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass
@@ -47,7 +41,7 @@ class Exchange:
         return self.path + (f"?{self.query}" if self.query else "")
 
 
-def _headers(raw: Any) -> dict[str, str]:
+def _headers(raw: Iterable[tuple[bytes, bytes]] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in raw or ():
         name = k.decode("latin-1").lower()

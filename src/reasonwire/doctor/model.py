@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reasonwire.wire.model import JSON, JsonObject
 
@@ -25,10 +24,10 @@ class Item:
     ``origin`` (a repair that drops the item removes it there), ``keys`` maps native keys to
     the file's own (pi writes ``thinkingSignature`` for ``signature``)."""
 
-    value: Any
+    value: JSON
     path: str
     line: int | None
-    origin: Any = None
+    origin: JSON = None
     container: list[JSON] | None = None
     doc_line: int | None = None
     keys: dict[str, str] = field(default_factory=dict)
@@ -71,7 +70,7 @@ class Document:
     format: str
     raw_lines: list[str] = field(default_factory=list)
     lines: list[JSON] = field(default_factory=list)
-    whole: Any = None
+    whole: JSON = None
     line_oriented: bool = True
     dirty: set[int] = field(default_factory=set)
     dropped: set[int] = field(default_factory=set)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from reasonwire.doctor import against, framing
 from reasonwire.doctor.checks import Hit, _open_loop
@@ -61,7 +60,7 @@ class Plan:
     unrepaired: list[Hit]
 
 
-def _remove(container: list[JSON] | None, obj: Any) -> bool:
+def _remove(container: list[JSON] | None, obj: JSON) -> bool:
     if container is None:
         return False
     for i, v in enumerate(container):
@@ -234,7 +233,7 @@ def _relink(doc: Document) -> None:
             doc.dirty.add(n)
 
 
-def _drop_emptied_messages(whole: Any) -> None:
+def _drop_emptied_messages(whole: JSON) -> None:
     bodies = whole if isinstance(whole, list) else [whole]
     for body in bodies:
         if not isinstance(body, dict):

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from reasonwire.eval.variants import BASELINE, TEXT_VARIANTS
 from reasonwire.method.fixture import POSITIONS, canary_hit, canary_in
@@ -75,7 +74,7 @@ def _text_cells(
         base = ok_bases[-1]
         gen = (base.get("wording"), base.get("params_sig"))
         wording[position] = str(base.get("wording"))
-        by_variant: dict[Any, list[Rec]] = defaultdict(list)
+        by_variant: dict[JSON, list[Rec]] = defaultdict(list)
         for r in at:
             if (r.get("wording"), r.get("params_sig")) == gen:
                 by_variant[r.get("variant")].append(r)

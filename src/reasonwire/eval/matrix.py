@@ -22,7 +22,6 @@ import zlib
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -59,7 +58,7 @@ _UNUSED_TURN1 = tuple(k for k in _UNUSED if k != "t")
 class _Context:
     """What row building needs besides the call records (all from ``runs.jsonl``)."""
 
-    fid: Any
+    fid: str
     dialects: dict[tuple[str, str], str]
     notes: dict[tuple[str, str], list[str]]
     t_of: dict[tuple[str, str], TRecord]

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import orjson
 
@@ -386,7 +386,7 @@ def read_records(path: str | Path) -> Iterator[Record]:
 # -- writing and reading -----------------------------------------------------------------------
 
 
-def request_key(route: str, url: str, body: Any, attempt: int) -> str:
+def request_key(route: str, url: str, body: JSON, attempt: int) -> str:
     """The resume key of a call: route, endpoint URL (Gemini puts the model there), the exact
     request body and the lane attempt."""
     blob = json.dumps([route, url, body, attempt], ensure_ascii=False)

@@ -26,7 +26,7 @@ import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.model import JSON, JsonObject
@@ -220,7 +220,7 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
             (n,) = unpack("<Q", data, o)
             return data[o + 8 : o + 8 + n].decode("utf-8", errors="replace"), o + 8 + n
 
-        def read_value(vtype: int, o: int) -> tuple[Any, int]:
+        def read_value(vtype: int, o: int) -> tuple[JSON, int]:
             if vtype == GGUFValueType.STRING:
                 return read_str(o)
             if vtype == GGUFValueType.ARRAY:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gguf import GGUF_MAGIC, GGUFValueType
 
@@ -39,7 +38,7 @@ class KV:
 
     key: str
     vtype: GGUFValueType
-    value: Any
+    value: JSON
     sub_type: GGUFValueType | None = None
 
 

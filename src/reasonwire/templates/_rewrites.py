@@ -15,7 +15,7 @@ import copy
 import json
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
 from reasonwire.wire.model import JSON, JsonObject
 
@@ -138,7 +138,7 @@ def gemma4_tool_responses(messages: Messages) -> Messages:
 
 def _gemma4_response(tool: JsonObject, calls: list[JSON], index: int) -> JsonObject:
     content = tool.get("content")
-    response: Any = content
+    response: JSON = content
     if isinstance(content, str):
         try:
             response = json.loads(content)
