@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -42,23 +42,29 @@ RESPONSES_USER_TYPES = frozenset(
 """Responses input item types that are not the model's (besides user/developer messages)."""
 INTERACTIONS_USER_TYPES = frozenset({"user_input", "function_result"})
 
-HISTORY_KEY = {
-    # dialect -> the request key holding the replayed history
-    "anthropic": "messages",
-    "chat": "messages",
-    "gemini": "contents",
-    "responses": "input",
-    "interactions": "input",
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a dialect keeps its native items, in a request and in a decoded answer."""
+
+    history: str
+    """The request key holding the replayed history."""
+    items: str
+    """How the history holds items: ``content``/``parts`` (a message's list of blocks or
+    parts), ``message`` (the message is the item), ``flat`` (the history is the items)."""
+    answer: str
+    """Where the native items of a decoded answer sit in its body."""
+
+
+LAYOUTS = {
+    "anthropic": Layout("messages", "content", "$.content"),
+    "chat": Layout("messages", "message", "$.choices[0].message"),
+    "gemini": Layout("contents", "parts", "$.candidates[0].content.parts"),
+    "responses": Layout("input", "flat", "$.output"),
+    "interactions": Layout("input", "flat", "$.steps"),
 }
-LAYOUT = {
-    # dialect -> how its history holds items: "content"/"parts" (a message's list of blocks
-    # or parts), "message" (the message is the item), "flat" (the history is the items)
-    "anthropic": "content",
-    "chat": "message",
-    "gemini": "parts",
-    "responses": "flat",
-    "interactions": "flat",
-}
+HISTORY_KEY = {d: layout.history for d, layout in LAYOUTS.items()}
+"""dialect -> the request key holding the replayed history."""
 SHARED_KEY_ORDER = {
     # request key -> (the dialect it is when its blocks say so, the dialect otherwise)
     "messages": ("anthropic", "chat"),
@@ -74,15 +80,6 @@ ANTHROPIC_BLOCKS = frozenset(
 """Content block types only the Anthropic Messages API uses (tells it from Chat)."""
 THINKING_ON = frozenset({"enabled", "adaptive"})
 """Anthropic ``thinking.type`` values that turn thinking on (extended / adaptive thinking)."""
-
-RESPONSE_PREFIX = {
-    # dialect -> where the native items of a decoded answer sit in its body
-    "anthropic": "$.content",
-    "chat": "$.choices[0].message",
-    "gemini": "$.candidates[0].content.parts",
-    "responses": "$.output",
-    "interactions": "$.steps",
-}
 
 PYDANTIC_AI_DIALECT = {
     # pydantic-ai ``provider_name`` of a ModelResponse / ThinkingPart -> wire dialect; its
@@ -129,14 +126,14 @@ def _json_lines(text: str) -> tuple[list[str], list[JSON]]:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> JSON:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return None
 
 
-def _whole(text: str) -> Any:
+def _whole(text: str) -> JSON:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
@@ -149,7 +146,7 @@ def _records(doc: Document) -> Iterator[tuple[int, JsonObject]]:
             yield n, rec
 
 
-def _str(value: Any) -> str | None:
+def _str(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
 
 
@@ -189,7 +186,7 @@ def read_claude_code(doc: Document) -> None:
 # -- codex -----------------------------------------------------------------------------------
 
 
-def _flat_role(item: Any, user_types: frozenset[str]) -> str:
+def _flat_role(item: JSON, user_types: frozenset[str]) -> str:
     """Whose a flat history item is: a message by its role, anything else by its type."""
     if not isinstance(item, dict):
         return "user"
@@ -198,7 +195,7 @@ def _flat_role(item: Any, user_types: frozenset[str]) -> str:
     return "user" if item.get("type") in user_types else "assistant"
 
 
-def _responses_role(item: Any) -> str:
+def _responses_role(item: JSON) -> str:
     return _flat_role(item, RESPONSES_USER_TYPES)
 
 
@@ -271,7 +268,7 @@ def read_gemini_cli(doc: Document) -> None:
 # -- pi --------------------------------------------------------------------------------------
 
 
-def _pi_item(block: Any, dialect: str) -> tuple[Any, dict[str, str]]:
+def _pi_item(block: JSON, dialect: str) -> tuple[JSON, dict[str, str]]:
     """A pi content block as the native item of its API (and the key renames)."""
     if not isinstance(block, dict):
         return block, {}
@@ -392,13 +389,13 @@ def read_kimi_code(doc: Document) -> None:
 # -- pydantic-ai -----------------------------------------------------------------------------
 
 
-def _pai_views(parts: list[JSON], dialect: str) -> list[tuple[Any, dict[str, str], Any]]:
+def _pai_views(parts: list[JSON], dialect: str) -> list[tuple[JSON, dict[str, str], JSON]]:
     """(native view, key renames, file object) of one ModelResponse's parts: a signed
     ThinkingPart is the dialect's carrier item; for Gemini the signature belongs on the
     part after it (pydantic-ai's google model sends a ThinkingPart's signature as the next
     part's thought_signature), so the view of that part carries it, pointing at the
     ThinkingPart as the object a repair edits."""
-    out: list[tuple[Any, dict[str, str], Any]] = []
+    out: list[tuple[JSON, dict[str, str], JSON]] = []
     carry: JsonObject | None = None
     on_next = PAI_SIGNATURE_ON_NEXT.get(dialect, False)
     for part in parts:
@@ -407,7 +404,7 @@ def _pai_views(parts: list[JSON], dialect: str) -> list[tuple[Any, dict[str, str
         key = PAI_SIGNED_KEY[dialect]
         view: JsonObject = {"type": kind}
         keys: dict[str, str] = {}
-        origin: Any = part
+        origin: JSON = part
         if kind == "thinking" and sig is not None:
             view = dict(PAI_SIGNED[dialect])
             if on_next:
@@ -519,7 +516,7 @@ src/agents/memory/sqlite_session.py)."""
 def read_agents_sdk(doc: Document) -> None:
     """Agents SDK session items (``session.get_items()`` as a JSON list or JSON lines, or
     a SQLiteSession database, rows read as lines): Responses input items in order."""
-    entries: list[tuple[int | None, str, Any, list[JSON] | None]]
+    entries: list[tuple[int | None, str, JSON, list[JSON] | None]]
     if doc.line_oriented:
         entries = [(n, "$", rec, None) for n, rec in _records(doc)]
     elif isinstance(doc.whole, list):
@@ -565,7 +562,7 @@ def sqlite_rows(path: Path) -> list[tuple[int, str]]:
 # -- plain request bodies --------------------------------------------------------------------
 
 
-def request_dialect(body: Any) -> str | None:
+def request_dialect(body: JSON) -> str | None:
     """The dialect of a request body, by its history key and block shapes."""
     if not isinstance(body, dict):
         return None
@@ -587,7 +584,7 @@ def request_dialect(body: Any) -> str | None:
     return marked if says else other
 
 
-def _profile_for(model: Any) -> str | None:
+def _profile_for(model: JSON) -> str | None:
     """The Chat profile a model name belongs to (the longest profile name it contains)."""
     if not isinstance(model, str):
         return None
@@ -602,7 +599,7 @@ def _request_conversation(
     history = body.get(key)
     assert isinstance(history, list)
     msgs: list[Message] = []
-    layout = LAYOUT[dialect]
+    layout = LAYOUTS[dialect].items
     flat = layout == "flat"
     pairs: list[tuple[Item, str]] = []
     for i, entry in enumerate(history):
@@ -640,7 +637,7 @@ def _request_conversation(
 
 def read_requests(doc: Document, dialect: str | None, profile: str | None) -> None:
     """Request bodies: a JSON object, a list of them, or one per line."""
-    bodies: list[tuple[int | None, str, Any]]
+    bodies: list[tuple[int | None, str, JSON]]
     if doc.line_oriented:
         bodies = [(n, "$", rec) for n, rec in _records(doc)]
     elif isinstance(doc.whole, list):
@@ -671,9 +668,10 @@ def read_response(doc: Document, data: bytes, dialect: str | None) -> None:
     except ReasonwireError as exc:
         raise Unreadable(f"{doc.path.name}: {exc}") from None
     d = ins.dialect
-    prefix = RESPONSE_PREFIX.get(d, "$")
+    known = LAYOUTS.get(d)
+    prefix = known.answer if known else "$"
     native = list(ins.turn.native.items)
-    whole = LAYOUT.get(d) == "message"
+    whole = known is not None and known.items == "message"
     items = [Item(v, prefix if whole else f"{prefix}[{i}]", None) for i, v in enumerate(native)]
     doc.conversations.append(Conversation([Message("assistant", items, d, None, prefix)]))
 
