@@ -645,9 +645,14 @@ def hook_class() -> type:
     base: type = importlib.import_module("litellm.integrations.custom_logger").CustomLogger
     http_exception: Any = importlib.import_module("fastapi").HTTPException
 
-    def http_error(status: int, detail: JSON) -> Exception:
-        error: Exception = http_exception(status_code=status, detail=detail)
+    def http_error(status: int, detail: JSON, headers: dict[str, str] | None = None) -> Exception:
+        error: Exception = http_exception(status_code=status, detail=detail, headers=headers)
         return error
+
+    def refusal(exc: Refused) -> Exception:
+        """The hook's refusal as the HTTP error LiteLLM answers with."""
+        detail = {"error": {"code": exc.reason, "message": exc.message}}
+        return http_error(exc.status, detail, exc.headers)
 
     def __init__(self: _Hook, governor: Governor) -> None:
         base.__init__(self)  # type: ignore[misc]
@@ -659,11 +664,7 @@ def hook_class() -> type:
         try:
             return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))
         except Refused as exc:
-            raise http_exception(
-                status_code=exc.status,
-                detail={"error": {"code": exc.reason, "message": exc.message}},
-                headers=exc.headers,
-            ) from None
+            raise refusal(exc) from None
 
     async def async_pre_call_deployment_hook(
         self: _Hook, kwargs: JsonObject, call_type: object
@@ -671,11 +672,7 @@ def hook_class() -> type:
         try:
             return await _bounded(self.governor, self.governor.attempt_start, kwargs)
         except Refused as exc:
-            raise http_exception(
-                status_code=exc.status,
-                detail={"error": {"code": exc.reason, "message": exc.message}},
-                headers=exc.headers,
-            ) from None
+            raise refusal(exc) from None
 
     async def async_post_call_failure_deployment_hook(
         self: _Hook,

@@ -207,13 +207,18 @@ class Registry:
                         f"{runtime_id} {version} is in discovery: no effort options",
                     )
                 return a
+        raise self._no_adapter(runtime_id, version)
+
+    def _no_adapter(self, runtime_id: str, version: str) -> PolicyRefusal:
+        """The refusal for a runtime version with no adapter record: the versions the
+        runtime does have, or that the runtime is unknown."""
         known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
         if known:
-            raise PolicyRefusal(
+            return PolicyRefusal(
                 "runtime-version-unknown",
                 f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
             )
-        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+        return PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
 
     def route(self, route_id: str) -> RouteRegistration:
         r = self.routes.get(route_id)
@@ -243,13 +248,7 @@ class Registry:
                         "runtime-not-pinned", f"{runtime_id} {version} has no pin in the registry"
                     )
                 return a, a.pin
-        known = sorted({a.version for a in self.adapters if a.runtime_id == runtime_id})
-        if known:
-            raise PolicyRefusal(
-                "runtime-version-unknown",
-                f"{runtime_id} {version} has no adapter record (known: {', '.join(known)})",
-            )
-        raise PolicyRefusal("runtime-unknown", f"no adapter for runtime {runtime_id!r}")
+        raise self._no_adapter(runtime_id, version)
 
 
 # -- checking a local artifact against a pin -------------------------------------------------
