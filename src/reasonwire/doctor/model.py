@@ -8,7 +8,7 @@ Gemini parts, Responses input items, Chat messages) with where each came from. T
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from reasonwire.wire.model import JSON, JsonObject
@@ -94,16 +94,12 @@ class Finding:
     turn: int = 0
 
     def as_json(self) -> JsonObject:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "path": self.path,
-            "kind": self.kind,
-            "severity": self.severity,
-            "provider": self.provider,
-            "detail": self.detail,
-            "fix": self.fix,
-        }
+        return _as_json(self, skip="turn")
+
+
+def _as_json(record: Finding | Change, skip: str = "") -> JsonObject:
+    """A report record as its JSON object: every field but ``skip``, in field order."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name != skip}
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +113,7 @@ class Change:
     source: str
 
     def as_json(self) -> JsonObject:
-        return {
-            "line": self.line,
-            "path": self.path,
-            "action": self.action,
-            "rule": self.rule,
-            "source": self.source,
-        }
+        return _as_json(self)
 
 
 class Unreadable(Exception):
