@@ -9,7 +9,7 @@ created from the package of the first request it sees.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from types import ModuleType
 
 import httpx
 
@@ -18,16 +18,17 @@ ASYNC_TRANSPORTS: tuple[type, ...] = (httpx.AsyncBaseTransport,)
 SYNC_STREAMS: tuple[type, ...] = (httpx.SyncByteStream,)
 ASYNC_STREAMS: tuple[type, ...] = (httpx.AsyncByteStream,)
 try:
-    FORK: Any = importlib.import_module("httpx2")
-    SYNC_TRANSPORTS += (FORK.BaseTransport,)
-    ASYNC_TRANSPORTS += (FORK.AsyncBaseTransport,)
-    SYNC_STREAMS += (FORK.SyncByteStream,)
-    ASYNC_STREAMS += (FORK.AsyncByteStream,)
+    _fork = importlib.import_module("httpx2")
+    SYNC_TRANSPORTS += (_fork.BaseTransport,)
+    ASYNC_TRANSPORTS += (_fork.AsyncBaseTransport,)
+    SYNC_STREAMS += (_fork.SyncByteStream,)
+    ASYNC_STREAMS += (_fork.AsyncByteStream,)
+    FORK: ModuleType | None = _fork
 except ImportError:  # pragma: no cover - the fork is optional
     FORK = None
 
 
-def package_of(request: Any) -> Any:
+def package_of(request: httpx.Request) -> ModuleType:
     """The httpx package (``httpx`` or its fork) a request object comes from."""
     return importlib.import_module(type(request).__module__.partition(".")[0])
 

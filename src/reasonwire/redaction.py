@@ -63,7 +63,7 @@ def redact(text: str) -> str:
     return "".join(out)
 
 
-def redact_obj(obj: Any) -> Any:
+def redact_obj(obj: Any) -> Any:  # decoded JSON: wire.model's alias would be an import cycle
     """A copy of a record (dicts, lists, strings) with secrets removed; other values unchanged.
 
     Values of credential-named fields are replaced whole; every string is passed through

@@ -35,7 +35,6 @@ from bisect import bisect_right
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
 
 __all__ = [
     "KINDS",
@@ -261,17 +260,17 @@ def scan_text(text: str, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> l
     return sorted(found, key=lambda m: (m.start, m.end, m.kind))
 
 
-class _Pairs(list[tuple[str, Any]]):
+class _Pairs(list[tuple[str, object]]):
     """A JSON object as its list of (key, value) pairs: repeated keys are all kept."""
 
 
-def load_pairs(text: str) -> Any:
+def load_pairs(text: str) -> object:
     """Parse JSON keeping every member of every object, repeated keys included (the walk
     must see the value a later duplicate would hide). Raises ``ValueError``."""
     return json.loads(text, object_pairs_hook=_Pairs)
 
 
-def scan_json(doc: Any, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> list[PathMatch]:
+def scan_json(doc: object, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> list[PathMatch]:
     """Every credential in a parsed JSON document (from ``json.loads`` or
     :func:`load_pairs`): string values and key names through :func:`scan_text`, and any
     non-empty value of a secret-named field. In document order, each (kind, place) once.
@@ -282,10 +281,10 @@ def scan_json(doc: Any, extra: Iterable[tuple[str, re.Pattern[str]]] = ()) -> li
     places: list[tuple[tuple[str | int, ...], bool]] = []
     strings: list[str] = []
     named: list[PathMatch] = []
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), doc)]
+    stack: list[tuple[tuple[str | int, ...], object]] = [((), doc)]
     while stack:
         path, node = stack.pop()
-        items: list[tuple[str | int, Any]]
+        items: list[tuple[str | int, object]]
         if isinstance(node, str):
             places.append((path, False))
             strings.append(node)

@@ -291,7 +291,7 @@ def test_bad_or_missing_binding_is_refused_before_the_upstream(proxy: Proxy, cas
         "other-conversation": "conversation-mismatch",
     }[case]
     assert e.value.status_code == 403
-    assert reason in str(e.value)
+    assert f"reasonwire refused: {reason}" in str(e.value)  # the code and the message
     if token:
         assert token not in str(e.value)
     assert proxy.recorder.find(conv) == []

@@ -59,6 +59,9 @@ def test_sandbox_is_immutable_like_transformers_compat_is_not() -> None:
     assert render_llama_cpp_compat("{{ messages | map(attribute='role') | tojson }}", MSGS) == (
         '["user"]'
     )
+    # nested too: a lazy value inside an object
+    nested = "{{ {'roles': messages | map(attribute='role')} | tojson }}"
+    assert render_llama_cpp_compat(nested, MSGS) == '{"roles": ["user"]}'
 
 
 def test_fixture_is_deterministic_and_has_one_canary() -> None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterator
-from typing import Any, TypeAlias
+from typing import TypeAlias
+
+from reasonwire.wire.model import JSON, JsonObject
 
 Path: TypeAlias = tuple[str | int, ...]
 
-_MISSING: Any = object()
-MISSING: Any = _MISSING
+_MISSING: JSON = object()
+MISSING: JSON = _MISSING
 """Returned by :func:`get` when a path does not resolve."""
 
 
@@ -38,7 +40,7 @@ def fmt(path: Path) -> str:
     return out or "$"
 
 
-def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+def nodes(value: JSON, path: Path = ()) -> Iterator[tuple[Path, JSON]]:
     """Every node under ``value`` (itself first), in document order."""
     yield path, value
     if isinstance(value, dict):
@@ -49,14 +51,14 @@ def nodes(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
             yield from nodes(v, (*path, i))
 
 
-def strings(value: Any, path: Path = ()) -> Iterator[tuple[Path, str]]:
+def strings(value: JSON, path: Path = ()) -> Iterator[tuple[Path, str]]:
     """Every string leaf under ``value`` with its path, in document order."""
     for p, v in nodes(value, path):
         if isinstance(v, str):
             yield p, v
 
 
-def get(root: Any, path: Path) -> Any:
+def get(root: JSON, path: Path) -> JSON:
     """The node at ``path`` (dict keys matched exactly, else by :func:`nkey`), or MISSING."""
     node = root
     for p in path:
@@ -105,7 +107,7 @@ def same_b64(a: str, b: str) -> bool:
     return da is not None and da == db
 
 
-def byte_diff(expected: str, got: str, context: int = 12) -> dict[str, Any]:
+def byte_diff(expected: str, got: str, context: int = 12) -> JsonObject:
     """Where two strings first differ, in UTF-8 bytes, with a short excerpt of each side."""
     e, g = expected.encode("utf-8"), got.encode("utf-8")
     off = next(

@@ -20,10 +20,10 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reasonwire.audit.run import RunResult, audit_command
 from reasonwire.errors import ConfigError
+from reasonwire.wire.model import JsonObject
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
 STAMP = ".reasonwire-audit-installed"
@@ -233,7 +233,7 @@ _VERSIONS = (
 )
 
 
-def installed_versions(fw: Framework, python: Path) -> dict[str, Any]:
+def installed_versions(fw: Framework, python: Path) -> JsonObject:
     """The installed versions of ``fw.packages`` under ``python`` (and the pins)."""
     proc = subprocess.run(
         [str(python), "-c", _VERSIONS, *fw.packages],
@@ -243,7 +243,7 @@ def installed_versions(fw: Framework, python: Path) -> dict[str, Any]:
         timeout=120,
     )
     try:
-        found: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        found: JsonObject = json.loads(proc.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
         found = {"error": (proc.stderr or "")[-300:]}
     if fw.venv is None:
@@ -293,8 +293,8 @@ def run_framework(
 @dataclass
 class FrameworksRun:
     runs: list[RunResult] = field(default_factory=list)
-    unavailable: list[dict[str, Any]] = field(default_factory=list)
-    versions: dict[str, Any] = field(default_factory=dict)
+    unavailable: list[JsonObject] = field(default_factory=list)
+    versions: JsonObject = field(default_factory=dict)
 
 
 def run_frameworks(

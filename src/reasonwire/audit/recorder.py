@@ -11,18 +11,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from reasonwire.credentials import SECRET_FIELDS
 from reasonwire.sim.server import SimServer
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 @dataclass
@@ -46,7 +41,7 @@ class Exchange:
         return self.path + (f"?{self.query}" if self.query else "")
 
 
-def _headers(raw: Any) -> dict[str, str]:
+def _headers(raw: Iterable[tuple[bytes, bytes]] | None) -> dict[str, str]:
     out: dict[str, str] = {}
     for k, v in raw or ():
         name = k.decode("latin-1").lower()

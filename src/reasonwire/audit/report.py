@@ -16,11 +16,12 @@ import time
 from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from reasonwire.audit.run import RunResult
 from reasonwire.audit.trace import SCOPES, STATUSES
 from reasonwire.credentials import redact, redact_obj
+from reasonwire.wire.model import JSON, JsonObject
 
 SCHEMA: Final = "reasonwire.audit/1"
 AUDIT_JSON: Final = "audit.json"
@@ -50,23 +51,23 @@ def _word(status: str | None) -> str:
     return "kept" if status == "server" else status or "-"
 
 
-def _column(run: RunResult, req: Mapping[str, Any]) -> str:
+def _column(run: RunResult, req: Mapping[str, JSON]) -> str:
     return run.variant or str(req.get("variant"))
 
 
-def build_cells(run: RunResult, run_index: int) -> list[dict[str, Any]]:
+def build_cells(run: RunResult, run_index: int) -> list[JsonObject]:
     """The matrix cells of one run (one per column its requests fall in)."""
     reqs = [r.as_dict() for r in run.trace.requests if r.dialect is not None]
-    by_col: dict[str, list[dict[str, Any]]] = {}
+    by_col: dict[str, list[JsonObject]] = {}
     for r in reqs:
         by_col.setdefault(_column(run, r), []).append(r)
     if not by_col and run.variant:
         by_col[run.variant] = []
     cells = []
     for col, rs in by_col.items():
-        kinds: dict[str, dict[str, Any]] = {}
-        evidence: list[dict[str, Any]] = []
-        grouped: dict[str, dict[str, Any]] = {}
+        kinds: dict[str, JsonObject] = {}
+        evidence: list[JsonObject] = []
+        grouped: dict[str, JsonObject] = {}
         examples: set[tuple[str, str]] = set()
         reencoded: dict[tuple[str, str], int] = {}
         resent = 0
@@ -150,14 +151,14 @@ def build_cells(run: RunResult, run_index: int) -> list[dict[str, Any]]:
 
 def build_document(
     runs: Sequence[RunResult],
-    unavailable: Sequence[Mapping[str, Any]] = (),
-    versions: Mapping[str, Any] | None = None,
+    unavailable: Sequence[Mapping[str, JSON]] = (),
+    versions: Mapping[str, JSON] | None = None,
     note: str = "",
-) -> dict[str, Any]:
+) -> JsonObject:
     """The whole ``reasonwire.audit/1`` document (see :mod:`reasonwire.audit`)."""
     from reasonwire.version import version
 
-    cells: list[dict[str, Any]] = []
+    cells: list[JsonObject] = []
     for i, run in enumerate(runs):
         cells.extend(build_cells(run, i))
     rows = list(dict.fromkeys(c["row"] for c in cells))
@@ -186,7 +187,7 @@ def build_document(
         "matrix": {"rows": rows, "columns": cols, "cells": cells},
         "unavailable": [dict(u) for u in unavailable],
     }
-    out: dict[str, Any] = redact_obj(doc)
+    out: JsonObject = redact_obj(doc)
     return out
 
 
@@ -215,7 +216,7 @@ def write_exchanges(out_dir: Path, runs: Sequence[RunResult]) -> None:
 
 
 def write_report(
-    out_dir: str | Path, doc: Mapping[str, Any], runs: Sequence[RunResult] = ()
+    out_dir: str | Path, doc: Mapping[str, JSON], runs: Sequence[RunResult] = ()
 ) -> Path:
     """Write ``audit.json``, ``audit.md``, ``audit.html`` (and the exchanges) under ``out_dir``."""
     out = Path(out_dir).expanduser()
@@ -233,21 +234,21 @@ def write_report(
 # ------------------------------------------------------------------------------------------
 
 
-def _kinds_line(cell: Mapping[str, Any]) -> str:
+def _kinds_line(cell: Mapping[str, JSON]) -> str:
     parts = []
     for name, k in cell["kinds"].items():
         parts.append(f"{name}: {k['loop']}/{k['cross']}" + (" (refused)" if k["rejected"] else ""))
     return "; ".join(parts) or "no carriers traced"
 
 
-def _reqs(ev: Mapping[str, Any]) -> str:
+def _reqs(ev: Mapping[str, JSON]) -> str:
     """``3 (200), 4 (400)``: the requests an evidence line stands for, with their status."""
     return ", ".join(
         f"{i} ({s})" for i, s in zip(ev["requests"], ev["http_statuses"], strict=False)
     )
 
 
-def _diff_text(ev: Mapping[str, Any]) -> str:
+def _diff_text(ev: Mapping[str, JSON]) -> str:
     d = ev.get("diff")
     if not d:
         return str(ev.get("note") or "")
@@ -262,7 +263,7 @@ def _diff_text(ev: Mapping[str, Any]) -> str:
     return s
 
 
-def matrix_table_md(doc: Mapping[str, Any]) -> str:
+def matrix_table_md(doc: Mapping[str, JSON]) -> str:
     m = doc["matrix"]
     cells = {(c["row"], c["column"]): c for c in m["cells"]}
     head = "| framework | " + " | ".join(m["columns"]) + " |"
@@ -288,7 +289,7 @@ def matrix_table_md(doc: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_md(doc: Mapping[str, Any]) -> str:
+def render_md(doc: Mapping[str, JSON]) -> str:
     out = ["# reasonwire continuity audit", ""]
     if doc.get("note"):
         out += [str(doc["note"]), ""]
@@ -392,7 +393,7 @@ def _chip(word: str, counts: Mapping[str, int], scope: str, refused: bool) -> st
     return f'<span class="chip {cls}" title="{_e(tip)}">{_e(word)}</span>'
 
 
-def _cell_html(c: Mapping[str, Any], anchor: str) -> str:
+def _cell_html(c: Mapping[str, JSON], anchor: str) -> str:
     rows = []
     for name, k in c["kinds"].items():
         refused = bool(k["rejected"])
@@ -419,7 +420,7 @@ def _cell_html(c: Mapping[str, Any], anchor: str) -> str:
     )
 
 
-def _evidence_html(c: Mapping[str, Any], anchor: str) -> str:
+def _evidence_html(c: Mapping[str, JSON], anchor: str) -> str:
     head = "".join(
         f"<th>{h}</th>"
         for h in ("req", "carrier", "kind", "scope", "verdict", "expected", "found", "detail")
@@ -469,7 +470,7 @@ def _evidence_html(c: Mapping[str, Any], anchor: str) -> str:
     )
 
 
-def render_html(doc: Mapping[str, Any]) -> str:
+def render_html(doc: Mapping[str, JSON]) -> str:
     """The whole page (self-contained)."""
     m = doc["matrix"]
     cells = {(c["row"], c["column"]): (i, c) for i, c in enumerate(m["cells"])}

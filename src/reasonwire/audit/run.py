@@ -15,10 +15,10 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from reasonwire.audit.recorder import AuditServer, Exchange
 from reasonwire.audit.trace import Trace, analyse
+from reasonwire.wire.model import JsonObject
 
 DUMMY_KEY = "reasonwire-audit-dummy-key"
 """The key every client gets: the simulator checks none, and no real key is ever passed on."""
@@ -116,7 +116,7 @@ class RunResult:
     reproduce: str = ""
     output_tail: str = ""
     error: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: JsonObject = field(default_factory=dict)
 
 
 def audit_command(

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from reasonwire.doctor.checks import Hit, _get, _matches
-from reasonwire.doctor.facts import RULES
+from reasonwire.doctor.checks import Hit, _get, opaque_specs
 from reasonwire.doctor.model import Conversation, Document, Unreadable
+from reasonwire.wire.model import JsonObject
 
 TEXT_KEY = {"signature": "thinking"}
 """Carrier kind -> the key beside it whose text it covers (Anthropic: the signature covers
@@ -49,20 +48,14 @@ def sha256(value: str) -> str:
 def _carriers(conv: Conversation) -> Iterator[tuple[Hit, str, str | None]]:
     """(where, carrier value, covered text or None) of every opaque carrier."""
     for msg in conv.messages:
-        rules = RULES.get(msg.dialect)
-        if rules is None:
-            continue
-        for item in msg.items:
-            for spec in rules.opaque:
-                if not _matches(item.value, spec.match):
+        for item, spec in opaque_specs(msg):
+            for path, holder, value, last, parent in _get(item.value, spec.path, item.path):
+                if not isinstance(value, str) or not value:
                     continue
-                for path, holder, value, last, parent in _get(item.value, spec.path, item.path):
-                    if not isinstance(value, str) or not value:
-                        continue
-                    text_key = TEXT_KEY.get(spec.kind)
-                    text = holder.get(text_key) if text_key else None
-                    hit = Hit(msg, item, path, "changed", spec.kind, holder, last, parent)
-                    yield hit, value, text if isinstance(text, str) else None
+                text_key = TEXT_KEY.get(spec.kind)
+                text = holder.get(text_key) if text_key else None
+                hit = Hit(msg, item, path, "changed", spec.kind, holder, last, parent)
+                yield hit, value, text if isinstance(text, str) else None
 
 
 def digests(docs: list[Document], first_answer: int = 0) -> Originals:
@@ -87,7 +80,7 @@ def digest_lines(known: Originals) -> str:
     """The originals as a digest file (one JSON object per carrier)."""
     rows = []
     for k, v in sorted(known.texts.items()):
-        row: dict[str, Any] = {"sha256": k}
+        row: JsonObject = {"sha256": k}
         if v:
             row["text_sha256"] = v
         if k in known.order:
@@ -145,7 +138,7 @@ def _with(hit: Hit, path: str, detail: str, kind: str = "changed") -> Hit:
     return Hit(hit.message, hit.item, path, kind, detail, hit.holder, hit.key, hit.parent)
 
 
-def load(paths: list[Path], read: Any) -> Originals:
+def load(paths: list[Path], read: Callable[[Path], Document]) -> Originals:
     """The originals from digest files or readable files (``read``: the doctor's reader)."""
     known = Originals()
     for p in paths:

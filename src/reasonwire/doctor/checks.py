@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 from reasonwire.doctor import framing
 from reasonwire.doctor.facts import ENVELOPES, KIND_OF_FINDING, RULES, STAND_INS, URLSAFE_OK, Opaque
 from reasonwire.doctor.model import Conversation, Document, Finding, Item, Message
+from reasonwire.wire.model import JSON
 from reasonwire.wire.registry import get_dialect
 
 FIX: dict[str, str] = {
@@ -53,19 +53,19 @@ class Hit:
     path: str
     kind: str
     detail: str
-    holder: Any = None
+    holder: JSON = None
     """The object holding the carrier (the item, or a part inside it)."""
     key: str = ""
     """The carrier's key in ``holder`` (the native name)."""
-    parent: list[Any] | None = None
+    parent: list[JSON] | None = None
     """The list inside the item holding ``holder``, when the carrier is nested."""
 
 
-Found = tuple[str, Any, Any, str, "list[Any] | None"]
+Found = tuple[str, JSON, JSON, str, "list[JSON] | None"]
 
 
 def _get(
-    value: Any, path: tuple[str, ...], at: str, parent: list[Any] | None = None
+    value: JSON, path: tuple[str, ...], at: str, parent: list[JSON] | None = None
 ) -> Iterator[Found]:
     """(json path, holder, value, last key, list holding the holder) for each value at
     ``path`` under ``value``."""
@@ -85,11 +85,11 @@ def _get(
         yield from _get(value[head], rest, f"{at}.{head}", parent)
 
 
-def _matches(item: Any, match: tuple[str, str] | None) -> bool:
+def _matches(item: JSON, match: tuple[str, str] | None) -> bool:
     return isinstance(item, dict) and (match is None or item.get(match[0]) == match[1])
 
 
-def carrier_problem(spec: Opaque, value: Any, dialect: str) -> framing.Problem | None:
+def carrier_problem(spec: Opaque, value: JSON, dialect: str) -> framing.Problem | None:
     """What is wrong with one opaque carrier value, or None."""
     if not isinstance(value, str):
         return framing.Problem("undecodable", f"a {type(value).__name__}, not a string")
@@ -106,44 +106,49 @@ def carrier_problem(spec: Opaque, value: Any, dialect: str) -> framing.Problem |
     return framing.check_fernet(value)
 
 
-def opaque_hits(msg: Message) -> Iterator[Hit]:
-    """Structural damage of every opaque carrier in one message."""
+def opaque_specs(msg: Message) -> Iterator[tuple[Item, Opaque]]:
+    """Each item of ``msg`` with each opaque-carrier rule of its dialect that matches it."""
     rules = RULES.get(msg.dialect)
     if rules is None:
         return
     for item in msg.items:
         for spec in rules.opaque:
-            if not _matches(item.value, spec.match):
-                continue
-            found = list(_get(item.value, spec.path, item.path))
-            if not found and spec.required:
-                key = item.keys.get(spec.path[-1], spec.path[-1])
+            if _matches(item.value, spec.match):
+                yield item, spec
+
+
+def opaque_hits(msg: Message) -> Iterator[Hit]:
+    """Structural damage of every opaque carrier in one message."""
+    for item, spec in opaque_specs(msg):
+        found = list(_get(item.value, spec.path, item.path))
+        if not found and spec.required:
+            key = item.keys.get(spec.path[-1], spec.path[-1])
+            yield Hit(
+                msg,
+                item,
+                f"{item.path}.{key}",
+                "missing_signature",
+                f"{spec.match[1] if spec.match else 'item'} without its {key}",
+            )
+        for path, holder, value, last, parent in found:
+            if value is None:
+                continue  # null: no carrier sent (the store rule judges absence)
+            problem = carrier_problem(spec, value, msg.dialect)
+            if problem is not None:
+                path = path.rsplit(".", 1)[0] + "." + item.keys.get(last, last)
                 yield Hit(
                     msg,
                     item,
-                    f"{item.path}.{key}",
-                    "missing_signature",
-                    f"{spec.match[1] if spec.match else 'item'} without its {key}",
+                    path,
+                    problem.kind,
+                    f"{spec.kind}: {problem.detail}",
+                    holder,
+                    last,
+                    parent,
                 )
-            for path, holder, value, last, parent in found:
-                if value is None:
-                    continue  # null: no carrier sent (the store rule judges absence)
-                problem = carrier_problem(spec, value, msg.dialect)
-                if problem is not None:
-                    path = path.rsplit(".", 1)[0] + "." + item.keys.get(last, last)
-                    yield Hit(
-                        msg,
-                        item,
-                        path,
-                        problem.kind,
-                        f"{spec.kind}: {problem.detail}",
-                        holder,
-                        last,
-                        parent,
-                    )
 
 
-def _is(item: Any, marker: tuple[str, str | None] | None) -> bool:
+def _is(item: JSON, marker: tuple[str, str | None] | None) -> bool:
     if marker is None or not isinstance(item, dict):
         return False
     key, value = marker

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -24,10 +23,11 @@ from reasonwire.doctor.readers import FORMATS, parse
 from reasonwire.doctor.repair import changes_json, repair, serialise
 from reasonwire.doctor.report import findings
 from reasonwire.errors import ReasonwireError, TruncatedStream
+from reasonwire.wire.model import JsonObject
 from reasonwire.wire.registry import get_dialect
 
 
-def _text(found: list[Finding], repaired: list[dict[str, Any]]) -> str:
+def _text(found: list[Finding], repaired: list[JsonObject]) -> str:
     """Findings grouped by file and assistant turn, each with what to do."""
     lines: list[str] = []
     by_file: dict[str, list[Finding]] = {}
@@ -90,7 +90,7 @@ def doctor_command(
 ) -> None:
     """Find (and with --out repair) broken reasoning state in saved agent sessions."""
     found: list[Finding] = []
-    repaired: list[dict[str, Any]] = []
+    repaired: list[JsonObject] = []
     many = len(files) > 1
     try:
         known = against.load(originals, read) if originals else None

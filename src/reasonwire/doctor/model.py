@@ -8,9 +8,10 @@ Gemini parts, Responses input items, Chat messages) with where each came from. T
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+
+from reasonwire.wire.model import JSON, JsonObject
 
 
 @dataclass(eq=False)
@@ -23,11 +24,11 @@ class Item:
     ``origin`` (a repair that drops the item removes it there), ``keys`` maps native keys to
     the file's own (pi writes ``thinkingSignature`` for ``signature``)."""
 
-    value: Any
+    value: JSON
     path: str
     line: int | None
-    origin: Any = None
-    container: list[Any] | None = None
+    origin: JSON = None
+    container: list[JSON] | None = None
     doc_line: int | None = None
     keys: dict[str, str] = field(default_factory=dict)
 
@@ -68,8 +69,8 @@ class Document:
     path: Path
     format: str
     raw_lines: list[str] = field(default_factory=list)
-    lines: list[Any] = field(default_factory=list)
-    whole: Any = None
+    lines: list[JSON] = field(default_factory=list)
+    whole: JSON = None
     line_oriented: bool = True
     dirty: set[int] = field(default_factory=set)
     dropped: set[int] = field(default_factory=set)
@@ -92,17 +93,13 @@ class Finding:
     fix: str
     turn: int = 0
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "file": self.file,
-            "line": self.line,
-            "path": self.path,
-            "kind": self.kind,
-            "severity": self.severity,
-            "provider": self.provider,
-            "detail": self.detail,
-            "fix": self.fix,
-        }
+    def as_json(self) -> JsonObject:
+        return _as_json(self, skip="turn")
+
+
+def _as_json(record: Finding | Change, skip: str = "") -> JsonObject:
+    """A report record as its JSON object: every field but ``skip``, in field order."""
+    return {f.name: getattr(record, f.name) for f in fields(record) if f.name != skip}
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,14 +112,8 @@ class Change:
     rule: str
     source: str
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "line": self.line,
-            "path": self.path,
-            "action": self.action,
-            "rule": self.rule,
-            "source": self.source,
-        }
+    def as_json(self) -> JsonObject:
+        return _as_json(self)
 
 
 class Unreadable(Exception):

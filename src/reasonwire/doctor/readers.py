@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from reasonwire.doctor.model import Conversation, Document, Item, Message, Unreadable
+from reasonwire.wire.model import JSON, JsonObject
 from reasonwire.wire.registry import get_dialect, names
 
 # -- tables (data) ---------------------------------------------------------------------------
@@ -41,23 +42,29 @@ RESPONSES_USER_TYPES = frozenset(
 """Responses input item types that are not the model's (besides user/developer messages)."""
 INTERACTIONS_USER_TYPES = frozenset({"user_input", "function_result"})
 
-HISTORY_KEY = {
-    # dialect -> the request key holding the replayed history
-    "anthropic": "messages",
-    "chat": "messages",
-    "gemini": "contents",
-    "responses": "input",
-    "interactions": "input",
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a dialect keeps its native items, in a request and in a decoded answer."""
+
+    history: str
+    """The request key holding the replayed history."""
+    items: str
+    """How the history holds items: ``content``/``parts`` (a message's list of blocks or
+    parts), ``message`` (the message is the item), ``flat`` (the history is the items)."""
+    answer: str
+    """Where the native items of a decoded answer sit in its body."""
+
+
+LAYOUTS = {
+    "anthropic": Layout("messages", "content", "$.content"),
+    "chat": Layout("messages", "message", "$.choices[0].message"),
+    "gemini": Layout("contents", "parts", "$.candidates[0].content.parts"),
+    "responses": Layout("input", "flat", "$.output"),
+    "interactions": Layout("input", "flat", "$.steps"),
 }
-LAYOUT = {
-    # dialect -> how its history holds items: "content"/"parts" (a message's list of blocks
-    # or parts), "message" (the message is the item), "flat" (the history is the items)
-    "anthropic": "content",
-    "chat": "message",
-    "gemini": "parts",
-    "responses": "flat",
-    "interactions": "flat",
-}
+HISTORY_KEY = {d: layout.history for d, layout in LAYOUTS.items()}
+"""dialect -> the request key holding the replayed history."""
 SHARED_KEY_ORDER = {
     # request key -> (the dialect it is when its blocks say so, the dialect otherwise)
     "messages": ("anthropic", "chat"),
@@ -73,15 +80,6 @@ ANTHROPIC_BLOCKS = frozenset(
 """Content block types only the Anthropic Messages API uses (tells it from Chat)."""
 THINKING_ON = frozenset({"enabled", "adaptive"})
 """Anthropic ``thinking.type`` values that turn thinking on (extended / adaptive thinking)."""
-
-RESPONSE_PREFIX = {
-    # dialect -> where the native items of a decoded answer sit in its body
-    "anthropic": "$.content",
-    "chat": "$.choices[0].message",
-    "gemini": "$.candidates[0].content.parts",
-    "responses": "$.output",
-    "interactions": "$.steps",
-}
 
 PYDANTIC_AI_DIALECT = {
     # pydantic-ai ``provider_name`` of a ModelResponse / ThinkingPart -> wire dialect; its
@@ -110,9 +108,9 @@ FORMATS = (
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _json_lines(text: str) -> tuple[list[str], list[Any]]:
+def _json_lines(text: str) -> tuple[list[str], list[JSON]]:
     raw = text.splitlines(keepends=True)
-    parsed: list[Any] = []
+    parsed: list[JSON] = []
     for line in raw:
         s = line.strip()
         if not s:
@@ -128,27 +126,27 @@ def _json_lines(text: str) -> tuple[list[str], list[Any]]:
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> JSON:
     try:
         return json.loads(text)
     except json.JSONDecodeError:
         return None
 
 
-def _whole(text: str) -> Any:
+def _whole(text: str) -> JSON:
     try:
         return orjson.loads(text)
     except orjson.JSONDecodeError:
         return json.loads(text)
 
 
-def _records(doc: Document) -> Iterator[tuple[int, dict[str, Any]]]:
+def _records(doc: Document) -> Iterator[tuple[int, JsonObject]]:
     for n, rec in enumerate(doc.lines, 1):
         if isinstance(rec, dict):
             yield n, rec
 
 
-def _str(value: Any) -> str | None:
+def _str(value: JSON) -> str | None:
     return value if isinstance(value, str) else None
 
 
@@ -188,7 +186,7 @@ def read_claude_code(doc: Document) -> None:
 # -- codex -----------------------------------------------------------------------------------
 
 
-def _flat_role(item: Any, user_types: frozenset[str]) -> str:
+def _flat_role(item: JSON, user_types: frozenset[str]) -> str:
     """Whose a flat history item is: a message by its role, anything else by its type."""
     if not isinstance(item, dict):
         return "user"
@@ -197,7 +195,7 @@ def _flat_role(item: Any, user_types: frozenset[str]) -> str:
     return "user" if item.get("type") in user_types else "assistant"
 
 
-def _responses_role(item: Any) -> str:
+def _responses_role(item: JSON) -> str:
     return _flat_role(item, RESPONSES_USER_TYPES)
 
 
@@ -270,7 +268,7 @@ def read_gemini_cli(doc: Document) -> None:
 # -- pi --------------------------------------------------------------------------------------
 
 
-def _pi_item(block: Any, dialect: str) -> tuple[Any, dict[str, str]]:
+def _pi_item(block: JSON, dialect: str) -> tuple[JSON, dict[str, str]]:
     """A pi content block as the native item of its API (and the key renames)."""
     if not isinstance(block, dict):
         return block, {}
@@ -283,7 +281,7 @@ def _pi_item(block: Any, dialect: str) -> tuple[Any, dict[str, str]]:
             except json.JSONDecodeError:
                 item = None
             return (item if isinstance(item, dict) else {"type": "reasoning"}), {}
-        value: dict[str, Any] = {"type": "thinking", "thinking": block.get("thinking")}
+        value: JsonObject = {"type": "thinking", "thinking": block.get("thinking")}
         if "thinkingSignature" in block:
             value["signature"] = sig
         return value, {"signature": "thinkingSignature"}
@@ -391,22 +389,22 @@ def read_kimi_code(doc: Document) -> None:
 # -- pydantic-ai -----------------------------------------------------------------------------
 
 
-def _pai_views(parts: list[Any], dialect: str) -> list[tuple[Any, dict[str, str], Any]]:
+def _pai_views(parts: list[JSON], dialect: str) -> list[tuple[JSON, dict[str, str], JSON]]:
     """(native view, key renames, file object) of one ModelResponse's parts: a signed
     ThinkingPart is the dialect's carrier item; for Gemini the signature belongs on the
     part after it (pydantic-ai's google model sends a ThinkingPart's signature as the next
     part's thought_signature), so the view of that part carries it, pointing at the
     ThinkingPart as the object a repair edits."""
-    out: list[tuple[Any, dict[str, str], Any]] = []
-    carry: dict[str, Any] | None = None
+    out: list[tuple[JSON, dict[str, str], JSON]] = []
+    carry: JsonObject | None = None
     on_next = PAI_SIGNATURE_ON_NEXT.get(dialect, False)
     for part in parts:
         kind = part.get("part_kind") if isinstance(part, dict) else None
         sig = part.get("signature") if isinstance(part, dict) else None
         key = PAI_SIGNED_KEY[dialect]
-        view: dict[str, Any] = {"type": kind}
+        view: JsonObject = {"type": kind}
         keys: dict[str, str] = {}
-        origin: Any = part
+        origin: JSON = part
         if kind == "thinking" and sig is not None:
             view = dict(PAI_SIGNED[dialect])
             if on_next:
@@ -425,7 +423,7 @@ def _pai_views(parts: list[Any], dialect: str) -> list[tuple[Any, dict[str, str]
     return out
 
 
-PAI_SIGNED: dict[str, dict[str, Any]] = {
+PAI_SIGNED: dict[str, JsonObject] = {
     "anthropic": {"type": "thinking"},
     "gemini": {"thought": True},
     "responses": {"type": "reasoning"},
@@ -436,12 +434,12 @@ PAI_SIGNED_KEY = {
     "responses": "encrypted_content",
 }
 PAI_SIGNATURE_ON_NEXT = {"gemini": True}
-PAI_TOOL_CALL: dict[str, dict[str, Any]] = {
+PAI_TOOL_CALL: dict[str, JsonObject] = {
     "anthropic": {"type": "tool_use"},
     "gemini": {"functionCall": {}},
     "responses": {"type": "function_call", "id": "fc"},
 }
-PAI_TOOL_RESULT: dict[str, dict[str, Any]] = {
+PAI_TOOL_RESULT: dict[str, JsonObject] = {
     "anthropic": {"type": "tool_result"},
     "gemini": {"functionResponse": {}},
     "responses": {"type": "function_call_output"},
@@ -496,11 +494,11 @@ def read_gemini_chat(doc: Document) -> None:
     doc.conversations.append(Conversation(msgs))
 
 
-def _is_gemini_chat(rec: dict[str, Any]) -> bool:
+def _is_gemini_chat(rec: JsonObject) -> bool:
     return rec.get("role") in ("user", "model") and isinstance(rec.get("parts"), list)
 
 
-def _is_pydantic_ai(rec: dict[str, Any]) -> bool:
+def _is_pydantic_ai(rec: JsonObject) -> bool:
     return rec.get("kind") in ("request", "response") and isinstance(rec.get("parts"), list)
 
 
@@ -518,7 +516,7 @@ src/agents/memory/sqlite_session.py)."""
 def read_agents_sdk(doc: Document) -> None:
     """Agents SDK session items (``session.get_items()`` as a JSON list or JSON lines, or
     a SQLiteSession database, rows read as lines): Responses input items in order."""
-    entries: list[tuple[int | None, str, Any, list[Any] | None]]
+    entries: list[tuple[int | None, str, JSON, list[JSON] | None]]
     if doc.line_oriented:
         entries = [(n, "$", rec, None) for n, rec in _records(doc)]
     elif isinstance(doc.whole, list):
@@ -540,7 +538,7 @@ LIST_ONLY = frozenset({"agents-sdk", "gemini-chat"})
 JSON lines of them need ``--format``)."""
 
 
-def _is_agents_item(rec: dict[str, Any]) -> bool:
+def _is_agents_item(rec: JsonObject) -> bool:
     return rec.get("type") in AGENTS_ITEM_TYPES or (
         "role" in rec and "content" in rec and "parts" not in rec and "message" not in rec
     )
@@ -564,7 +562,7 @@ def sqlite_rows(path: Path) -> list[tuple[int, str]]:
 # -- plain request bodies --------------------------------------------------------------------
 
 
-def request_dialect(body: Any) -> str | None:
+def request_dialect(body: JSON) -> str | None:
     """The dialect of a request body, by its history key and block shapes."""
     if not isinstance(body, dict):
         return None
@@ -586,7 +584,7 @@ def request_dialect(body: Any) -> str | None:
     return marked if says else other
 
 
-def _profile_for(model: Any) -> str | None:
+def _profile_for(model: JSON) -> str | None:
     """The Chat profile a model name belongs to (the longest profile name it contains)."""
     if not isinstance(model, str):
         return None
@@ -595,13 +593,13 @@ def _profile_for(model: Any) -> str | None:
 
 
 def _request_conversation(
-    body: dict[str, Any], dialect: str, prefix: str, line: int | None, profile: str | None
+    body: JsonObject, dialect: str, prefix: str, line: int | None, profile: str | None
 ) -> Conversation:
     key = HISTORY_KEY[dialect]
     history = body.get(key)
     assert isinstance(history, list)
     msgs: list[Message] = []
-    layout = LAYOUT[dialect]
+    layout = LAYOUTS[dialect].items
     flat = layout == "flat"
     pairs: list[tuple[Item, str]] = []
     for i, entry in enumerate(history):
@@ -639,7 +637,7 @@ def _request_conversation(
 
 def read_requests(doc: Document, dialect: str | None, profile: str | None) -> None:
     """Request bodies: a JSON object, a list of them, or one per line."""
-    bodies: list[tuple[int | None, str, Any]]
+    bodies: list[tuple[int | None, str, JSON]]
     if doc.line_oriented:
         bodies = [(n, "$", rec) for n, rec in _records(doc)]
     elif isinstance(doc.whole, list):
@@ -670,9 +668,10 @@ def read_response(doc: Document, data: bytes, dialect: str | None) -> None:
     except ReasonwireError as exc:
         raise Unreadable(f"{doc.path.name}: {exc}") from None
     d = ins.dialect
-    prefix = RESPONSE_PREFIX.get(d, "$")
+    known = LAYOUTS.get(d)
+    prefix = known.answer if known else "$"
     native = list(ins.turn.native.items)
-    whole = LAYOUT.get(d) == "message"
+    whole = known is not None and known.items == "message"
     items = [Item(v, prefix if whole else f"{prefix}[{i}]", None) for i, v in enumerate(native)]
     doc.conversations.append(Conversation([Message("assistant", items, d, None, prefix)]))
 
@@ -680,39 +679,39 @@ def read_response(doc: Document, data: bytes, dialect: str | None) -> None:
 # -- detection -------------------------------------------------------------------------------
 
 
-def _is_claude_code(rec: dict[str, Any]) -> bool:
+def _is_claude_code(rec: JsonObject) -> bool:
     return "sessionId" in rec or ("parentUuid" in rec and "message" in rec)
 
 
-def _is_codex(rec: dict[str, Any]) -> bool:
+def _is_codex(rec: JsonObject) -> bool:
     return "payload" in rec and rec.get("type") in (
         "session_meta", "response_item", "turn_context", "event_msg", "compacted"
     )  # fmt: skip
 
 
-def _is_gemini_cli(rec: dict[str, Any]) -> bool:
+def _is_gemini_cli(rec: JsonObject) -> bool:
     return "method" in rec and isinstance(rec.get("response"), list)
 
 
-def _is_pi(rec: dict[str, Any]) -> bool:
+def _is_pi(rec: JsonObject) -> bool:
     msg = rec.get("message")
     return (rec.get("type") == "session" and "cwd" in rec and "sessionId" not in rec) or (
         rec.get("type") == "message" and isinstance(msg, dict) and "api" in msg
     )
 
 
-def _is_kimi(rec: dict[str, Any]) -> bool:
+def _is_kimi(rec: JsonObject) -> bool:
     typ = rec.get("type")
     return isinstance(typ, str) and (
         typ.startswith("context.") or typ.startswith("llm.") or "protocol_version" in rec
     )
 
 
-def _is_request(rec: dict[str, Any]) -> bool:
+def _is_request(rec: JsonObject) -> bool:
     return request_dialect(rec) is not None
 
 
-DETECT: tuple[tuple[str, Callable[[dict[str, Any]], bool]], ...] = (
+DETECT: tuple[tuple[str, Callable[[JsonObject], bool]], ...] = (
     ("pydantic-ai", _is_pydantic_ai),
     ("codex", _is_codex),
     ("gemini-cli", _is_gemini_cli),

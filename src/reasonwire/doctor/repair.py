@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from reasonwire.doctor import against, framing
 from reasonwire.doctor.checks import Hit, _open_loop
 from reasonwire.doctor.facts import RULES
 from reasonwire.doctor.model import Change, Conversation, Document, Item, Message
 from reasonwire.doctor.report import document_hits
+from reasonwire.wire.model import JSON, JsonObject
 
 DROP_KINDS = frozenset(
     {
@@ -60,7 +60,7 @@ class Plan:
     unrepaired: list[Hit]
 
 
-def _remove(container: list[Any] | None, obj: Any) -> bool:
+def _remove(container: list[JSON] | None, obj: JSON) -> bool:
     if container is None:
         return False
     for i, v in enumerate(container):
@@ -94,7 +94,7 @@ def _current_turn(conv: Conversation, msg: Message) -> bool:
     return True
 
 
-def _tool_result(value: dict[str, Any], marker: tuple[str, str | None] | None) -> bool:
+def _tool_result(value: JsonObject, marker: tuple[str, str | None] | None) -> bool:
     if marker is None:
         return False
     key, want = marker
@@ -213,7 +213,7 @@ def _drop_emptied_lines(doc: Document) -> None:
 def _relink(doc: Document) -> None:
     """Records chained by ``uuid``/``parentUuid`` (Claude Code) keep their chain: a child of a
     dropped record points at that record's parent."""
-    parent_of: dict[str, Any] = {}
+    parent_of: JsonObject = {}
     for n in doc.dropped:
         rec = doc.lines[n - 1]
         if isinstance(rec, dict) and isinstance(rec.get("uuid"), str) and "parentUuid" in rec:
@@ -233,7 +233,7 @@ def _relink(doc: Document) -> None:
             doc.dirty.add(n)
 
 
-def _drop_emptied_messages(whole: Any) -> None:
+def _drop_emptied_messages(whole: JSON) -> None:
     bodies = whole if isinstance(whole, list) else [whole]
     for body in bodies:
         if not isinstance(body, dict):
@@ -298,5 +298,5 @@ def _serialise_sqlite(doc: Document) -> bytes:
         return copy.read_bytes()
 
 
-def changes_json(changes: Iterable[Change]) -> list[dict[str, Any]]:
+def changes_json(changes: Iterable[Change]) -> list[JsonObject]:
     return [c.as_json() for c in changes]

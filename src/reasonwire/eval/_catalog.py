@@ -9,13 +9,13 @@ every kept id whose completion price is at most $4 per 1M tokens.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
 from reasonwire.errors import ConfigError, ReasonwireError
 from reasonwire.eval.budget import Price
 from reasonwire.routes import Route
+from reasonwire.wire.model import JsonObject
 
 REASONING_PARAMS = frozenset(
     {"reasoning", "include_reasoning", "reasoning_effort", "thinking", "thinkingConfig"}
@@ -30,7 +30,7 @@ class CatalogEntry:
     price: Price | None
 
 
-def _price(entry: dict[str, Any]) -> Price | None:
+def _price(entry: JsonObject) -> Price | None:
     pricing = entry.get("pricing")
     if not isinstance(pricing, dict):
         return None
@@ -40,7 +40,7 @@ def _price(entry: dict[str, Any]) -> Price | None:
         return None
 
 
-def classify(entry: dict[str, Any]) -> CatalogEntry:
+def classify(entry: JsonObject) -> CatalogEntry:
     """Keep or skip one catalog entry, with the reason."""
     mid = str(entry.get("id", ""))
     price = _price(entry)
@@ -58,7 +58,7 @@ def classify(entry: dict[str, Any]) -> CatalogEntry:
     return CatalogEntry(mid, True, "", price)
 
 
-def fetch_catalog(route: Route, key: str | None, timeout: float = 30.0) -> list[dict[str, Any]]:
+def fetch_catalog(route: Route, key: str | None, timeout: float = 30.0) -> list[JsonObject]:
     """The raw catalog entries of ``route`` (``GET base_url + catalog_path``)."""
     if not route.catalog_path:
         raise ConfigError(f"route {route.name} has no catalog path")
@@ -76,7 +76,7 @@ def fetch_catalog(route: Route, key: str | None, timeout: float = 30.0) -> list[
     return [e for e in items if isinstance(e, dict)]
 
 
-def select(entries: list[dict[str, Any]], spec: str | None) -> list[CatalogEntry]:
+def select(entries: list[JsonObject], spec: str | None) -> list[CatalogEntry]:
     """Kept entries matching ``spec``: None = all kept, ``[portal-]max:N`` = completion price
     up to $N per 1M tokens, else a comma list of ids (kept or not: the user asked)."""
     classified = [classify(e) for e in entries]

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from reasonwire.eval.variants import BASELINE, TEXT_VARIANTS
 from reasonwire.method.fixture import POSITIONS, canary_hit, canary_in
@@ -33,9 +32,9 @@ from reasonwire.method.matrix import (
     Turn1,
 )
 from reasonwire.method.verdicts import Outcome, Thresholds, Verdict, combine, model_verdict
-from reasonwire.wire.model import ABSENT
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
-Rec = dict[str, Any]
+Rec = JsonObject
 """A call record as read (JSON, slimmed of what the matrix never reads)."""
 
 
@@ -75,7 +74,7 @@ def _text_cells(
         base = ok_bases[-1]
         gen = (base.get("wording"), base.get("params_sig"))
         wording[position] = str(base.get("wording"))
-        by_variant: dict[Any, list[Rec]] = defaultdict(list)
+        by_variant: dict[JSON, list[Rec]] = defaultdict(list)
         for r in at:
             if (r.get("wording"), r.get("params_sig")) == gen:
                 by_variant[r.get("variant")].append(r)
@@ -332,7 +331,7 @@ def row_verdict(
     return model_verdict(entries)
 
 
-def _unreached(entries: Mapping[str, Any]) -> dict[str, Any]:
+def _unreached(entries: Mapping[str, JSON]) -> JsonObject:
     """Entries of a lane that does not speak for the direct lane a model asked for."""
     return {n: replace(e, verdict=Verdict.DIRECT_LANE_NOT_REACHED) for n, e in entries.items()}
 

@@ -17,7 +17,6 @@ import socket
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
 
 from reasonwire.errors import ConfigError
 
@@ -70,12 +69,7 @@ class RunLock:
         self._fd = fd
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._fd is not None:
             os.ftruncate(self._fd, 0)
             fcntl.flock(self._fd, fcntl.LOCK_UN)

@@ -22,7 +22,6 @@ import zlib
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -47,6 +46,7 @@ from reasonwire.method.codec import to_json
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.matrix import SCHEMA, FoldSection, FoldSetup, Matrix, MatrixRun
 from reasonwire.method.verdicts import Thresholds
+from reasonwire.wire.model import JsonObject
 
 _UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
 """Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
@@ -58,7 +58,7 @@ _UNUSED_TURN1 = tuple(k for k in _UNUSED if k != "t")
 class _Context:
     """What row building needs besides the call records (all from ``runs.jsonl``)."""
 
-    fid: Any
+    fid: str
     dialects: dict[tuple[str, str], str]
     notes: dict[tuple[str, str], list[str]]
     t_of: dict[tuple[str, str], TRecord]
@@ -75,12 +75,12 @@ class _Part:
     """One shard's result: rows of its (route, model) keys (encoded), and what every shard
     counts."""
 
-    rows: dict[tuple[str, str], list[dict[str, Any]]]
+    rows: dict[tuple[str, str], list[JsonObject]]
     discovered: list[tuple[tuple[str, str], str]]
     spent: float
     ncalls: int
     billed: float  # of ``spent``: the providers' own figures (``cost_estimate`` false)
-    fold: dict[tuple[str, str], list[dict[str, Any]]]
+    fold: dict[tuple[str, str], list[JsonObject]]
 
 
 def _in_flight(out: Path) -> tuple[int, float, float]:
@@ -158,16 +158,14 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     dialects = dict(ctx.dialects)
     dialects.update(discovered)
     rows = {k: _key_rows(k, dialects[k], recs, ctx) for k, recs in groups.items()}
-    fold: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    fold: dict[tuple[str, str], list[JsonObject]] = {}
     if ctx.fold is not None:
         for k, recs in groups.items():
             fold[k] = [to_json(r) for r in fold_rows_of(k, dialects[k], recs, ctx.fold, ctx.th)]
     return _Part(rows, discovered, spent, ncalls, billed, fold)
 
 
-def _key_rows(
-    k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context
-) -> list[dict[str, Any]]:
+def _key_rows(k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context) -> list[JsonObject]:
     """The rows of one (route, model), encoded (a shard's rows cross a process boundary)."""
     t_rec = ctx.t_of.get(k)
     t_row: tuple[int, str, str | None] = (ctx.T, "chars/4", None)
@@ -210,7 +208,7 @@ def _unpack(packed: tuple[_Part, bytes]) -> _Part:
     )
 
 
-def build_matrix(out_dir: str | Path) -> dict[str, Any]:
+def build_matrix(out_dir: str | Path) -> JsonObject:
     """The matrix of the records under ``out_dir``, in its JSON form (see the module
     docstring).
 
@@ -227,7 +225,7 @@ def build_matrix(out_dir: str | Path) -> dict[str, Any]:
             gc.enable()
 
 
-def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
+def _build_matrix(out_dir: str | Path) -> JsonObject:
     out = Path(out_dir).expanduser()
     runs = list(read_records(out / RUNS))
     starts = [r for r in runs if isinstance(r, RunStart)]
@@ -276,7 +274,7 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
         if k not in dialects:
             order.append(k)
             dialects[k] = dialect
-    by_key: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    by_key: dict[tuple[str, str], list[JsonObject]] = {}
     for part in parts:
         by_key.update(part.rows)
     for k in order:  # targets without a single record still get their (unmeasured) rows
@@ -328,7 +326,7 @@ def _build_matrix(out_dir: str | Path) -> dict[str, Any]:
     return matrix
 
 
-def render_md(matrix: dict[str, Any]) -> str:
+def render_md(matrix: JsonObject) -> str:
     """``matrix.md``: one table per dialect, then the thresholds and run metadata."""
     lines = ["# reasonwire consumption matrix", ""]
     th = matrix["thresholds"]
@@ -342,7 +340,7 @@ def render_md(matrix: dict[str, Any]) -> str:
         f"{spent_text(matrix)}."
     )
     lines.append("")
-    by_dialect: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_dialect: dict[str, list[JsonObject]] = defaultdict(list)
     for row in matrix["rows"]:
         by_dialect[row["dialect"]].append(row)
     for dialect, rows in by_dialect.items():
@@ -386,7 +384,7 @@ def render_md(matrix: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def spent_text(matrix: dict[str, Any]) -> str:
+def spent_text(matrix: JsonObject) -> str:
     """``$X spent ($B billed by the provider, $E estimated ...)``: the providers' own figures
     apart from the estimates, these labelled by why (an unknown price, calls in flight at an
     interruption). Matrices written before the split show the total alone."""
@@ -420,7 +418,7 @@ def first_words(text: object, words: int = 8) -> str:
     return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
 
 
-def _fmt(entry: dict[str, Any], key: str) -> str:
+def _fmt(entry: JsonObject, key: str) -> str:
     """``verdict (in-loop/cross-turn deltas)``; a refused or failed position adds its status
     and the first words of the provider's error."""
     d = [entry[p].get(key) for p in POSITIONS]
@@ -440,7 +438,7 @@ def _fmt(entry: dict[str, Any], key: str) -> str:
     return f"{entry['verdict']} ({ds}){why}"
 
 
-def write_reports(out_dir: str | Path) -> dict[str, Any]:
+def write_reports(out_dir: str | Path) -> JsonObject:
     """Write ``matrix.json`` and ``matrix.md`` under ``out_dir``; return the matrix."""
     out = Path(out_dir).expanduser()
     matrix = build_matrix(out)
@@ -448,7 +446,7 @@ def write_reports(out_dir: str | Path) -> dict[str, Any]:
     return matrix
 
 
-def write_matrix_files(out: Path, matrix: dict[str, Any]) -> None:
+def write_matrix_files(out: Path, matrix: JsonObject) -> None:
     """``matrix.json`` and ``matrix.md`` for a built matrix."""
     # orjson: the stdlib's indented encoder is pure Python (~8x slower on a large matrix)
     (out / "matrix.json").write_bytes(orjson.dumps(matrix, option=orjson.OPT_INDENT_2) + b"\n")

@@ -19,10 +19,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from reasonwire.routes import Route
-from reasonwire.wire.model import JSON, RequestOptions, User
+from reasonwire.wire.model import JSON, JsonObject, RequestOptions, User
 from reasonwire.wire.registry import get_dialect
 
 DEFAULT_MAX_TOKENS = 512
@@ -59,7 +58,7 @@ class ParamFix:
         return json.dumps([sorted(self.drop), sorted(self.rename), sorted(self.fill)])
 
     def apply(self, params: Mapping[str, JSON]) -> dict[str, JSON]:
-        out: dict[str, Any] = copy.deepcopy(dict(params))
+        out: JsonObject = copy.deepcopy(dict(params))
         for old, new in self.rename:
             if old in out:
                 out[new] = out.pop(old)
@@ -76,7 +75,7 @@ class ParamFix:
         )
 
 
-def _drop_path(node: dict[str, Any], parts: list[str]) -> bool:
+def _drop_path(node: JsonObject, parts: list[str]) -> bool:
     head, rest = parts[0], parts[1:]
     if head not in node:
         return False

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import orjson
 
@@ -34,7 +34,7 @@ from reasonwire.errors import ConfigError
 from reasonwire.method.codec import FLAT, JSONRecord, from_json, key, rest
 from reasonwire.method.matrix import CarrierSummary, FoldSetup
 from reasonwire.method.verdicts import Thresholds
-from reasonwire.wire.model import ABSENT, JSON
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
 CALLS = "calls.jsonl"
 COST = "cost.jsonl"
@@ -106,7 +106,7 @@ class Answered(JSONRecord):
     reasoning_excerpt: str = ABSENT
 
     @classmethod
-    def _claims(cls, data: Mapping[str, Any]) -> bool:
+    def _claims(cls, data: Mapping[str, JSON]) -> bool:
         return "filtered" in data
 
 
@@ -123,7 +123,7 @@ class Unparsed(JSONRecord):
     elapsed_s: float
 
     @classmethod
-    def _claims(cls, data: Mapping[str, Any]) -> bool:
+    def _claims(cls, data: Mapping[str, JSON]) -> bool:
         return next((k for k in data if k in ("status", "ok")), None) == "status"
 
 
@@ -386,7 +386,7 @@ def read_records(path: str | Path) -> Iterator[Record]:
 # -- writing and reading -----------------------------------------------------------------------
 
 
-def request_key(route: str, url: str, body: Any, attempt: int) -> str:
+def request_key(route: str, url: str, body: JSON, attempt: int) -> str:
     """The resume key of a call: route, endpoint URL (Gemini puts the model there), the exact
     request body and the lane attempt."""
     blob = json.dumps([route, url, body, attempt], ensure_ascii=False)
@@ -453,7 +453,7 @@ def _end_torn_line(fd: int) -> None:
         os.write(fd, b"\n")
 
 
-def read_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
+def read_jsonl(path: str | Path) -> Iterator[JsonObject]:
     """Every record of a JSONL file as decoded JSON; unparsable lines (a torn last line) are
     skipped.
 

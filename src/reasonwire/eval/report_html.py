@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from html import escape
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
@@ -32,6 +32,7 @@ from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_files
 from reasonwire.fold.report import fold_html
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
+from reasonwire.wire.model import JsonObject
 
 REPORT_HTML: Final = "report.html"
 TEMPLATES_JSON: Final = "templates.json"
@@ -131,7 +132,7 @@ def chip_class(
 _INPUTS: Final = ("input", "baseline_input", "verbatim_input", "stripped_input", "stand_in_input")
 
 
-def _pos_tip(position: str, pos: dict[str, Any], threshold: float, T: int) -> str:
+def _pos_tip(position: str, pos: JsonObject, threshold: float, T: int) -> str:
     """The chip's tooltip, already escaped."""
     parts = [f"{position}: {_ec(str(pos.get('outcome')))}"]
     delta = pos.get("delta")
@@ -155,7 +156,7 @@ def _pos_tip(position: str, pos: dict[str, Any], threshold: float, T: int) -> st
     return "; ".join(parts)
 
 
-def _cell(entry: dict[str, Any] | None, threshold: float, T: int) -> str:
+def _cell(entry: JsonObject | None, threshold: float, T: int) -> str:
     if not entry:
         return "<td></td>"
     verdict = _ec(str(entry.get("verdict")))
@@ -185,7 +186,7 @@ def _cell(entry: dict[str, Any] | None, threshold: float, T: int) -> str:
     )
 
 
-def _carriers(turn1: dict[str, Any] | None) -> str:
+def _carriers(turn1: JsonObject | None) -> str:
     if not turn1:
         return "<td><small>none</small></td>"
     carriers = turn1.get("carriers") or []
@@ -203,7 +204,7 @@ def _carriers(turn1: dict[str, Any] | None) -> str:
     return f'<td class="carriers" title="{_e(tip)}">{_e(text)}</td>'
 
 
-def _canary(row: dict[str, Any]) -> str:
+def _canary(row: JsonObject) -> str:
     hits, asked = [], 0
     for group in (row["text"], row["opaque"]):
         for name, entry in group.items():
@@ -220,7 +221,7 @@ def _canary(row: dict[str, Any]) -> str:
     return f'<td class="canary" title="{_e(tip)}">{len(hits)}/{asked}</td>'
 
 
-def _errors(row: dict[str, Any]) -> str:
+def _errors(row: JsonObject) -> str:
     """The failed calls (red: the count and the first one's status and words) and, apart,
     the notes (plain: what the method did or could not do, e.g. a dialect without text
     variants, a parameter fix, an estimated cost): a note is not an error."""
@@ -254,7 +255,7 @@ def _first_words(text: object, words: int = 8) -> str:
     return " ".join(parts[:words]) + (" ..." if len(parts) > words else "")
 
 
-def _row_verdict(row: dict[str, Any]) -> str:
+def _row_verdict(row: JsonObject) -> str:
     """The method's verdict of the row (matrices written before it have none: ``-``)."""
     verdict = row.get("verdict")
     if not verdict:
@@ -264,7 +265,7 @@ def _row_verdict(row: dict[str, Any]) -> str:
     return f'<td class="row-verdict" data-row-verdict="{v}">{badge}</td>'
 
 
-def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> str:
+def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject) -> str:
     th = matrix["thresholds"]
     variants = [v for v in matrix["variants"].get(dialect, []) if v != "none"]
     extras = sorted({e for r in rows for e in r["opaque"]})
@@ -299,7 +300,7 @@ def _table(dialect: str, rows: list[dict[str, Any]], matrix: dict[str, Any]) -> 
     return "".join(out)
 
 
-def _legend(matrix: dict[str, Any]) -> str:
+def _legend(matrix: JsonObject) -> str:
     th = matrix["thresholds"]
     T = matrix["run"]["T"]
     chips = "".join(
@@ -318,7 +319,7 @@ def _legend(matrix: dict[str, Any]) -> str:
     )
 
 
-def _meta(matrix: dict[str, Any]) -> str:
+def _meta(matrix: JsonObject) -> str:
     run, th = matrix["run"], matrix["thresholds"]
     versions = ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items())
     items = [
@@ -345,9 +346,9 @@ def _meta(matrix: dict[str, Any]) -> str:
     return f'<section id="run"><h2>Run</h2><dl class="meta">{body}</dl></section>'
 
 
-def render_html(matrix: dict[str, Any], templates_section: str | None = None) -> str:
+def render_html(matrix: JsonObject, templates_section: str | None = None) -> str:
     """The whole page for ``matrix``; ``templates_section`` is trusted HTML appended as is."""
-    by_dialect: dict[str, list[dict[str, Any]]] = {}
+    by_dialect: dict[str, list[JsonObject]] = {}
     for row in matrix["rows"]:
         by_dialect.setdefault(str(row["dialect"]), []).append(row)
     nrows = len(matrix["rows"])
@@ -392,7 +393,7 @@ _FORK_ROWS = 5000
 ``matrix.json`` and ``matrix.md`` (the two cores halve the output time of a large report)."""
 
 
-def write_all(out_dir: str | Path) -> dict[str, Any]:
+def write_all(out_dir: str | Path) -> JsonObject:
     """Build the matrix from the records and write ``matrix.json``, ``matrix.md`` and
     ``report.html``; return the matrix."""
     out = Path(out_dir).expanduser()
@@ -414,7 +415,7 @@ def write_all(out_dir: str | Path) -> dict[str, Any]:
     return matrix
 
 
-def write_html(out_dir: str | Path, matrix: dict[str, Any]) -> Path:
+def write_html(out_dir: str | Path, matrix: JsonObject) -> Path:
     """Write ``report.html`` under ``out_dir`` (with the templates section when available)."""
     out = Path(out_dir).expanduser()
     path = out / REPORT_HTML

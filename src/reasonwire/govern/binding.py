@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict, Unpack
 
 import jwt
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from reasonwire.errors import ConfigError, PolicyRefusal
 from reasonwire.govern.levels import LEVELS, Level, Requested
+from reasonwire.wire.model import JSON
 
 HEADER = "x-reasonwire-binding"
 ALGORITHM = "EdDSA"
@@ -361,28 +362,37 @@ def _parse_key(
     return ""
 
 
+class Subject(TypedDict):
+    """What a binding is about, as the keywords of :func:`issue` and of
+    :func:`reasonwire.govern.control.project` / :func:`~reasonwire.govern.control.minter`
+    (one declaration for the three): the conversation and task, the runtime asking, the route
+    and the effort it asks for."""
+
+    conversation_id: str
+    task_id: str
+    runtime_id: str
+    runtime_version: str
+    route_id: str
+    requested: Requested
+
+
 def issue(
     ring: KeyRing,
     *,
-    conversation_id: str,
-    task_id: str,
-    runtime_id: str,
-    runtime_version: str,
-    route_id: str,
-    requested: Requested,
     ceiling: Level,
     ttl_seconds: int = 900,
     now: float | None = None,
+    **subject: Unpack[Subject],
 ) -> str:
-    """Sign a binding and return the compact JWS."""
+    """Sign a binding for ``subject`` and return the compact JWS."""
     issued = int(now if now is not None else time.time())
     claims = {
-        "conv": conversation_id,
-        "task": task_id,
-        "rt": runtime_id,
-        "rtv": runtime_version,
-        "route": route_id,
-        "req": requested,
+        "conv": subject["conversation_id"],
+        "task": subject["task_id"],
+        "rt": subject["runtime_id"],
+        "rtv": subject["runtime_version"],
+        "route": subject["route_id"],
+        "req": subject["requested"],
         "ceil": ceiling,
         "iat": issued,
         "exp": issued + ttl_seconds,
@@ -433,9 +443,9 @@ def verify(ring: KeyRing, token: str, *, now: float | None = None) -> Binding:
     )
 
 
-def _decode_at(token: str, key: Ed25519PublicKey, now: float) -> Mapping[str, Any]:
+def _decode_at(token: str, key: Ed25519PublicKey, now: float) -> Mapping[str, JSON]:
     """Decode and check expiry against ``now`` (an explicit clock for tests and replays)."""
-    claims: Mapping[str, Any] = jwt.decode(
+    claims: Mapping[str, JSON] = jwt.decode(
         token, key, algorithms=[ALGORITHM], options={"require": list(_CLAIMS), "verify_exp": False}
     )
     exp = claims["exp"]

@@ -25,6 +25,7 @@ import base64
 import threading
 import time
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import httpx
@@ -118,7 +119,7 @@ class Carry:
         """The headers a governed request carries."""
         return {HEADER: self.token, CONVERSATION_HEADER: self.conversation_id}
 
-    def apply(self, request: Any) -> None:
+    def apply(self, request: httpx.Request) -> None:
         """Set this conversation's headers on ``request`` (replacing any the caller set)."""
         for name, value in self.headers().items():
             request.headers[name] = value
@@ -126,19 +127,19 @@ class Carry:
         if retries.isdigit() and len(retries) <= 3:
             request.headers[ATTEMPT_HEADER] = str(int(retries) + 1)
 
-    def transport(self, inner: Any = None) -> CarryTransport:
+    def transport(self, inner: httpx.BaseTransport | None = None) -> CarryTransport:
         return CarryTransport(self, inner)
 
-    def async_transport(self, inner: Any = None) -> AsyncCarryTransport:
+    def async_transport(self, inner: httpx.AsyncBaseTransport | None = None) -> AsyncCarryTransport:
         return AsyncCarryTransport(self, inner)
 
-    def client(self, *, package: Any = httpx, **kw: Any) -> Any:
+    def client(self, *, package: ModuleType = httpx, **kw: Any) -> Any:
         """A client of ``package`` (httpx, or the ``httpx2`` fork some SDKs require: pass
         ``package=httpx2``) carrying this conversation, for an SDK's ``http_client``;
         ``transport=`` wraps that transport instead of a new default one."""
         return package.Client(transport=self.transport(kw.pop("transport", None)), **kw)
 
-    def async_client(self, *, package: Any = httpx, **kw: Any) -> Any:
+    def async_client(self, *, package: ModuleType = httpx, **kw: Any) -> Any:
         return package.AsyncClient(transport=self.async_transport(kw.pop("transport", None)), **kw)
 
 
@@ -146,12 +147,12 @@ class CarryTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
     """A sync transport that adds a :class:`Carry`'s headers, then sends with ``inner``
     (by default a new ``HTTPTransport`` of the request's package: httpx or its fork)."""
 
-    def __init__(self, carry: Carry, inner: Any = None) -> None:
+    def __init__(self, carry: Carry, inner: httpx.BaseTransport | None = None) -> None:
         self.carry = carry
         self._inner = inner
         self._lock = threading.Lock()
 
-    def handle_request(self, request: Any) -> Any:
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
         if self._inner is None:
             with self._lock:
                 if self._inner is None:
@@ -167,11 +168,11 @@ class CarryTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
 class AsyncCarryTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
     """The async twin of :class:`CarryTransport`."""
 
-    def __init__(self, carry: Carry, inner: Any = None) -> None:
+    def __init__(self, carry: Carry, inner: httpx.AsyncBaseTransport | None = None) -> None:
         self.carry = carry
         self._inner = inner
 
-    async def handle_async_request(self, request: Any) -> Any:
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         if self._inner is None:
             self._inner = package_of(request).AsyncHTTPTransport()
         self.carry.apply(request)

@@ -30,7 +30,6 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import orjson
 
@@ -39,7 +38,7 @@ from reasonwire.govern.levels import LEVELS, rank
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry
 from reasonwire.govern.validator import HIDDEN_PLACES, NEGATIVE_CASES, NEGATIVE_REASONS, mapping_id
-from reasonwire.wire.model import JSON
+from reasonwire.wire.model import JSON, JsonObject
 
 MAX_CITED = 20
 """Call ids cited per claim (the first ones; the claim holds for all it counts)."""
@@ -103,7 +102,7 @@ def _usage(row: EvidenceRow) -> dict[str, int | None] | None:
     }
 
 
-def _observation(row: EvidenceRow, level: str) -> dict[str, Any]:
+def _observation(row: EvidenceRow, level: str) -> JsonObject:
     return {
         "level": level,
         "requested": row.requested,
@@ -126,7 +125,7 @@ def _by_conversation(rows: Iterable[EvidenceRow]) -> dict[str, list[EvidenceRow]
     return out
 
 
-def _resume(all_rows: list[EvidenceRow], subject: list[EvidenceRow]) -> dict[str, Any]:
+def _resume(all_rows: list[EvidenceRow], subject: list[EvidenceRow]) -> JsonObject:
     convs = _by_conversation(subject)
     everything = _by_conversation(all_rows)
 
@@ -150,7 +149,7 @@ def _resume(all_rows: list[EvidenceRow], subject: list[EvidenceRow]) -> dict[str
     }
 
 
-def _isolation(all_rows: list[EvidenceRow], subject: list[EvidenceRow]) -> dict[str, Any]:
+def _isolation(all_rows: list[EvidenceRow], subject: list[EvidenceRow]) -> JsonObject:
     """The most subject conversations in flight at one moment (forwarded calls as intervals
     from their start to start + latency), and crossings among them."""
     events: list[tuple[float, int, str]] = []
@@ -182,8 +181,8 @@ def _isolation(all_rows: list[EvidenceRow], subject: list[EvidenceRow]) -> dict[
     }
 
 
-def _negative_cases(rows: list[EvidenceRow]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _negative_cases(rows: list[EvidenceRow]) -> JsonObject:
+    out: JsonObject = {}
     for case in NEGATIVE_CASES:
         reasons = NEGATIVE_REASONS[case]
         hits = [
@@ -262,7 +261,7 @@ def collect(
     *,
     head: str,
     options: CollectOptions,
-) -> dict[str, Any]:
+) -> JsonObject:
     """The evidence document (schema 2) for the rows' one subject. Raises
     :class:`CollectError` when there is no subject, or the registry does not know it."""
     subject = _subject_rows(rows, options)
@@ -308,7 +307,7 @@ def collect(
             observations.append(_observation(picks[0], lv))
     auto_rows = [r for r in subject if r.requested == "auto"]
     resolved = sorted({str(r.resolved) for r in auto_rows}, key=lambda lv: lv != policy.maximum)
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "schema_version": 2,
         "source_commit": head,
         "subject": {
@@ -341,7 +340,7 @@ def collect(
     return doc
 
 
-def _limitations(doc: dict[str, Any], opts: CollectOptions, n_rows: int) -> list[str]:
+def _limitations(doc: JsonObject, opts: CollectOptions, n_rows: int) -> list[str]:
     out = [
         f"collected from {n_rows} evidence rows of deployment {opts.deployment_id}; each "
         "observation is one call, and usage is what the provider reported (the gateway "

@@ -8,9 +8,9 @@ projection, a policy lowered since, a key retired), so a binding is necessary, n
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Unpack
 
-from reasonwire.govern.binding import KeyRing, issue
-from reasonwire.govern.levels import Requested
+from reasonwire.govern.binding import KeyRing, Subject, issue
 from reasonwire.govern.policy import OrgPolicy, resolve
 from reasonwire.govern.registry import Registry
 
@@ -20,36 +20,20 @@ def project(
     policy: OrgPolicy,
     ring: KeyRing,
     *,
-    conversation_id: str,
-    task_id: str,
-    runtime_id: str,
-    runtime_version: str,
-    route_id: str,
-    requested: Requested,
     ttl_seconds: int = 900,
     now: float | None = None,
+    **subject: Unpack[Subject],
 ) -> str:
     """Resolve and sign; raises :class:`~reasonwire.errors.PolicyRefusal` when not allowed."""
     res = resolve(
         registry,
         policy,
-        runtime_id=runtime_id,
-        runtime_version=runtime_version,
-        route_id=route_id,
-        requested=requested,
+        runtime_id=subject["runtime_id"],
+        runtime_version=subject["runtime_version"],
+        route_id=subject["route_id"],
+        requested=subject["requested"],
     )
-    return issue(
-        ring,
-        conversation_id=conversation_id,
-        task_id=task_id,
-        runtime_id=runtime_id,
-        runtime_version=runtime_version,
-        route_id=route_id,
-        requested=requested,
-        ceiling=res.ceiling,
-        ttl_seconds=ttl_seconds,
-        now=now,
-    )
+    return issue(ring, ceiling=res.ceiling, ttl_seconds=ttl_seconds, now=now, **subject)
 
 
 def minter(
@@ -57,13 +41,8 @@ def minter(
     policy: OrgPolicy,
     ring: KeyRing,
     *,
-    conversation_id: str,
-    task_id: str,
-    runtime_id: str,
-    runtime_version: str,
-    route_id: str,
-    requested: Requested,
     ttl_seconds: int = 900,
+    **subject: Unpack[Subject],
 ) -> Callable[[], str]:
     """A callable that projects a fresh binding for the conversation each time it is called
     (one per turn: :class:`reasonwire.govern.carry.Carry` calls it). The requested intent is
@@ -71,17 +50,6 @@ def minter(
     policy or registry change since the last turn is seen."""
 
     def mint() -> str:
-        return project(
-            registry,
-            policy,
-            ring,
-            conversation_id=conversation_id,
-            task_id=task_id,
-            runtime_id=runtime_id,
-            runtime_version=runtime_version,
-            route_id=route_id,
-            requested=requested,
-            ttl_seconds=ttl_seconds,
-        )
+        return project(registry, policy, ring, ttl_seconds=ttl_seconds, **subject)
 
     return mint

@@ -252,18 +252,44 @@ def sqlite_connect(path: str) -> sqlite3.Connection:
     return db
 
 
-class SQLiteStore:
+class FixedOnce:
+    """``fix_effort`` and ``fix_intent`` of a store, over its one primitive :meth:`_first`
+    (insert the value unless the conversation has one, return the one stored), with a cache:
+    a fixed value never changes, so a cache hit is always current."""
+
+    def __init__(self) -> None:
+        self._efforts: dict[str, str] = {}
+        self._intents: dict[str, str] = {}
+
+    def _first(self, table: str, column: str, conv: str, value: str) -> str:
+        raise NotImplementedError
+
+    def _fix(self, table: str, column: str, cache: dict[str, str], conv: str, value: str) -> str:
+        known = cache.get(conv)
+        if known is None:
+            known = cache[conv] = self._first(table, column, conv, value)
+        return known
+
+    def fix_effort(self, conversation_id: str, level: str) -> str:
+        return self._fix("conversation_effort", "level", self._efforts, conversation_id, level)
+
+    def fix_intent(self, conversation_id: str, requested: str) -> str:
+        return self._fix(
+            "conversation_intent", "requested", self._intents, conversation_id, requested
+        )
+
+
+class SQLiteStore(FixedOnce):
     """Embedded store. WAL mode, one connection guarded by a lock (the gateway is one process;
     calls are short). ``path=":memory:"`` for a throwaway store. Database errors (a locked or
     unwritable file) raise :class:`StoreUnavailable`."""
 
     def __init__(self, path: str | Path = ":memory:") -> None:
+        super().__init__()
         self.path = str(path)
         self._lock = threading.Lock()
         with self._lock:
             self._db = sqlite_connect(self.path)
-        self._efforts: dict[str, str] = {}
-        self._intents: dict[str, str] = {}
         self._insert = (
             f"INSERT OR IGNORE INTO evidence ({', '.join(_COLUMNS)}) "
             f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -289,10 +315,7 @@ class SQLiteStore:
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
 
-    def _fix(self, table: str, column: str, cache: dict[str, str], conv: str, value: str) -> str:
-        known = cache.get(conv)
-        if known is not None:
-            return known  # fixed values never change: a cache hit is always current
+    def _first(self, table: str, column: str, conv: str, value: str) -> str:
         try:
             with self._lock:
                 # First writer wins (across processes too: the primary key decides), then
@@ -305,16 +328,7 @@ class SQLiteStore:
                 ).fetchone()
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
-        cache[conv] = str(fixed)
         return str(fixed)
-
-    def fix_effort(self, conversation_id: str, level: str) -> str:
-        return self._fix("conversation_effort", "level", self._efforts, conversation_id, level)
-
-    def fix_intent(self, conversation_id: str, requested: str) -> str:
-        return self._fix(
-            "conversation_intent", "requested", self._intents, conversation_id, requested
-        )
 
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM evidence"

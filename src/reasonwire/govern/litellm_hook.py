@@ -70,10 +70,10 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import orjson
 
@@ -81,12 +81,18 @@ from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
 from reasonwire.govern.authority import settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, StoreUnavailable, fill_usage
+from reasonwire.govern.evidence import (
+    EvidenceRow,
+    EvidenceStore,
+    Outcome,
+    StoreUnavailable,
+    fill_usage,
+)
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import Turn
+from reasonwire.wire.model import JSON, JsonObject, Turn
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.registry import get_dialect
 from reasonwire.wire.shape import ShapeError
@@ -195,7 +201,7 @@ class _Call:
     rows: list[str] = field(default_factory=list)
 
 
-def _headers(data: Mapping[str, Any]) -> dict[str, str]:
+def _headers(data: Mapping[str, JSON]) -> dict[str, str]:
     """The client's request headers as LiteLLM passed them to the hook (lower-cased)."""
     for where in (data.get("proxy_server_request"), data.get("metadata")):
         if isinstance(where, Mapping) and isinstance(where.get("headers"), Mapping):
@@ -203,7 +209,7 @@ def _headers(data: Mapping[str, Any]) -> dict[str, str]:
     return {}
 
 
-def _mask_binding(data: Mapping[str, Any]) -> None:
+def _mask_binding(data: Mapping[str, JSON]) -> None:
     """Replace the binding in LiteLLM's logged copies of the headers (its spend logs and
     callbacks see them): a verified binding has no use downstream."""
     meta = data.get("metadata")
@@ -216,7 +222,7 @@ def _mask_binding(data: Mapping[str, Any]) -> None:
                     holder[k] = _MASK
 
 
-def _metadata(data: Mapping[str, Any]) -> Mapping[str, Any]:
+def _metadata(data: Mapping[str, JSON]) -> Mapping[str, JSON]:
     for name in ("metadata", "litellm_metadata"):
         meta = data.get(name)
         if isinstance(meta, Mapping):
@@ -226,7 +232,7 @@ def _metadata(data: Mapping[str, Any]) -> Mapping[str, Any]:
     return meta if isinstance(meta, Mapping) else {}
 
 
-def _client_keys(data: Mapping[str, Any]) -> set[str]:
+def _client_keys(data: Mapping[str, JSON]) -> set[str]:
     """The fields of ``data`` that came from the client: LiteLLM's snapshot of the request
     body (``proxy_server_request.body``, header-derived settings included), else every field
     but LiteLLM's own."""
@@ -241,7 +247,7 @@ def _plain(name: str) -> str:
     return name if name.isascii() and name.replace("_", "").replace("-", "").isalnum() else "?"
 
 
-def _millis(start: Any, end: Any) -> float | None:
+def _millis(start: object, end: object) -> float | None:
     if isinstance(start, datetime) and isinstance(end, datetime):
         return (end - start).total_seconds() * 1000
     if isinstance(start, int | float) and isinstance(end, int | float):
@@ -249,7 +255,7 @@ def _millis(start: Any, end: Any) -> float | None:
     return None
 
 
-def _dump(response: Any) -> Any:
+def _dump(response: object) -> JSON:
     """A LiteLLM response object as the JSON it would send (or the dict as given)."""
     if isinstance(response, Mapping):
         return dict(response)
@@ -294,7 +300,7 @@ class Governor:
 
     # -- before the call ---------------------------------------------------------------
 
-    def pre_call(self, data: dict[str, Any], call_type: str) -> dict[str, Any]:
+    def pre_call(self, data: JsonObject, call_type: str) -> JsonObject:
         """The request LiteLLM should send, or :class:`Refused` (after recording the row)."""
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
@@ -321,8 +327,8 @@ class Governor:
         return out
 
     def _authorise_and_rewrite(
-        self, data: dict[str, Any], call_type: str, row: EvidenceRow
-    ) -> tuple[dict[str, Any], RouteRegistration, Profile]:
+        self, data: JsonObject, call_type: str, row: EvidenceRow
+    ) -> tuple[JsonObject, RouteRegistration, Profile]:
         headers = _headers(data)
         row.conversation_id = headers.get(CONVERSATION_HEADER)
         attempt = headers.get(ATTEMPT_HEADER, "1")
@@ -391,7 +397,7 @@ class Governor:
         return out, route, profile
 
     def _refuse_routing(
-        self, data: Mapping[str, Any], client: set[str], headers: Mapping[str, str]
+        self, data: Mapping[str, JSON], client: set[str], headers: Mapping[str, str]
     ) -> None:
         """Refuse a client that picks its own routing, retries or transport (the names only
         when plain)."""
@@ -410,12 +416,12 @@ class Governor:
 
     # -- each upstream attempt ----------------------------------------------------------
 
-    def _call(self, kwargs: Mapping[str, Any]) -> _Call | None:
+    def _call(self, kwargs: Mapping[str, JSON]) -> _Call | None:
         call_id = _metadata(kwargs).get(CALL_ID_KEY)
         with self._lock:
             return self._calls.get(call_id) if isinstance(call_id, str) else None
 
-    def attempt_start(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+    def attempt_start(self, kwargs: JsonObject) -> JsonObject:
         """One upstream attempt is about to be sent: it gets its own row, committed as
         ``pending`` before the attempt goes out (a store that cannot commit raises, and the
         attempt is not sent); an attempt on another model than the route's (a fallback) is
@@ -447,7 +453,7 @@ class Governor:
         kwargs["max_retries"] = 0  # one attempt is one upstream request: LiteLLM retries
         return kwargs
 
-    def attempt_failed(self, request_data: Mapping[str, Any], exc: Any) -> None:
+    def attempt_failed(self, request_data: Mapping[str, JSON], exc: BaseException) -> None:
         call = self._call(request_data)
         if call is None:
             return
@@ -457,7 +463,7 @@ class Governor:
         with self._lock:
             self._close(call, "upstream-error", status, reason)
 
-    def attempt_answered(self, request_data: Mapping[str, Any], response: Any) -> None:
+    def attempt_answered(self, request_data: Mapping[str, JSON], response: object) -> None:
         """A JSON attempt answered: usage from the provider's figures, opaque carriers kept
         server-side."""
         call = self._call(request_data)
@@ -470,7 +476,7 @@ class Governor:
                 self._keep(call, row, turn)
                 self._close(call, "forwarded", 200, row.reason)
 
-    def _turn(self, body: Any) -> Turn | None:
+    def _turn(self, body: JSON) -> Turn | None:
         if body is None:
             return None
         try:
@@ -484,7 +490,7 @@ class Governor:
         self.vault.put(call.conversation_id, self.dialect.vault_entries(turn))
         fill_usage(row, turn.usage, call.route.price_per_mtok)
 
-    def _close(self, call: _Call, outcome: Any, status: int | None, reason: str | None) -> None:
+    def _close(self, call: _Call, outcome: Outcome, status: int | None, reason: str | None) -> None:
         """Record ``call``'s open attempt (the caller holds the lock)."""
         row = call.open
         if row is None:
@@ -497,7 +503,7 @@ class Governor:
 
     # -- after the call ----------------------------------------------------------------
 
-    def answer(self, data: Mapping[str, Any], response: Any) -> Any:
+    def answer(self, data: Mapping[str, JSON], response: object) -> JSON:
         """The client's JSON answer: the dialect's visible projection of what LiteLLM made
         of the upstream's answer."""
         call = self._call(data)
@@ -509,7 +515,9 @@ class Governor:
             return None
         return self.dialect.project_body(body, call.profile)
 
-    async def relay(self, data: Mapping[str, Any], stream: Any) -> AsyncIterator[Any]:
+    async def relay(
+        self, data: Mapping[str, JSON], stream: AsyncIterable[object]
+    ) -> AsyncIterator[object]:
         """The client's stream: each LiteLLM chunk as its SSE event through the dialect's
         projector (raw ``data:`` frames LiteLLM passes as written); the row of the attempt
         that streamed is completed at the end (usage, carriers to the vault); a stream that
@@ -559,7 +567,7 @@ class Governor:
                         self._close(call, "upstream-error", status, failure)
             self._done(call)
 
-    def failed(self, data: Mapping[str, Any], exc: Any) -> bool:
+    def failed(self, data: Mapping[str, JSON], exc: BaseException) -> bool:
         """LiteLLM failed a call: True when it was one this hook let through (its open
         attempt, if any, is recorded); else a refusal of LiteLLM's own (its auth checks run
         before the hook) is recorded as such, and False."""
@@ -586,7 +594,7 @@ class Governor:
             self._calls.pop(call.template.call_id, None)
 
     @staticmethod
-    def drop_relayed_headers(response: Any) -> None:
+    def drop_relayed_headers(response: object) -> None:
         """Forget the upstream's response headers LiteLLM would relay (``llm_provider-*``):
         an upstream may echo the request's key in any header, ``set-cookie`` included."""
         hidden = getattr(response, "_hidden_params", None)
@@ -603,11 +611,14 @@ def _new_id() -> str:
     return uuid.uuid4().hex
 
 
-def _error_detail(governor: Governor, status: int, reason: str, message: str) -> Any:
+def _error_detail(governor: Governor, status: int, reason: str, message: str) -> JSON:
     return governor.dialect.error_body(status, reason, message, None)
 
 
-async def _bounded(governor: Governor, fn: Any, *args: Any) -> Any:
+T = TypeVar("T")
+
+
+async def _bounded(governor: Governor, fn: Callable[..., T], *args: object) -> T:
     """``fn(*args)`` on a worker thread (store work never blocks the proxy's event loop),
     within the governor's store budget: a store that cannot answer in time, or cannot
     commit, is a :class:`Refused` 503 with ``Retry-After``, and no upstream call follows."""
@@ -622,84 +633,94 @@ async def _bounded(governor: Governor, fn: Any, *args: Any) -> Any:
         ) from None
 
 
+class _Hook(Protocol):
+    """What the hook's methods use of the LiteLLM ``CustomLogger`` they are bound to."""
+
+    governor: Governor
+
+
 def hook_class() -> type:
     """The LiteLLM ``CustomLogger`` subclass around a :class:`Governor` (needs LiteLLM and
     FastAPI, which the proxy has)."""
     base: type = importlib.import_module("litellm.integrations.custom_logger").CustomLogger
     http_exception: Any = importlib.import_module("fastapi").HTTPException
 
-    def __init__(self: Any, governor: Governor) -> None:
+    def http_error(status: int, detail: JSON, headers: dict[str, str] | None = None) -> Exception:
+        error: Exception = http_exception(status_code=status, detail=detail, headers=headers)
+        return error
+
+    def refusal(exc: Refused) -> Exception:
+        """The hook's refusal as the HTTP error LiteLLM answers with."""
+        detail = {"error": {"code": exc.reason, "message": exc.message}}
+        return http_error(exc.status, detail, exc.headers)
+
+    def __init__(self: _Hook, governor: Governor) -> None:
         base.__init__(self)  # type: ignore[misc]
         self.governor = governor
 
     async def async_pre_call_hook(
-        self: Any, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
-    ) -> dict[str, Any]:
+        self: _Hook, user_api_key_dict: object, cache: object, data: JsonObject, call_type: object
+    ) -> JsonObject:
         try:
-            return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))  # type: ignore[no-any-return]
+            return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))
         except Refused as exc:
-            raise http_exception(
-                status_code=exc.status,
-                detail={"error": {"code": exc.reason, "message": exc.message}},
-                headers=exc.headers,
-            ) from None
+            raise refusal(exc) from None
 
     async def async_pre_call_deployment_hook(
-        self: Any, kwargs: dict[str, Any], call_type: Any
-    ) -> dict[str, Any]:
+        self: _Hook, kwargs: JsonObject, call_type: object
+    ) -> JsonObject:
         try:
-            return await _bounded(self.governor, self.governor.attempt_start, kwargs)  # type: ignore[no-any-return]
+            return await _bounded(self.governor, self.governor.attempt_start, kwargs)
         except Refused as exc:
-            raise http_exception(
-                status_code=exc.status,
-                detail={"error": {"code": exc.reason, "message": exc.message}},
-                headers=exc.headers,
-            ) from None
+            raise refusal(exc) from None
 
     async def async_post_call_failure_deployment_hook(
-        self: Any,
-        request_data: Any,
-        exception: Any,
-        call_type: Any,
-        fallback_depth: Any = None,
+        self: _Hook,
+        request_data: JsonObject,
+        exception: BaseException,
+        call_type: object,
+        fallback_depth: object = None,
     ) -> None:
         self.governor.attempt_failed(request_data, exception)
 
     async def async_post_call_success_deployment_hook(
-        self: Any, request_data: Any, response: Any, call_type: Any
-    ) -> Any:
+        self: _Hook, request_data: JsonObject, response: object, call_type: object
+    ) -> None:
         self.governor.attempt_answered(request_data, response)
         return None
 
     async def async_post_call_success_hook(
-        self: Any, data: Any, user_api_key_dict: Any, response: Any
-    ) -> Any:
+        self: _Hook, data: JsonObject, user_api_key_dict: object, response: object
+    ) -> JSON:
         return self.governor.answer(data, response)
 
     async def async_post_call_streaming_iterator_hook(
-        self: Any, user_api_key_dict: Any, response: Any, request_data: Any
-    ) -> AsyncIterator[Any]:
+        self: _Hook,
+        user_api_key_dict: object,
+        response: AsyncIterable[object],
+        request_data: JsonObject,
+    ) -> AsyncIterator[object]:
         async for item in self.governor.relay(request_data, response):
             yield item
 
     async def async_post_call_response_headers_hook(
-        self: Any,
-        data: Any,
-        user_api_key_dict: Any,
-        response: Any,
-        request_headers: Any = None,
-        litellm_call_info: Any = None,
+        self: _Hook,
+        data: JsonObject,
+        user_api_key_dict: object,
+        response: object,
+        request_headers: object = None,
+        litellm_call_info: object = None,
     ) -> None:
         self.governor.drop_relayed_headers(response)
         return None
 
     async def async_post_call_failure_hook(
-        self: Any,
-        request_data: Any,
-        original_exception: Any,
-        user_api_key_dict: Any,
-        traceback_str: Any = None,
-    ) -> Any:
+        self: _Hook,
+        request_data: JsonObject,
+        original_exception: BaseException,
+        user_api_key_dict: object,
+        traceback_str: object = None,
+    ) -> Exception | None:
         if isinstance(original_exception, http_exception):
             return None  # the hook's own refusal, already in its words
         if not self.governor.failed(request_data, original_exception):
@@ -708,9 +729,9 @@ def hook_class() -> type:
             # ValueError, which LiteLLM itself then fails to map) is a 400 in the hook's words.
             if isinstance(getattr(original_exception, "status_code", None), int):
                 return None
-            return http_exception(
-                status_code=400,
-                detail={
+            return http_error(
+                400,
+                {
                     "error": {
                         "code": "litellm-refused",
                         "message": "LiteLLM refused the request before reasonwire's hook "
@@ -721,11 +742,9 @@ def hook_class() -> type:
         code = getattr(original_exception, "status_code", None)
         status = code if isinstance(code, int) and 400 <= code <= 599 else 502
         message = f"the upstream answered {status}"
-        return http_exception(
-            status_code=status,
-            detail={
-                "error": _error_detail(self.governor, status, "upstream-error", message)["error"]
-            },
+        return http_error(
+            status,
+            {"error": _error_detail(self.governor, status, "upstream-error", message)["error"]},
         )
 
     return type(
@@ -759,7 +778,7 @@ def _load_policy(module: str) -> tuple[Registry, OrgPolicy]:
     return registry, policy
 
 
-def check_proxy_config(config: Mapping[str, Any], registry: Registry) -> list[str]:
+def check_proxy_config(config: Mapping[str, JSON], registry: Registry) -> list[str]:
     """What in a LiteLLM proxy config breaks the hook's promise (empty: nothing). Read from
     the config the proxy loaded (``general_settings`` are applied after the callbacks are
     made, so the file, not LiteLLM's state, is what can be checked at start)."""
@@ -795,14 +814,14 @@ def check_proxy_config(config: Mapping[str, Any], registry: Registry) -> list[st
     return problems
 
 
-def _proxy_config() -> Mapping[str, Any] | None:
+def _proxy_config() -> Mapping[str, JSON] | None:
     """The config file the running LiteLLM proxy loads, parsed (None outside a proxy)."""
     server = sys.modules.get("litellm.proxy.proxy_server")
     path = getattr(server, "user_config_file_path", None) or os.environ.get("CONFIG_FILE_PATH")
     if not path:
         return None
     try:
-        yaml: Any = importlib.import_module("yaml")
+        yaml = importlib.import_module("yaml")
         with open(path, encoding="utf-8") as f:
             loaded = yaml.safe_load(f)
     except Exception as exc:  # unreadable: the promise cannot be checked, so no start
@@ -813,7 +832,7 @@ def _proxy_config() -> Mapping[str, Any] | None:
     return loaded if isinstance(loaded, Mapping) else {}
 
 
-def from_env() -> Any:
+def from_env() -> object:
     """The hook configured by ``REASONWIRE_POLICY``, ``REASONWIRE_KEYS`` and
     ``REASONWIRE_EVIDENCE`` (and ``REASONWIRE_VAULT``); :class:`ConfigError` naming what is
     missing, or what in the proxy's config breaks the promise."""
@@ -843,11 +862,11 @@ def from_env() -> Any:
     return hook_class()(Governor(registry, policy, keys, store, vault))
 
 
-_handler: Any = None
+_handler: object = None
 _handler_lock = threading.Lock()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     """``proxy_handler``: the hook from the environment, made on first use (LiteLLM's config
     names it as ``reasonwire.govern.litellm_hook.proxy_handler``)."""
     global _handler

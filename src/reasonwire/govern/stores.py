@@ -29,9 +29,10 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, Unpack
 
 import orjson
 
@@ -41,6 +42,7 @@ from reasonwire.govern.evidence import (
     COLUMNS,
     EvidenceRow,
     EvidenceStore,
+    FixedOnce,
     SQLiteStore,
     StoreUnavailable,
     row_from_values,
@@ -50,6 +52,7 @@ from reasonwire.wire.model import JSON
 
 if TYPE_CHECKING:
     from psycopg import Connection
+    from psycopg.rows import TupleRow
 
 T = TypeVar("T")
 
@@ -158,6 +161,69 @@ class MemoryVault:
 # -- SQLite ----------------------------------------------------------------------------------
 
 
+class _Cursor(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchall(self) -> Sequence[Sequence[object]]: ...
+
+
+@dataclass(frozen=True)
+class _VaultSQL:
+    """The statements of one vault put, written once with ``{p}`` for a parameter and
+    ``{all}`` for "no limit" (before an OFFSET), then spelled for a database by
+    :meth:`spelled`."""
+
+    claim: str  # (conversation_id): insert it unless known; rowcount 1 when it is new
+    beyond: str  # (max_conversations): the conversation ids beyond the bound, newest first
+    drop_entries: str  # (conversation_id)
+    drop_conversation: str  # (conversation_id)
+    upsert: str  # (conversation_id, key, value)
+    trim: str  # (conversation_id, max_entries): the conversation's entries beyond the bound
+
+    def spelled(self, param: str, no_limit: str) -> _VaultSQL:
+        """These statements with ``param`` for each parameter and ``no_limit`` for ``{all}``."""
+        return replace(
+            self,
+            **{f.name: getattr(self, f.name).format(p=param, all=no_limit) for f in fields(self)},
+        )
+
+
+_VAULT_SQL = _VaultSQL(
+    claim="INSERT INTO vault_conversation (conversation_id) VALUES ({p})"
+    " ON CONFLICT (conversation_id) DO NOTHING",
+    beyond="SELECT conversation_id FROM vault_conversation ORDER BY seq DESC {all} OFFSET {p}",
+    drop_entries="DELETE FROM vault WHERE conversation_id = {p}",
+    drop_conversation="DELETE FROM vault_conversation WHERE conversation_id = {p}",
+    upsert="INSERT INTO vault (conversation_id, key, value) VALUES ({p}, {p}, {p})"
+    " ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value",
+    trim="DELETE FROM vault WHERE seq IN (SELECT seq FROM vault"
+    " WHERE conversation_id = {p} ORDER BY seq DESC {all} OFFSET {p})",
+)
+_SQLITE_VAULT = _VAULT_SQL.spelled("?", "LIMIT -1")  # SQLite: OFFSET needs a LIMIT; -1 is none
+_PG_VAULT = _VAULT_SQL.spelled("%s", "LIMIT ALL")
+
+
+def _vault_put(
+    execute: Callable[[str, tuple[object, ...]], _Cursor],
+    sql: _VaultSQL,
+    conversation_id: str,
+    texts: list[tuple[str, str]],
+    bounds: tuple[int, int],
+) -> None:
+    """One vault put inside the caller's transaction, the same in every database: a new
+    conversation evicts the oldest beyond ``max_conversations``; each entry is upserted, then
+    the conversation's oldest beyond ``max_entries`` go."""
+    max_conversations, max_entries = bounds
+    if execute(sql.claim, (conversation_id,)).rowcount:
+        for old, *_ in execute(sql.beyond, (max_conversations,)).fetchall():
+            execute(sql.drop_entries, (old,))
+            execute(sql.drop_conversation, (old,))
+    for key, text in texts:
+        execute(sql.upsert, (conversation_id, key, text))
+        execute(sql.trim, (conversation_id, max_entries))
+
+
 class SQLiteVault:
     """The vault in a SQLite file (the evidence database may be the same file), with the
     bounds of :class:`MemoryVault`. Processes on one host share it; WAL mode."""
@@ -173,8 +239,7 @@ class SQLiteVault:
         self._lock = threading.Lock()
         with self._lock:
             self._db = sqlite_connect(self.path)
-        self._max_conv = max_conversations
-        self._max_entries = max_entries
+        self._bounds = (max_conversations, max_entries)
 
     def put(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> None:
         if not entries:
@@ -184,32 +249,7 @@ class SQLiteVault:
             db = self._db
             db.execute("BEGIN IMMEDIATE")
             try:
-                cur = db.execute(
-                    "INSERT OR IGNORE INTO vault_conversation (conversation_id) VALUES (?)",
-                    (conversation_id,),
-                )
-                if cur.rowcount:
-                    evicted = db.execute(
-                        "SELECT conversation_id FROM vault_conversation ORDER BY seq DESC"
-                        " LIMIT -1 OFFSET ?",
-                        (self._max_conv,),
-                    ).fetchall()
-                    for (old,) in evicted:
-                        db.execute("DELETE FROM vault WHERE conversation_id = ?", (old,))
-                        db.execute(
-                            "DELETE FROM vault_conversation WHERE conversation_id = ?", (old,)
-                        )
-                for key, text in texts:
-                    db.execute(
-                        "INSERT INTO vault (conversation_id, key, value) VALUES (?, ?, ?)"
-                        " ON CONFLICT (conversation_id, key) DO UPDATE SET value = excluded.value",
-                        (conversation_id, key, text),
-                    )
-                    db.execute(
-                        "DELETE FROM vault WHERE seq IN (SELECT seq FROM vault"
-                        " WHERE conversation_id = ? ORDER BY seq DESC LIMIT -1 OFFSET ?)",
-                        (conversation_id, self._max_entries),
-                    )
+                _vault_put(db.execute, _SQLITE_VAULT, conversation_id, texts, self._bounds)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
@@ -308,7 +348,7 @@ def describe_conninfo(conninfo: str) -> str:
     return f"{d.get('host') or 'localhost'}:{d.get('port') or 5432}/{d.get('dbname') or '?'}"
 
 
-def pg_migrate(conn: Connection[Any]) -> int:
+def pg_migrate(conn: Connection[TupleRow]) -> int:
     """Bring the database to the latest schema; return its version. A database newer than
     this code is refused (fail closed)."""
     latest = PG_MIGRATIONS[-1][0]
@@ -363,17 +403,17 @@ class PgConnections:
         self._conninfo = conninfo
         self._max_size = max_size
         self._slots = threading.BoundedSemaphore(max_size)
-        self._idle: list[Connection[Any]] = []
+        self._idle: list[Connection[TupleRow]] = []
         self._lock = threading.Lock()
         self.timeout = timeout
         self._closed = False
         self.opened = 0
         """Connections opened so far (the fault tests read it: a restart costs new ones)."""
 
-    def _connect(self) -> Connection[Any]:
+    def _connect(self) -> Connection[TupleRow]:
         # A peer that vanished (no reset: a partition, a host gone) must not hold a thread
         # forever: unacknowledged sends give up after the timeout, idle ones are probed.
-        conn: Connection[Any] = self._psycopg.connect(
+        conn: Connection[TupleRow] = self._psycopg.connect(
             self._conninfo,
             autocommit=True,
             connect_timeout=max(2, math.ceil(self.timeout)),
@@ -386,7 +426,7 @@ class PgConnections:
         self.opened += 1
         return conn
 
-    def _release(self, conn: Connection[Any]) -> None:
+    def _release(self, conn: Connection[TupleRow]) -> None:
         from psycopg.pq import TransactionStatus
 
         reusable = (
@@ -402,7 +442,7 @@ class PgConnections:
             with contextlib.suppress(Exception):
                 conn.close()
 
-    def run(self, work: Callable[[Connection[Any]], T]) -> T:
+    def run(self, work: Callable[[Connection[TupleRow]], T]) -> T:
         """``work(conn)`` on a pooled connection, again on another one while the one it got
         is found broken; :class:`StoreUnavailable` when no connection answers in time."""
         psycopg = self._psycopg
@@ -462,6 +502,14 @@ def _open(conninfo: str, max_size: int, timeout: float) -> PgConnections:
     return conns
 
 
+class _PgOptions(TypedDict, total=False):
+    """How a PostgreSQL store gets its connections (the keywords of every Postgres store)."""
+
+    connections: PgConnections | None
+    max_size: int
+    timeout: float
+
+
 class _PostgresBase:
     def __init__(
         self,
@@ -491,7 +539,7 @@ class _PostgresBase:
             self._conns.close()
 
 
-class PostgresEvidenceStore(_PostgresBase):
+class PostgresEvidenceStore(_PostgresBase, FixedOnce):
     """Evidence rows, fixed efforts and intents in PostgreSQL, shared by gateway replicas."""
 
     _INSERT = (
@@ -504,10 +552,9 @@ class PostgresEvidenceStore(_PostgresBase):
     )
     _SELECT = f"SELECT {', '.join(COLUMNS)} FROM evidence"
 
-    def __init__(self, conninfo: str = "", **kw: Any) -> None:
-        super().__init__(conninfo, **kw)
-        self._efforts: dict[str, str] = {}
-        self._intents: dict[str, str] = {}
+    def __init__(self, conninfo: str = "", **kw: Unpack[_PgOptions]) -> None:
+        _PostgresBase.__init__(self, conninfo, **kw)
+        FixedOnce.__init__(self)
 
     def record(self, row: EvidenceRow) -> None:
         values = tuple(getattr(row, c) for c in COLUMNS)
@@ -517,12 +564,8 @@ class PostgresEvidenceStore(_PostgresBase):
         values = (*(getattr(row, c) for c in COLUMNS if c != "call_id"), row.call_id)
         self._conns.run(lambda conn: conn.execute(self._UPDATE, values))
 
-    def _fix(self, table: str, column: str, cache: dict[str, str], conv: str, value: str) -> str:
-        known = cache.get(conv)
-        if known is not None:
-            return known  # fixed values never change: a cache hit is always current
-
-        def work(conn: Connection[Any]) -> Any:
+    def _first(self, table: str, column: str, conv: str, value: str) -> str:
+        def work(conn: Connection[TupleRow]) -> TupleRow | None:
             # Atomic across replicas: the primary key lets exactly one INSERT in; a racing
             # one waits for it to commit and does nothing; the SELECT (a new snapshot under
             # READ COMMITTED) reads the winner.
@@ -538,20 +581,10 @@ class PostgresEvidenceStore(_PostgresBase):
         found = self._conns.run(work)
         if found is None:  # cannot happen: the row was there when the INSERT ended
             raise ConfigError(f"{table}: no row for the conversation after inserting it")
-        fixed = str(found[0])
-        cache[conv] = fixed
-        return fixed
-
-    def fix_effort(self, conversation_id: str, level: str) -> str:
-        return self._fix("conversation_effort", "level", self._efforts, conversation_id, level)
-
-    def fix_intent(self, conversation_id: str, requested: str) -> str:
-        return self._fix(
-            "conversation_intent", "requested", self._intents, conversation_id, requested
-        )
+        return str(found[0])
 
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]:
-        def work(conn: Connection[Any]) -> list[Any]:
+        def work(conn: Connection[TupleRow]) -> list[JSON]:
             if conversation_id is None:
                 return conn.execute(self._SELECT + " ORDER BY ts, seq").fetchall()
             return conn.execute(
@@ -574,11 +607,10 @@ class PostgresVault(_PostgresBase):
         *,
         max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
         max_entries: int = DEFAULT_MAX_ENTRIES,
-        **kw: Any,
+        **kw: Unpack[_PgOptions],
     ) -> None:
         super().__init__(conninfo, **kw)
-        self._max_conv = max_conversations
-        self._max_entries = max_entries
+        self._bounds = (max_conversations, max_entries)
 
     def put(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> None:
         if not entries:
@@ -587,39 +619,13 @@ class PostgresVault(_PostgresBase):
         self._conns.run(lambda conn: self._put(conn, conversation_id, texts))
 
     def _put(
-        self, conn: Connection[Any], conversation_id: str, texts: list[tuple[str, str]]
+        self, conn: Connection[TupleRow], conversation_id: str, texts: list[tuple[str, str]]
     ) -> None:
         with conn.transaction():
             conn.execute(
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (conversation_id,)
             )
-            cur = conn.execute(
-                "INSERT INTO vault_conversation (conversation_id) VALUES (%s)"
-                " ON CONFLICT (conversation_id) DO NOTHING",
-                (conversation_id,),
-            )
-            if cur.rowcount:
-                evicted = conn.execute(
-                    "SELECT conversation_id FROM vault_conversation ORDER BY seq DESC OFFSET %s",
-                    (self._max_conv,),
-                ).fetchall()
-                old = [e[0] for e in evicted]
-                if old:
-                    conn.execute("DELETE FROM vault WHERE conversation_id = ANY(%s)", (old,))
-                    conn.execute(
-                        "DELETE FROM vault_conversation WHERE conversation_id = ANY(%s)", (old,)
-                    )
-            for key, text in texts:
-                conn.execute(
-                    "INSERT INTO vault (conversation_id, key, value) VALUES (%s, %s, %s)"
-                    " ON CONFLICT (conversation_id, key) DO UPDATE SET value = EXCLUDED.value",
-                    (conversation_id, key, text),
-                )
-                conn.execute(
-                    "DELETE FROM vault WHERE seq IN (SELECT seq FROM vault"
-                    " WHERE conversation_id = %s ORDER BY seq DESC OFFSET %s)",
-                    (conversation_id, self._max_entries),
-                )
+            _vault_put(conn.execute, _PG_VAULT, conversation_id, texts, self._bounds)
 
     def get(self, conversation_id: str, key: str) -> JSON | None:
         found = self._conns.run(
@@ -641,22 +647,33 @@ class PostgresVault(_PostgresBase):
 # -- choosing a backend ----------------------------------------------------------------------
 
 
+S = TypeVar("S")
+
+
+def _backend(
+    target: str | Path,
+    postgres: Callable[[str], S],
+    sqlite: Callable[[str | Path], S],
+    what: str,
+) -> S:
+    """``postgres(url)`` for a ``postgresql://`` URL, else ``sqlite(path)``; a
+    :class:`ConfigError` (one line, no password) when the SQLite file cannot be opened."""
+    if is_postgres_url(target):
+        return postgres(str(target))
+    try:
+        return sqlite(target)
+    except (sqlite3.Error, OSError) as exc:
+        raise ConfigError(f"cannot open {what} database {target}: {type(exc).__name__}") from None
+
+
 def open_evidence_store(target: str | Path) -> EvidenceStore:
     """A PostgreSQL store for a ``postgresql://`` URL, else a SQLite store at the path.
     :class:`ConfigError` (one line, no password) when it cannot be opened."""
-    if is_postgres_url(target):
-        return PostgresEvidenceStore(str(target))
-    try:
-        return SQLiteStore(target)
-    except (sqlite3.Error, OSError) as exc:
-        raise ConfigError(f"cannot open evidence database {target}: {type(exc).__name__}") from None
+    postgres: Callable[[str], EvidenceStore] = PostgresEvidenceStore
+    return _backend(target, postgres, SQLiteStore, "evidence")
 
 
 def open_vault(target: str | Path) -> SQLiteVault | PostgresVault:
     """A PostgreSQL vault for a ``postgresql://`` URL, else a SQLite vault at the path."""
-    if is_postgres_url(target):
-        return PostgresVault(str(target))
-    try:
-        return SQLiteVault(target)
-    except (sqlite3.Error, OSError) as exc:
-        raise ConfigError(f"cannot open vault database {target}: {type(exc).__name__}") from None
+    postgres: Callable[[str], SQLiteVault | PostgresVault] = PostgresVault
+    return _backend(target, postgres, SQLiteVault, "vault")

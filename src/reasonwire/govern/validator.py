@@ -34,7 +34,7 @@ import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -45,6 +45,7 @@ from reasonwire.govern.levels import LEVELS, Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.secrets_scan import format_path, load_pairs, scan_json, scan_text
+from reasonwire.wire.model import JSON, JsonObject
 
 NEGATIVE_CASES = (
     "tampered",
@@ -304,7 +305,7 @@ AnyEvidence = QualificationEvidence | QualificationEvidenceV2
 def mapping_id(route: RouteRegistration) -> str:
     """What each level means on the route's wire, as one id: SHA-256 of the canonical JSON of
     the route id, dialect, model and the level fragments (sorted keys)."""
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "route_id": route.route_id,
         "dialect": route.dialect,
         "model": route.model,
@@ -360,13 +361,13 @@ def nesting(text: str) -> int:
     return deepest
 
 
-class _Members(list[tuple[str, Any]]):
+class _Members(list[tuple[str, JSON]]):
     """A JSON object as its members, in order, with the names it repeats."""
 
     repeated: list[str]
 
 
-def _members(pairs: list[tuple[str, Any]]) -> _Members:
+def _members(pairs: list[tuple[str, JSON]]) -> _Members:
     obj = _Members(pairs)
     seen: set[str] = set()
     obj.repeated = [k for k, _ in pairs if k in seen or seen.add(k)]  # type: ignore[func-returns-value]
@@ -383,7 +384,7 @@ def duplicate_keys(text: str) -> list[str]:
     except (ValueError, RecursionError):
         return []  # not JSON: the schema's parser names the problem
     found: list[str] = []
-    stack: list[tuple[tuple[str | int, ...], Any]] = [((), doc)]
+    stack: list[tuple[tuple[str | int, ...], JSON]] = [((), doc)]
     while stack:  # depth is bounded (MAX_DEPTH), so each path costs O(1)
         path, node = stack.pop()
         if isinstance(node, _Members):

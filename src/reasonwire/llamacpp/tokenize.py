@@ -26,9 +26,10 @@ import math
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from reasonwire.errors import ConfigError
+from reasonwire.wire.model import JSON, JsonObject
 
 CHARS_PER_TOKEN = 4
 
@@ -180,7 +181,7 @@ def _read_gguf(path: Path) -> _GGUFVocab:
     )
 
 
-def read_gguf_metadata(path: Path, *, prefix: str = "") -> dict[str, Any]:
+def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
     """The key/value metadata of a GGUF file (keys starting with ``prefix``).
 
     Why not ``gguf.GGUFReader``: it maps every tensor and builds a numpy view per array
@@ -219,14 +220,14 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> dict[str, Any]:
             (n,) = unpack("<Q", data, o)
             return data[o + 8 : o + 8 + n].decode("utf-8", errors="replace"), o + 8 + n
 
-        def read_value(vtype: int, o: int) -> tuple[Any, int]:
+        def read_value(vtype: int, o: int) -> tuple[JSON, int]:
             if vtype == GGUFValueType.STRING:
                 return read_str(o)
             if vtype == GGUFValueType.ARRAY:
                 itype, count = unpack("<IQ", data, o)
                 o += 12
                 if itype == GGUFValueType.STRING:
-                    items: list[Any] = []
+                    items: list[JSON] = []
                     for _ in range(count):
                         (n,) = unpack("<Q", data, o)
                         items.append(data[o + 8 : o + 8 + n].decode("utf-8", errors="replace"))
@@ -239,7 +240,7 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> dict[str, Any]:
             fmt = scalar[GGUFValueType(vtype)]
             return unpack(fmt, data, o)[0], o + struct.calcsize(fmt)
 
-        meta: dict[str, Any] = {}
+        meta: JsonObject = {}
         for _ in range(n_kv):
             key, off = read_str(off)
             (vtype,) = unpack("<I", data, off)
@@ -274,7 +275,7 @@ class _ByteLevelBPE:
             ignore_merges=vocab.pre in _IGNORE_MERGES,
         )
         tok = Tokenizer(bpe)
-        splits: list[Any] = [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in patterns]
+        splits: list[JSON] = [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in patterns]
         splits.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
         tok.pre_tokenizer = pre_tokenizers.Sequence(splits)
         specials = [

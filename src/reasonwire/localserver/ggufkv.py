@@ -11,11 +11,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gguf import GGUF_MAGIC, GGUFValueType
 
 from reasonwire.errors import ConfigError
+from reasonwire.wire.model import JSON
 
 _SCALAR = {
     GGUFValueType.UINT8: "B",
@@ -38,7 +38,7 @@ class KV:
 
     key: str
     vtype: GGUFValueType
-    value: Any
+    value: JSON
     sub_type: GGUFValueType | None = None
 
 
@@ -73,7 +73,7 @@ def read_kv(path: Path) -> dict[str, KV]:
                 itype_code, count = unpack("<IQ", data, off)
                 itype = GGUFValueType(itype_code)
                 off += 12
-                items: list[Any]
+                items: list[JSON]
                 if itype == GGUFValueType.STRING:
                     items = []
                     for _ in range(count):

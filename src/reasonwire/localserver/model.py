@@ -18,10 +18,10 @@ import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import gguf
 import numpy as np
+from numpy.typing import NDArray
 
 from reasonwire.errors import ConfigError
 from reasonwire.llamacpp import sdist
@@ -121,14 +121,19 @@ def template_names(version: str = sdist.LLAMA_CPP_PYTHON_VERSION) -> list[str]:
     return sorted(p.stem for p in sdist.templates_dir(version).glob("*.jinja"))
 
 
-def resolve_template(name_or_path: str, version: str = sdist.LLAMA_CPP_PYTHON_VERSION) -> Path:
-    """A bundled template stem, or a path to a template file."""
+def _file_or_bundled(name_or_path: str, bundled: Path) -> Path | None:
+    """``name_or_path`` when it names a file, else the ``bundled`` one when it exists."""
     path = Path(name_or_path)
     if path.is_file():
         return path
-    bundled = sdist.templates_dir(version) / f"{name_or_path}.jinja"
-    if bundled.is_file():
-        return bundled
+    return bundled if bundled.is_file() else None
+
+
+def resolve_template(name_or_path: str, version: str = sdist.LLAMA_CPP_PYTHON_VERSION) -> Path:
+    """A bundled template stem, or a path to a template file."""
+    found = _file_or_bundled(name_or_path, sdist.templates_dir(version) / f"{name_or_path}.jinja")
+    if found is not None:
+        return found
     raise ConfigError(
         f"unknown template {name_or_path!r}: not a file and not one of the bundled templates "
         f"({', '.join(template_names(version)[:8])}, ...; `reasonwire localserver model --help`)"
@@ -137,12 +142,11 @@ def resolve_template(name_or_path: str, version: str = sdist.LLAMA_CPP_PYTHON_VE
 
 def resolve_vocab(name_or_path: str, version: str = sdist.LLAMA_CPP_PYTHON_VERSION) -> Path:
     """A bundled vocab name (``qwen2``, ``llama-bpe``...) or a path to a vocab GGUF."""
-    path = Path(name_or_path)
-    if path.is_file():
-        return path
-    bundled = sdist.vocab_dir(version) / f"ggml-vocab-{name_or_path}.gguf"
-    if bundled.is_file():
-        return bundled
+    found = _file_or_bundled(
+        name_or_path, sdist.vocab_dir(version) / f"ggml-vocab-{name_or_path}.gguf"
+    )
+    if found is not None:
+        return found
     names = sorted(
         p.name.removeprefix("ggml-vocab-").removesuffix(".gguf")
         for p in sdist.vocab_dir(version).glob("ggml-vocab-*.gguf")
@@ -279,7 +283,9 @@ def _fill_added_tokens(
         present.add(raw)
 
 
-def _weights(n_vocab: int, eos_id: int | None) -> list[tuple[str, np.ndarray[Any, Any]]]:
+def _weights(
+    n_vocab: int, eos_id: int | None
+) -> list[tuple[str, NDArray[np.float16 | np.float32]]]:
     """Seeded random weights; the output head is tied to the token embedding (no output.weight).
 
     The model is made to answer with end-of-sequence first: embedding dimension 0 is a
@@ -293,7 +299,7 @@ def _weights(n_vocab: int, eos_id: int | None) -> list[tuple[str, np.ndarray[Any
     """
     rng = np.random.default_rng(SEED)
 
-    def mat(rows: int, cols: int) -> np.ndarray[Any, Any]:
+    def mat(rows: int, cols: int) -> NDArray[np.float16 | np.float32]:
         return (rng.standard_normal((rows, cols), dtype=np.float32) * 0.02).astype(np.float16)
 
     ones = np.ones(N_EMBD, dtype=np.float32)
@@ -301,7 +307,7 @@ def _weights(n_vocab: int, eos_id: int | None) -> list[tuple[str, np.ndarray[Any
     embd[:, 0] = 1.0
     if eos_id is not None and 0 <= eos_id < n_vocab:
         embd[eos_id, 0] = 50.0
-    out: list[tuple[str, np.ndarray[Any, Any]]] = [
+    out: list[tuple[str, NDArray[np.float16 | np.float32]]] = [
         ("token_embd.weight", embd),
         ("output_norm.weight", ones),
     ]

@@ -29,13 +29,14 @@ import time
 import weakref
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import BinaryIO, Self, TypedDict, Unpack
 
 import httpx
 
+from reasonwire._running import Running
 from reasonwire.errors import ConfigError, TransportError
 from reasonwire.localserver import build, model
+from reasonwire.wire.model import JsonObject
 
 LOOPBACK = "127.0.0.1"
 _PR_SET_PDEATHSIG = 1
@@ -64,11 +65,12 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-class ManagedServer:
+class ManagedServer(Running):
     """A server child process on a loopback port: start, wait for health, stop, no orphans."""
 
     health_path = "/health"
     name = "server"
+    host = LOOPBACK
 
     def __init__(
         self,
@@ -82,7 +84,7 @@ class ManagedServer:
         self.startup_timeout = startup_timeout
         self.stop_timeout = stop_timeout
         self.proc: subprocess.Popen[bytes] | None = None
-        self._log_file: Any = None
+        self._log_file: BinaryIO | None = None
         self.log_path: Path | None = None
 
     # -- to override -------------------------------------------------------------------------
@@ -94,16 +96,6 @@ class ManagedServer:
         """Resolve binaries and models before the child starts (may raise ConfigError)."""
 
     # -- public ------------------------------------------------------------------------------
-    @property
-    def root_url(self) -> str:
-        """``http://127.0.0.1:PORT`` (llama.cpp's own endpoints: /health, /tokenize...)."""
-        return f"http://{LOOPBACK}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        """The OpenAI-compatible base URL, ``http://127.0.0.1:PORT/v1``."""
-        return f"{self.root_url}/v1"
-
     @property
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
@@ -164,7 +156,7 @@ class ManagedServer:
                 + self.log_tail()
             )
 
-    def post(self, path: str, body: dict[str, Any], *, timeout: float = 120.0) -> httpx.Response:
+    def post(self, path: str, body: JsonObject, *, timeout: float = 120.0) -> httpx.Response:
         """POST JSON to ``root_url + path``; a dead server gives a TransportError naming it."""
         try:
             return httpx.post(self.root_url + path, json=body, timeout=timeout)
@@ -175,17 +167,6 @@ class ManagedServer:
                 time.sleep(0.05)
             self.raise_if_dead(during=f"during POST {path}")
             raise TransportError(f"POST {path} to {self.name} failed: {exc!r}") from exc
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- internals ---------------------------------------------------------------------------
     def _launch(self, port: int) -> None:
@@ -257,12 +238,52 @@ def _stop_all() -> None:
         server.stop()
 
 
-class LocalServer(ManagedServer):
-    """llama.cpp's ``llama-server --jinja`` serving a tiny model with a real chat template.
+class TinyModelOptions(TypedDict, total=False):
+    """The keywords every tiny-model server takes (see :class:`TinyModelServer`)."""
+
+    vocab: str | None
+    model_file: Path | None
+    port: int | None
+    ctx_size: int
+    extra_args: Sequence[str]
+    startup_timeout: float
+    quiet: bool
+
+
+class TinyModelServer(ManagedServer):
+    """A server of the tiny model built for a real chat template (:mod:`.model`).
 
     ``template`` is a bundled template stem (``Qwen-Qwen3-0.6B``) or a path; ``vocab`` a bundled
-    vocab name or path (default: the best fit for the template). ``build=True`` builds the
-    binary on first use; ``False`` fails fast with a ConfigError when it is not built.
+    vocab name or path (default: the best fit for the template); ``model_file`` a model to
+    serve instead of building one; ``ctx_size`` the context; ``extra_args`` go to the server's
+    command line after reasonwire's own."""
+
+    def __init__(
+        self, template: str = "Qwen-Qwen3-0.6B", **options: Unpack[TinyModelOptions]
+    ) -> None:
+        super().__init__(
+            port=options.get("port"), startup_timeout=options.get("startup_timeout", 60.0)
+        )
+        self.template = template
+        self.vocab = options.get("vocab")
+        self.model_file = options.get("model_file")
+        self.ctx_size = options.get("ctx_size", 16384)
+        self.extra_args = tuple(options.get("extra_args", ()))
+        self.quiet = options.get("quiet", True)
+
+    def _model(self) -> Path:
+        """The model file to serve, built (and cached) on first use."""
+        if self.model_file is None:
+            self.model_file = model.model_path(self.template, self.vocab, quiet=self.quiet)
+        return self.model_file
+
+
+class LocalServer(TinyModelServer):
+    """llama.cpp's ``llama-server --jinja`` serving a tiny model with a real chat template.
+
+    ``binary`` is a llama-server to run instead of the cached build; ``build=True`` builds the
+    binary on first use; ``False`` fails fast with a ConfigError when it is not built. The
+    other keywords are :class:`TinyModelServer`'s.
     """
 
     name = "llama-server"
@@ -271,27 +292,15 @@ class LocalServer(ManagedServer):
         self,
         template: str = "Qwen-Qwen3-0.6B",
         *,
-        vocab: str | None = None,
-        model_file: Path | None = None,
         binary: Path | None = None,
-        port: int | None = None,
-        ctx_size: int = 16384,
         threads: int = 2,
-        extra_args: Sequence[str] = (),
         build_if_missing: bool = True,
-        startup_timeout: float = 60.0,
-        quiet: bool = True,
+        **options: Unpack[TinyModelOptions],
     ) -> None:
-        super().__init__(port=port, startup_timeout=startup_timeout)
-        self.template = template
-        self.vocab = vocab
-        self.model_file = model_file
+        super().__init__(template, **options)
         self.binary = binary
-        self.ctx_size = ctx_size
         self.threads = threads
-        self.extra_args = tuple(extra_args)
         self.build_if_missing = build_if_missing
-        self.quiet = quiet
 
     def prepare(self) -> None:
         if self.binary is not None:
@@ -307,14 +316,13 @@ class LocalServer(ManagedServer):
             self.binary = found or build.build_server(quiet=self.quiet)
             if not self.binary.is_file():
                 raise ConfigError(f"llama-server binary not found: {self.binary}")
-        if self.model_file is None:
-            self.model_file = model.model_path(self.template, self.vocab, quiet=self.quiet)
+        self._model()
 
     def command(self, port: int) -> list[str]:
-        assert self.binary is not None and self.model_file is not None
+        assert self.binary is not None
         return [
             str(self.binary),
-            "--model", str(self.model_file),
+            "--model", str(self._model()),
             "--host", LOOPBACK,
             "--port", str(port),
             "--jinja",
@@ -354,12 +362,13 @@ def llama_cpp_python_available(python: str | None = None) -> bool:
     return probe.returncode == 0
 
 
-class LlamaCppPythonServer(ManagedServer):
+class LlamaCppPythonServer(TinyModelServer):
     """The ``llama-cpp-python[server]`` package's own OpenAI-compatible server (optional lane).
 
     Install with ``.venv/bin/pip install 'llama-cpp-python[server]==0.3.36'``, or into a separate
     venv named by ``$REASONWIRE_LLAMA_CPP_PYTHON`` (keeps its fastapi/starlette pins out of
-    the main environment). pip compiles the wheel once and caches it.
+    the main environment). pip compiles the wheel once and caches it. ``python`` is the
+    interpreter that runs it; the other keywords are :class:`TinyModelServer`'s.
     """
 
     name = "llama-cpp-python-server"
@@ -369,23 +378,11 @@ class LlamaCppPythonServer(ManagedServer):
         self,
         template: str = "Qwen-Qwen3-0.6B",
         *,
-        vocab: str | None = None,
-        model_file: Path | None = None,
-        port: int | None = None,
-        ctx_size: int = 16384,
         python: str | None = None,
-        extra_args: Sequence[str] = (),
-        startup_timeout: float = 60.0,
-        quiet: bool = True,
+        **options: Unpack[TinyModelOptions],
     ) -> None:
-        super().__init__(port=port, startup_timeout=startup_timeout)
-        self.template = template
-        self.vocab = vocab
-        self.model_file = model_file
-        self.ctx_size = ctx_size
+        super().__init__(template, **options)
         self.python = python or llama_cpp_python_interpreter()
-        self.extra_args = tuple(extra_args)
-        self.quiet = quiet
 
     def prepare(self) -> None:
         if not llama_cpp_python_available(self.python):
@@ -394,14 +391,12 @@ class LlamaCppPythonServer(ManagedServer):
                 f"pip install '{LLAMA_CPP_PYTHON_SERVER_SPEC}' (or point "
                 f"{LLAMA_CPP_PYTHON_ENV} at a Python that has it)"
             )
-        if self.model_file is None:
-            self.model_file = model.model_path(self.template, self.vocab, quiet=self.quiet)
+        self._model()
 
     def command(self, port: int) -> list[str]:
-        assert self.model_file is not None
         return [
             self.python, "-m", "llama_cpp.server",
-            "--model", str(self.model_file),
+            "--model", str(self._model()),
             "--host", LOOPBACK,
             "--port", str(port),
             "--n_ctx", str(self.ctx_size),

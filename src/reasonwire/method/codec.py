@@ -33,10 +33,20 @@ import functools
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    Final,
+    Literal,
+    TypeGuard,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from reasonwire.errors import ConfigError
-from reasonwire.wire.model import ABSENT, JSON
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
 R = TypeVar("R")
 
@@ -44,21 +54,25 @@ _FLAT = "reasonwire.flat"
 _REST = "reasonwire.rest"
 _KEY = "reasonwire.key"
 
-Encode = Callable[[Any], Any]
-Decode = Callable[[Any], Any]
+Encode = Callable[[object], JSON]
+"""A record (or a value of a field) as JSON."""
+Decode = Callable[[JSON], object]
+"""JSON as a record (or a field's value); raises :class:`_Mismatch`."""
+F = TypeVar("F", Encode, Decode)
 
 
-FLAT: Final[Mapping[str, Any]] = types.MappingProxyType({_FLAT: True})
+FLAT: Final[Mapping[str, JSON]] = types.MappingProxyType({_FLAT: True})
 """``field(metadata=FLAT)``: a field whose record's keys are written in its place."""
 
 
-def rest() -> Any:
+def rest() -> JsonObject:
     """The field that keeps keys the class does not know (read, then written last)."""
     return dataclasses.field(default_factory=dict, metadata={_REST: True}, compare=False)
 
 
 def key(name: str, **kwargs: Any) -> Any:
-    """A field written under ``name`` instead of the field's own name."""
+    """A field written under ``name`` instead of the field's own name (typed as
+    :func:`dataclasses.field`, whose keywords it takes)."""
     return dataclasses.field(metadata={_KEY: name}, **kwargs)
 
 
@@ -75,7 +89,7 @@ class JSONRecord:
         return from_json(cls, data)
 
 
-def to_json(record: Any) -> dict[str, JSON]:
+def to_json(record: object) -> dict[str, JSON]:
     """The JSON object of a record (a dataclass instance), keys in field order."""
     out: dict[str, JSON] = _encoder(type(record))(record)
     return out
@@ -85,7 +99,7 @@ def from_json(cls: type[R], data: JSON, what: str | None = None) -> R:
     """The ``cls`` record of a decoded JSON object; a :class:`ConfigError` naming the path
     (prefixed ``what``, default the class name) when the object does not fit."""
     try:
-        out: R = _decoder(cls)(data)
+        out = typing.cast(R, _decoder(cls)(data))
     except _Mismatch as exc:
         path = "".join(reversed(exc.path)).lstrip(".")
         where = f"{what or cls.__name__}: {path}" if path else what or cls.__name__
@@ -108,12 +122,12 @@ class _Mismatch(Exception):
 class _Field:
     attr: str
     key: str
-    hint: Any
+    hint: object
     flat: bool
     rest: bool
     optional: bool  # default ABSENT: the key may be missing, and is not written while ABSENT
-    default: Any  # dataclasses.MISSING when the key is required
-    factory: Any
+    default: object  # dataclasses.MISSING when the key is required
+    factory: object
 
 
 _ENCODERS: dict[type, Encode] = {}
@@ -140,9 +154,7 @@ def _plan(cls: type) -> tuple[_Field, ...]:
     )
 
 
-def _compiled(
-    table: dict[type, Callable[[Any], Any]], cls: type, build: Callable[[type], Any]
-) -> Any:
+def _compiled(table: dict[type, F], cls: type, build: Callable[[type], F]) -> F:
     """``table[cls]``, built on first use (a stand-in while it builds: a record may hold
     itself)."""
     got = table.get(cls)
@@ -152,13 +164,13 @@ def _compiled(
     return got
 
 
-def _members(hint: Any) -> tuple[Any, ...]:
+def _members(hint: object) -> tuple[object, ...]:
     if get_origin(hint) in (Union, types.UnionType):
         return get_args(hint)
     return (hint,)
 
 
-def _is_record(hint: Any) -> bool:
+def _is_record(hint: object) -> TypeGuard[type]:
     return isinstance(hint, type) and dataclasses.is_dataclass(hint)
 
 
@@ -196,18 +208,17 @@ def _known_keys(cls: type) -> frozenset[str]:
 
 
 def _encoder(cls: type) -> Encode:
-    enc: Encode = _compiled(_ENCODERS, cls, _build_encoder)
-    return enc
+    return _compiled(_ENCODERS, cls, _build_encoder)
 
 
 class _Source:
     """Names bound into generated code, and fresh local names."""
 
     def __init__(self) -> None:
-        self.env: dict[str, Any] = {"ABSENT": ABSENT, "_Mismatch": _Mismatch, "_bad": _bad}
+        self.env: JsonObject = {"ABSENT": ABSENT, "_Mismatch": _Mismatch, "_bad": _bad}
         self.n = 0
 
-    def bind(self, value: Any) -> str:
+    def bind(self, value: object) -> str:
         self.n += 1
         name = f"_b{self.n}"
         self.env[name] = value
@@ -218,7 +229,7 @@ class _Source:
         return f"_v{self.n}"
 
 
-def _enc_expr(hint: Any, expr: str, src: _Source) -> str:
+def _enc_expr(hint: object, expr: str, src: _Source) -> str:
     """A Python expression writing the value ``expr`` of type ``hint`` as JSON."""
     origin = get_origin(hint)
     if origin in (Union, types.UnionType):
@@ -249,7 +260,7 @@ def _enc_expr(hint: Any, expr: str, src: _Source) -> str:
     return expr  # str, int, float, bool, None, Literal, JSON
 
 
-def _encode_any(value: Any) -> Any:
+def _encode_any(value: object) -> JSON:
     """A value of an untyped container or a mixed union: dispatched on its runtime type."""
     if isinstance(value, enum.Enum):
         return value.value
@@ -292,14 +303,15 @@ def _build_encoder(cls: type) -> Encode:
     return encode
 
 
-def _record_value(value: Any) -> Any:
+def _record_value(value: object) -> JSON:
     return _encoder(type(value))(value)
 
 
-def _compile(lines: list[str], src: _Source, name: str, filename: str) -> Any:
+def _compile(lines: list[str], src: _Source, name: str, filename: str) -> Callable[[JSON], JSON]:
     code = compile("\n".join(lines) + "\n", filename, "exec")
     exec(code, src.env)  # generated from field names and types only, never from data
-    return src.env[name]
+    compiled: Callable[[JSON], JSON] = src.env[name]
+    return compiled
 
 
 # -- decoding ----------------------------------------------------------------------------------
@@ -309,15 +321,14 @@ def _compile(lines: list[str], src: _Source, name: str, filename: str) -> Any:
 
 
 def _decoder(cls: type) -> Decode:
-    dec: Decode = _compiled(_DECODERS, cls, _build_decoder)
-    return dec
+    return _compiled(_DECODERS, cls, _build_decoder)
 
 
-def _name(hint: Any) -> str:
+def _name(hint: object) -> str:
     return getattr(hint, "__name__", None) or str(hint)
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: JSON) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -333,13 +344,13 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def _bad(path: str, expected: str, value: Any) -> _Mismatch:
+def _bad(path: str, expected: str, value: JSON) -> _Mismatch:
     exc = _Mismatch(f"expected {expected}, got {_json_type(value)}")
     exc.path.append(path)
     return exc
 
 
-_PRIMITIVE: dict[Any, tuple[str, str, tuple[type, ...]]] = {
+_PRIMITIVE: dict[object, tuple[str, str, tuple[type, ...]]] = {
     str: ("{v}.__class__ is not str", "a string", (str,)),
     int: ("{v}.__class__ is not int", "an integer", (int,)),
     bool: ("{v}.__class__ is not bool", "a boolean", (bool,)),
@@ -350,7 +361,7 @@ _PRIMITIVE: dict[Any, tuple[str, str, tuple[type, ...]]] = {
 does not fit, what fits, the classes that fit)."""
 
 
-def _inline_check(hint: Any) -> tuple[str, str, tuple[type, ...]] | None:
+def _inline_check(hint: object) -> tuple[str, str, tuple[type, ...]] | None:
     """How a scalar hint (or a union of them) is checked; None for any other hint."""
     if hint is None:
         hint = type(None)
@@ -368,7 +379,7 @@ def _inline_check(hint: Any) -> tuple[str, str, tuple[type, ...]] | None:
     return None
 
 
-def _value_decoder(hint: Any) -> Decode:
+def _value_decoder(hint: object) -> Decode:
     """A function reading a value of ``hint`` (raises :class:`_Mismatch`)."""
     if hint is Any:
         return lambda v: v
@@ -376,7 +387,7 @@ def _value_decoder(hint: Any) -> Decode:
     if check is not None:
         _, label, kinds = check
 
-        def scalar(value: Any) -> Any:
+        def scalar(value: JSON) -> JSON:
             if value.__class__ not in kinds:
                 raise _Mismatch(f"expected {label}, got {_json_type(value)}")
             return value
@@ -386,7 +397,7 @@ def _value_decoder(hint: Any) -> Decode:
     if origin is Literal:
         allowed = get_args(hint)
 
-        def literal(value: Any) -> Any:
+        def literal(value: JSON) -> JSON:
             if value in allowed and type(value) in {type(a) for a in allowed}:
                 return value
             raise _Mismatch(f"expected one of {list(allowed)}, got {value!r}")
@@ -395,7 +406,7 @@ def _value_decoder(hint: Any) -> Decode:
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         members = hint
 
-        def member(value: Any) -> Any:
+        def member(value: JSON) -> enum.Enum:
             try:
                 return members(value)
             except ValueError:
@@ -418,8 +429,8 @@ def _value_decoder(hint: Any) -> Decode:
     raise TypeError(f"the record codec has no rule for {hint!r}")
 
 
-def _sequence_decoder(item: Decode, make: Callable[[list[Any]], Any]) -> Decode:
-    def sequence(value: Any) -> Any:
+def _sequence_decoder(item: Decode, make: Callable[[list[object]], object]) -> Decode:
+    def sequence(value: JSON) -> object:
         if value.__class__ is not list and not isinstance(value, list | tuple):
             raise _Mismatch(f"expected an array, got {_json_type(value)}")
         try:
@@ -437,7 +448,7 @@ def _sequence_decoder(item: Decode, make: Callable[[list[Any]], Any]) -> Decode:
 
 
 def _mapping_decoder(val: Decode) -> Decode:
-    def mapping(value: Any) -> Any:
+    def mapping(value: JSON) -> dict[str, object]:
         if value.__class__ is not dict and not isinstance(value, Mapping):
             raise _Mismatch(f"expected an object, got {_json_type(value)}")
         out = {}
@@ -452,13 +463,13 @@ def _mapping_decoder(val: Decode) -> Decode:
     return mapping
 
 
-def _union_decoder(members: tuple[Any, ...]) -> Decode:
+def _union_decoder(members: tuple[object, ...]) -> Decode:
     records = [m for m in members if _is_record(m)]
     others = [_value_decoder(m) for m in members if not _is_record(m)]
     pick = _record_picker(records) if records else None
     names = " or ".join(_name(m) for m in members)
 
-    def union(value: Any) -> Any:
+    def union(value: JSON) -> object:
         if pick is not None and isinstance(value, Mapping):
             return _decoder(pick(value))(value)
         for dec in others:
@@ -471,10 +482,10 @@ def _union_decoder(members: tuple[Any, ...]) -> Decode:
     return union
 
 
-def _record_picker(records: list[type]) -> Callable[[Mapping[str, Any]], type]:
+def _record_picker(records: list[type]) -> Callable[[Mapping[str, JSON]], type]:
     """Which record of a union an object is: its ``_claims``, else its required keys."""
 
-    def pick(data: Mapping[str, Any]) -> type:
+    def pick(data: Mapping[str, JSON]) -> type:
         for cls in records:
             claims = getattr(cls, "_claims", None)
             if claims is not None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -31,6 +31,9 @@ from reasonwire.sim.dialects import (
     responses,
 )
 from reasonwire.sim.engine import SimError, SimState
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON
 
 _JSON = "application/json"
 _SSE = "text/event-stream"
@@ -66,7 +69,7 @@ async def _drop(frames: list[bytes]) -> AsyncIterator[bytes]:
     raise DroppedConnection("simulated connection drop")
 
 
-def _array_frames(items: list[Any]) -> list[bytes]:
+def _array_frames(items: list[JSON]) -> list[bytes]:
     """A stream's payloads as Gemini's progressive JSON array (no ``alt=sse``): ``[{..}``
     first, then ``,\r\n{..}`` per element, then ``]``, each element pretty-printed and
     flushed on its own, so a client sees the array grow element by element."""
@@ -98,9 +101,6 @@ def _render(reply: Reply, fault: str, array: bool = False) -> Response:
     if fault == "malformed":
         data = data[: len(data) // 2]
     return Response(data, reply.status, reply.headers, _JSON)
-
-
-Handler = Callable[[dict[str, Any], Any, SimState, str, bool], Reply]
 
 
 def build_app(seed: int = 0) -> Starlette:

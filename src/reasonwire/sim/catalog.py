@@ -6,10 +6,13 @@ Besides every behaviour model it lists what catalog filters must cope with: a ``
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.behaviours import BEHAVIOURS, Behaviour
 from reasonwire.sim.pricing import PRICES
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JsonObject
 
 #: extra ids the catalog lists and the server resolves to a behaviour model
 ALIASES: dict[str, str] = {
@@ -54,7 +57,7 @@ def resolve(model: str) -> Behaviour | None:
     return BEHAVIOURS.get(ALIASES.get(model, model))
 
 
-def _entry(mid: str, beh: Behaviour | None, modalities: list[str]) -> dict[str, Any]:
+def _entry(mid: str, beh: Behaviour | None, modalities: list[str]) -> JsonObject:
     base = ALIASES.get(mid, mid)
     pin, pout = PRICES.get(base, (1e-6, 0.0))
     params = [p for p in _SUPPORTED[beh.dialect] if p not in beh.reject_params] if beh else []
@@ -85,7 +88,7 @@ def _entry(mid: str, beh: Behaviour | None, modalities: list[str]) -> dict[str, 
     }
 
 
-def catalog() -> dict[str, Any]:
+def catalog() -> JsonObject:
     data = [_entry(m, b, ["text"]) for m, b in BEHAVIOURS.items()]
     data += [_entry(a, BEHAVIOURS[t], ["text"]) for a, t in ALIASES.items()]
     data += [_entry(m, None, mods) for m, mods in NON_TEXT.items()]

@@ -23,10 +23,13 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 from reasonwire.sim.seal import Sealer
 from reasonwire.sim.tokens import MESSAGE_OVERHEAD, count
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
 
 CANARY = "The verification word for this task is {word}."
 CANARY_RE = re.compile(r"The verification word for this task is ([A-Za-z]+)\.")
@@ -135,7 +138,7 @@ class Plan:
     earlier: bool = False  # the probe mentions "earlier reasoning"
 
     @property
-    def tool_args(self) -> dict[str, Any]:
+    def tool_args(self) -> JsonObject:
         return json.loads(self.tool[1]) if self.tool else {}
 
 
@@ -144,7 +147,7 @@ def word_for(seed: int, task: str) -> str:
     return WORDS[int.from_bytes(h[:4], "big") % len(WORDS)]
 
 
-def _sample(schema: Any, name: str) -> Any:
+def _sample(schema: JSON, name: str) -> JSON:
     typ = schema.get("type") if isinstance(schema, dict) else None
     if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
@@ -159,9 +162,9 @@ def _sample(schema: Any, name: str) -> Any:
     return f"{name} value"
 
 
-def tool_arguments(schema: Any) -> str:
+def tool_arguments(schema: JSON) -> str:
     props = schema.get("properties") if isinstance(schema, dict) else None
-    args: dict[str, Any] = {}
+    args: JsonObject = {}
     if isinstance(props, dict):
         required = schema.get("required")
         names = required if isinstance(required, list) and required else list(props)
@@ -176,7 +179,7 @@ def plan(
     task: str,
     last: str,
     fresh: bool,
-    tools: list[tuple[str, Any]],
+    tools: list[tuple[str, JSON]],
     seen: Seen,
     reasons: bool = True,
 ) -> Plan:
@@ -220,6 +223,9 @@ def plan(
     )
 
 
+V = TypeVar("V")
+
+
 @dataclass
 class SimState:
     """Per-server state: keys, lane counter, Responses store, pairing map."""
@@ -228,8 +234,8 @@ class SimState:
     sealer: Sealer = field(init=False)
     _calls: itertools.count[int] = field(default_factory=itertools.count)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    responses: OrderedDict[str, list[Any]] = field(default_factory=OrderedDict)
-    items: OrderedDict[str, Any] = field(default_factory=OrderedDict)
+    responses: OrderedDict[str, list[JSON]] = field(default_factory=OrderedDict)
+    items: OrderedDict[str, JSON] = field(default_factory=OrderedDict)
     pairs: OrderedDict[str, str] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
@@ -246,7 +252,7 @@ class SimState:
         """A deterministic hex id for a request (same request, same ids)."""
         return hashlib.sha256("|".join(map(str, (self.seed, *parts))).encode()).hexdigest()
 
-    def remember(self, table: OrderedDict[str, Any], key: str, value: Any) -> None:
+    def remember(self, table: OrderedDict[str, V], key: str, value: V) -> None:
         with self._lock:
             table[key] = value
             table.move_to_end(key)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from types import TracebackType
-from typing import Any, Self
+from typing import Self
 
 import uvicorn
+from starlette.types import ASGIApp
 
+from reasonwire._running import Running
 from reasonwire.errors import TransportError
 from reasonwire.sim.app import build_app
 
 
-class SimServer:
+class SimServer(Running):
     """Context manager: ``with SimServer(seed=0) as sim: httpx.get(sim.base_url + "/models")``.
 
     ``base_url`` ends in ``/v1`` (OpenAI, Anthropic and OpenRouter-style clients append their
@@ -22,7 +23,7 @@ class SimServer:
     """
 
     def __init__(
-        self, seed: int = 0, host: str = "127.0.0.1", port: int = 0, app: Any = None
+        self, seed: int = 0, host: str = "127.0.0.1", port: int = 0, app: ASGIApp | None = None
     ) -> None:
         """``app``: an ASGI app to serve instead of the simulator (one wrapping it, such as
         the audit's recorder)."""
@@ -44,14 +45,6 @@ class SimServer:
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
 
-    @property
-    def root_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.root_url}/v1"
-
     def start(self) -> Self:
         self._thread = threading.Thread(
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
@@ -69,14 +62,3 @@ class SimServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._sock.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

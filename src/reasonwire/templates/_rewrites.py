@@ -15,9 +15,11 @@ import copy
 import json
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Final
+from typing import Final
 
-Messages = list[dict[str, Any]]
+from reasonwire.wire.model import JSON, JsonObject
+
+Messages = list[JsonObject]
 
 
 def round_trip(messages: Messages, passes: tuple[str, ...]) -> Messages:
@@ -34,7 +36,7 @@ def round_trip(messages: Messages, passes: tuple[str, ...]) -> Messages:
     out: Messages = []
     for msg in messages:
         content = msg.get("content")
-        new: dict[str, Any] = {
+        new: JsonObject = {
             "role": msg["role"],
             "content": "" if content is None else copy.deepcopy(content),
         }
@@ -47,9 +49,9 @@ def round_trip(messages: Messages, passes: tuple[str, ...]) -> Messages:
     return out
 
 
-def _call(call: dict[str, Any]) -> dict[str, Any]:
+def _call(call: JsonObject) -> JsonObject:
     fn = call["function"]
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "type": "function",
         "function": {"name": fn["name"], "arguments": copy.deepcopy(fn["arguments"])},
     }
@@ -87,7 +89,7 @@ def thinking_blocks(messages: Messages) -> Messages:
         if msg.get("role") not in ("system", "assistant"):
             out.append(copy.deepcopy(msg))
             continue
-        blocks: list[Any] = []
+        blocks: list[JSON] = []
         if isinstance(msg.get("reasoning_content"), str):
             blocks.append({"type": "thinking", "thinking": msg["reasoning_content"]})
         content = msg.get("content")
@@ -117,12 +119,12 @@ def gemma4_tool_responses(messages: Messages) -> Messages:
             i += 1
             continue
         calls = copy.deepcopy(msg["tool_calls"])
-        responses: list[dict[str, Any]] = []
+        responses: list[JsonObject] = []
         i += 1
         while i < len(messages) and messages[i].get("role") == "tool":
             responses.append(_gemma4_response(messages[i], calls, len(responses)))
             i += 1
-        merged: dict[str, Any] = {"role": "assistant", "tool_calls": calls}
+        merged: JsonObject = {"role": "assistant", "tool_calls": calls}
         if responses:
             merged["tool_responses"] = responses
         if i < len(messages) and _is_plain_answer(messages[i]):
@@ -134,9 +136,9 @@ def gemma4_tool_responses(messages: Messages) -> Messages:
     return out
 
 
-def _gemma4_response(tool: dict[str, Any], calls: list[Any], index: int) -> dict[str, Any]:
+def _gemma4_response(tool: JsonObject, calls: list[JSON], index: int) -> JsonObject:
     content = tool.get("content")
-    response: Any = content
+    response: JSON = content
     if isinstance(content, str):
         try:
             response = json.loads(content)
@@ -146,7 +148,7 @@ def _gemma4_response(tool: dict[str, Any], calls: list[Any], index: int) -> dict
     return {"name": name or tool.get("tool_call_id", ""), "response": response}
 
 
-def _is_plain_answer(msg: dict[str, Any]) -> bool:
+def _is_plain_answer(msg: JsonObject) -> bool:
     content = msg.get("content")
     return msg.get("role") == "assistant" and not msg.get("tool_calls") and bool(content)
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
+
+from reasonwire.wire.model import JsonObject
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ _SHORT_ID = "a1B2c3D4e"
 _DATETIME = "09 Nov 2026"
 
 
-def shape_kwargs(shape: Shape, tools: list[dict[str, Any]]) -> dict[str, Any]:
+def shape_kwargs(shape: Shape, tools: list[JsonObject]) -> JsonObject:
     """The template kwargs a shape adds (Firefunction's ``functions`` and ``datetime``)."""
     if not shape.extra_kwargs:
         return {}
@@ -80,7 +82,7 @@ def shape_kwargs(shape: Shape, tools: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def apply_shape(messages: list[dict[str, Any]], shape: Shape) -> list[dict[str, Any]]:
+def apply_shape(messages: list[JsonObject], shape: Shape) -> list[JsonObject]:
     """The messages as ``shape`` presents them (copies; the fixture's dicts are untouched)."""
     out = [dict(m) for m in messages]
     for msg in out:

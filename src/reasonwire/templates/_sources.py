@@ -8,9 +8,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reasonwire.errors import ConfigError
+from reasonwire.wire.model import JSON
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _file_sources(path: Path, name: str | None = None) -> list[TemplateSource]:
     ]
 
 
-def _special(value: Any) -> str | None:
+def _special(value: JSON) -> str | None:
     if isinstance(value, str):
         return value
     if isinstance(value, dict) and isinstance(value.get("content"), str):

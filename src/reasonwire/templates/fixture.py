@@ -14,7 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from reasonwire.method.fixture import (
     DEFAULT_SEED,
@@ -24,6 +24,7 @@ from reasonwire.method.fixture import (
     TRACE_WORDS,
     SeededTrace,
 )
+from reasonwire.wire.model import JsonObject
 
 VARIANTS: Final = ("none", "reasoning_content", "reasoning", "reasoning_details", "thinking", "all")
 FIELDS: Final = VARIANTS[1:]
@@ -41,7 +42,7 @@ PROBE: Final = (
 TOOL_ARGUMENTS: Final = {"city": "Lisbon"}
 TOOL_CALL_ID: Final = "call_lisbon_weather_01"
 
-TOOLS: Final[list[dict[str, Any]]] = [
+TOOLS: Final[list[JsonObject]] = [
     {
         "type": "function",
         "function": {
@@ -60,13 +61,13 @@ class Fixture(SeededTrace):
 
     probe: str = PROBE
 
-    def messages(self, variant: str, position: str) -> list[dict[str, Any]]:
+    def messages(self, variant: str, position: str) -> list[JsonObject]:
         """The OpenAI-style messages for one variant at one position (fresh dicts)."""
         if variant not in VARIANTS:
             raise ValueError(f"unknown variant {variant!r}; expected one of {VARIANTS}")
         if position not in POSITIONS:
             raise ValueError(f"unknown position {position!r}; expected one of {POSITIONS}")
-        call: dict[str, Any] = {
+        call: JsonObject = {
             "role": "assistant",
             "content": None,
             "tool_calls": [
@@ -78,7 +79,7 @@ class Fixture(SeededTrace):
             ],
         }
         call.update(self.carrier(variant))
-        msgs: list[dict[str, Any]] = [
+        msgs: list[JsonObject] = [
             {"role": "system", "content": SYSTEM_PROMPT},
             {"role": "user", "content": USER_TASK},
             call,
@@ -97,9 +98,9 @@ class Fixture(SeededTrace):
             msgs.append({"role": "user", "content": self.probe})
         return copy.deepcopy(msgs)
 
-    def carrier(self, variant: str) -> dict[str, Any]:
+    def carrier(self, variant: str) -> JsonObject:
         """The fields a variant adds to the tool-call turn (empty for ``none``)."""
-        fields: dict[str, Any] = {
+        fields: JsonObject = {
             "reasoning_content": self.trace,
             "reasoning": self.trace,
             "reasoning_details": [

@@ -23,12 +23,13 @@ A template that raises gets a :class:`TemplateRenderError` carrying the template
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable
 from datetime import datetime
-from functools import lru_cache
-from typing import Any
+from functools import lru_cache, partial
 
 from reasonwire._extras import MissingExtra
 from reasonwire.errors import TemplateRenderError
+from reasonwire.wire.model import JSON, JsonObject
 
 try:
     import jinja2
@@ -54,14 +55,23 @@ def _strftime_now(fmt: str) -> str:
 
 
 def _tojson(
-    value: Any,
+    value: object,
     ensure_ascii: bool = False,
     indent: int | str | None = None,
     separators: tuple[str, str] | None = None,
     sort_keys: bool = False,
+    *,
+    lazy: bool = False,
 ) -> str:
+    """transformers' ``tojson`` filter; ``lazy`` (llama.cpp's permissive environment) first
+    turns iterables that are not JSON (a ``dict.items()`` view...) into lists."""
     return json.dumps(
-        value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys
+        _lazy_to_list(value) if lazy else value,
+        ensure_ascii=ensure_ascii,
+        indent=indent,
+        separators=separators,
+        sort_keys=sort_keys,
+        default=_lazy_to_list if lazy else None,
     )
 
 
@@ -76,33 +86,16 @@ class _GenerationTag(jinja2.ext.Extension):
         call = self.call_method("_body", [])
         return jinja2.nodes.CallBlock(call, [], [], body).set_lineno(lineno)
 
-    def _body(self, caller: Any) -> str:
+    def _body(self, caller: Callable[[], object]) -> str:
         return str(caller())
 
 
-def _lazy_to_list(value: Any) -> Any:
+def _lazy_to_list(value: object) -> JSON:
     if isinstance(value, (dict, list, str, int, float, bool)) or value is None:
         return value
-    if hasattr(value, "__iter__"):
+    if isinstance(value, Iterable):
         return list(value)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-
-
-def _tojson_compat(
-    value: Any,
-    ensure_ascii: bool = False,
-    indent: int | str | None = None,
-    separators: tuple[str, str] | None = None,
-    sort_keys: bool = False,
-) -> str:
-    return json.dumps(
-        _lazy_to_list(value),
-        ensure_ascii=ensure_ascii,
-        indent=indent,
-        separators=separators,
-        sort_keys=sort_keys,
-        default=_lazy_to_list,
-    )
 
 
 def _environment(*, compat: bool) -> SandboxedEnvironment:
@@ -112,7 +105,7 @@ def _environment(*, compat: bool) -> SandboxedEnvironment:
         lstrip_blocks=True,
         extensions=[_GenerationTag, jinja2.ext.loopcontrols],
     )
-    env.filters["tojson"] = _tojson_compat if compat else _tojson
+    env.filters["tojson"] = partial(_tojson, lazy=True) if compat else _tojson
     env.globals["raise_exception"] = _raise_exception
     env.globals["strftime_now"] = _strftime_now
     return env
@@ -159,10 +152,10 @@ def variables_read(template: str) -> frozenset[str]:
 
 def render_chat_template(
     template: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None = None,
+    messages: list[JsonObject],
+    tools: list[JsonObject] | None = None,
     add_generation_prompt: bool = True,
-    **kwargs: Any,
+    **kwargs: JSON,
 ) -> str:
     """Render ``messages`` (OpenAI-style dicts) with ``template`` as transformers would.
 
@@ -175,10 +168,10 @@ def render_chat_template(
 
 def render_llama_cpp_compat(
     template: str,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None = None,
+    messages: list[JsonObject],
+    tools: list[JsonObject] | None = None,
     add_generation_prompt: bool = True,
-    **kwargs: Any,
+    **kwargs: JSON,
 ) -> str:
     """Like :func:`render_chat_template`, in the permissive environment described above."""
     compiled = compile_template(template, compat=True)
@@ -187,12 +180,12 @@ def render_llama_cpp_compat(
 
 def _render(
     compiled: jinja2.Template,
-    messages: list[dict[str, Any]],
-    tools: list[dict[str, Any]] | None,
+    messages: list[JsonObject],
+    tools: list[JsonObject] | None,
     add_generation_prompt: bool,
-    kwargs: dict[str, Any],
+    kwargs: JsonObject,
 ) -> str:
-    variables: dict[str, Any] = {"bos_token": "", "eos_token": ""}
+    variables: JsonObject = {"bos_token": "", "eos_token": ""}
     variables.update(kwargs)
     variables["messages"] = messages
     variables["tools"] = tools

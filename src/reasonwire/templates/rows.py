@@ -10,13 +10,13 @@ thinking, all``. Its keys are the fields of :class:`Row`, in that order (written
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
 from reasonwire.errors import ConfigError
 from reasonwire.method.codec import JSONRecord, from_json
 from reasonwire.method.verdicts import SCAN_VERDICTS, Verdict
 from reasonwire.templates.fixture import Fixture
-from reasonwire.wire.model import ABSENT, JSON
+from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
 VERDICTS = SCAN_VERDICTS
 """The verdicts a row can hold (:mod:`reasonwire.method.verdicts` says what each means)."""
@@ -102,7 +102,7 @@ class ScanOptions:
     seed: int | None = None
     enable_thinking: bool = True
     chars_only: bool = False
-    extra_kwargs: dict[str, Any] = field(default_factory=dict)
+    extra_kwargs: JsonObject = field(default_factory=dict)
     profile: str | None = "llama-server"
     """The server render profile each row also gets a verdict for (None: plain only)."""
 

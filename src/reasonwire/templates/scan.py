@@ -32,7 +32,6 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from reasonwire.errors import TemplateRenderError
 from reasonwire.method.verdicts import Verdict, combine, outcome_at
@@ -51,7 +50,7 @@ from reasonwire.templates.rows import VERDICTS, Row, ServerRow
 from reasonwire.templates.rows import ScanOptions as ScanOptions
 from reasonwire.templates.rows import ScanResult as ScanResult
 from reasonwire.templates.server_profile import PROFILES, RenderProfile, causes
-from reasonwire.wire.model import ABSENT
+from reasonwire.wire.model import ABSENT, JsonObject
 
 
 @dataclass
@@ -85,13 +84,13 @@ class _Measured:
 
 def _render(
     src: TemplateSource,
-    messages: list[dict[str, Any]],
+    messages: list[JsonObject],
     shape: Shape,
     counter: Counter,
     opts: ScanOptions,
     view: _View,
 ) -> _Render:
-    kwargs: dict[str, Any] = {
+    kwargs: JsonObject = {
         "bos_token": src.bos_token if src.bos_token is not None else counter.bos_token or "",
         "eos_token": src.eos_token if src.eos_token is not None else counter.eos_token or "",
         "enable_thinking": opts.enable_thinking,

@@ -21,9 +21,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Final
 
 from reasonwire.templates._rewrites import Messages, Rewrite, round_trip
+from reasonwire.wire.model import JSON, JsonObject
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +79,7 @@ class RenderProfile:
     passes: tuple[str, ...]
     """Carrier fields of a message that reach the template; every other one is dropped."""
     passes_source: str
-    variables: Mapping[str, Any]
+    variables: Mapping[str, JSON]
     """Template variables the server always sets (besides the switch's)."""
     variables_source: str
     switch: Switch
@@ -104,7 +105,7 @@ class RenderProfile:
             out = handler.rewrite.apply(out)
         return out
 
-    def template_variables(self, switch_on: bool) -> dict[str, Any]:
+    def template_variables(self, switch_on: bool) -> JsonObject:
         return {**self.variables, **self.switch.values(switch_on)}
 
 

@@ -61,11 +61,74 @@ PARAMETERS = {
     "required": ["city"],
 }
 DESCRIPTIONS = {name: (fn.__doc__ or "").strip() for name, fn in TOOLS.items()}
+# The tools as the Chat Completions and Responses APIs declare them (openai SDK, LiteLLM).
+CHAT_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": n, "description": DESCRIPTIONS[n], "parameters": PARAMETERS},
+    }
+    for n in TOOLS
+]
+RESPONSES_TOOLS = [
+    {"type": "function", "name": n, "description": DESCRIPTIONS[n], "parameters": PARAMETERS}
+    for n in TOOLS
+]
 
 
 def call_tool(name: str, arguments: str | dict) -> str:
     args = json.loads(arguments) if isinstance(arguments, str) else dict(arguments or {})
     return TOOLS[name](**args)
+
+
+def conversation(step: Callable[[list], str | None], user: Callable[[str], object] | None = None):
+    """The hand-written tool loop every SDK's docs show, over one history list: the user's
+    message appended (``user(text)``, default a ``{"role": "user"}`` dict), then ``step``
+    until it returns the answer. ``step(history)`` sends the history, appends what came back
+    and the tool results, and returns None while the model calls tools."""
+    history = []
+
+    def say(text: str) -> str:
+        history.append(user(text) if user else {"role": "user", "content": text})
+        for _ in range(8):
+            answer = step(history)
+            if answer is not None:
+                return answer
+        raise RuntimeError("tool loop did not end")
+
+    return say
+
+
+def chat_reply(messages: list, msg) -> str | None:
+    """A Chat Completions step: the assistant message appended as the SDK returned it, one
+    ``tool`` message per call; its text when it called no tool."""
+    messages.append(msg)
+    if not msg.tool_calls:
+        return msg.content or ""
+    for call in msg.tool_calls:
+        out = call_tool(call.function.name, call.function.arguments)
+        messages.append({"role": "tool", "tool_call_id": call.id, "content": out})
+    return None
+
+
+def responses_reply(items: list, output: list) -> bool:
+    """A Responses step: the output items appended as the SDK returned them, one
+    ``function_call_output`` per call; False when it called no tool."""
+    items.extend(output)
+    calls = [o for o in output if getattr(o, "type", None) == "function_call"]
+    for call in calls:
+        out = call_tool(call.name, json.loads(call.arguments))
+        items.append({"type": "function_call_output", "call_id": call.call_id, "output": out})
+    return bool(calls)
+
+
+def by_dialect(**builders: Callable[[], Callable[[str], str]]) -> dict:
+    """:func:`run`'s table from one builder per dialect (``chat``, ``responses`` - both store
+    variants -, ``anthropic``, ``gemini``)."""
+    table = dict(builders)
+    responses = table.pop("responses", None)
+    if responses is not None:
+        table["responses-store"] = table["responses-nostore"] = responses
+    return table
 
 
 class Unsupported(Exception):

@@ -13,6 +13,7 @@ from _common import (
     THINKING_BUDGET,
     TOOLS,
     call_tool,
+    conversation,
     run,
 )
 from anthropic import Anthropic
@@ -24,38 +25,35 @@ ANTHROPIC_TOOLS = [
 
 def messages_loop():
     client = Anthropic()
-    messages = []
 
-    def say(text: str) -> str:
-        messages.append({"role": "user", "content": text})
-        for _ in range(8):
-            response = client.messages.create(
-                model=MODEL,
-                max_tokens=MAX_TOKENS,
-                thinking={"type": "enabled", "budget_tokens": THINKING_BUDGET},
-                tools=ANTHROPIC_TOOLS,
-                messages=messages,
-            )
-            messages.append({"role": "assistant", "content": response.content})
-            uses = [b for b in response.content if b.type == "tool_use"]
-            if not uses:
-                return "".join(b.text for b in response.content if b.type == "text")
-            messages.append(
-                {
-                    "role": "user",
-                    "content": [
-                        {
-                            "type": "tool_result",
-                            "tool_use_id": u.id,
-                            "content": call_tool(u.name, u.input),
-                        }
-                        for u in uses
-                    ],
-                }
-            )
-        raise RuntimeError("tool loop did not end")
+    def step(messages: list) -> str | None:
+        response = client.messages.create(
+            model=MODEL,
+            max_tokens=MAX_TOKENS,
+            thinking={"type": "enabled", "budget_tokens": THINKING_BUDGET},
+            tools=ANTHROPIC_TOOLS,
+            messages=messages,
+        )
+        messages.append({"role": "assistant", "content": response.content})
+        uses = [b for b in response.content if b.type == "tool_use"]
+        if not uses:
+            return "".join(b.text for b in response.content if b.type == "text")
+        messages.append(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": u.id,
+                        "content": call_tool(u.name, u.input),
+                    }
+                    for u in uses
+                ],
+            }
+        )
+        return None
 
-    return say
+    return conversation(step)
 
 
 run({"anthropic": messages_loop})

@@ -6,7 +6,19 @@ Responses API; ``ChatAnthropic`` with ``thinking``."""
 
 from __future__ import annotations
 
-from _common import BASE_URL, KEY, MAX_TOKENS, MODEL, ROOT_URL, STORE, THINKING_BUDGET, TOOLS, run
+from _common import (
+    BASE_URL,
+    KEY,
+    MAX_TOKENS,
+    MODEL,
+    ROOT_URL,
+    STORE,
+    THINKING_BUDGET,
+    TOOLS,
+    by_dialect,
+    conversation,
+    run,
+)
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -15,21 +27,18 @@ LC_TOOLS = {name: tool(fn) for name, fn in TOOLS.items()}
 
 def _conversation(llm):
     bound = llm.bind_tools(list(LC_TOOLS.values()))
-    messages = []
 
-    def say(text: str) -> str:
-        messages.append(HumanMessage(text))
-        for _ in range(8):
-            ai = bound.invoke(messages)
-            messages.append(ai)
-            if not ai.tool_calls:
-                return ai.text if isinstance(ai.text, str) else ai.text()
-            for call in ai.tool_calls:
-                out = LC_TOOLS[call["name"]].invoke(call["args"])
-                messages.append(ToolMessage(content=str(out), tool_call_id=call["id"]))
-        raise RuntimeError("tool loop did not end")
+    def step(messages: list) -> str | None:
+        ai = bound.invoke(messages)
+        messages.append(ai)
+        if not ai.tool_calls:
+            return ai.text if isinstance(ai.text, str) else ai.text()
+        for call in ai.tool_calls:
+            out = LC_TOOLS[call["name"]].invoke(call["args"])
+            messages.append(ToolMessage(content=str(out), tool_call_id=call["id"]))
+        return None
 
-    return say
+    return conversation(step, HumanMessage)
 
 
 def chat():
@@ -67,11 +76,4 @@ def anthropic():
     return _conversation(llm)
 
 
-run(
-    {
-        "chat": chat,
-        "responses-store": responses,
-        "responses-nostore": responses,
-        "anthropic": anthropic,
-    }
-)
+run(by_dialect(chat=chat, responses=responses, anthropic=anthropic))

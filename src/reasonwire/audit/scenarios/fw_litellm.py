@@ -8,36 +8,24 @@ decides reasoning support from its model map."""
 
 from __future__ import annotations
 
-import json
-
 import litellm
 from _common import (
     BASE_URL,
-    DESCRIPTIONS,
+    CHAT_TOOLS,
     KEY,
     MAX_TOKENS,
     MODEL,
-    PARAMETERS,
     REAL_MODEL,
+    RESPONSES_TOOLS,
     ROOT_URL,
     STORE,
     THINKING_BUDGET,
-    TOOLS,
-    call_tool,
+    by_dialect,
+    chat_reply,
+    conversation,
+    responses_reply,
     run,
 )
-
-CHAT_TOOLS = [
-    {
-        "type": "function",
-        "function": {"name": n, "description": DESCRIPTIONS[n], "parameters": PARAMETERS},
-    }
-    for n in TOOLS
-]
-RESPONSES_TOOLS = [
-    {"type": "function", "name": n, "description": DESCRIPTIONS[n], "parameters": PARAMETERS}
-    for n in TOOLS
-]
 
 
 def _register(provider: str) -> str:
@@ -49,24 +37,14 @@ def _register(provider: str) -> str:
 
 
 def _completion_loop(model: str, **kwargs):
-    messages = []
-
-    def say(text: str) -> str:
-        messages.append({"role": "user", "content": text})
-        for _ in range(8):
-            response = litellm.completion(
-                model=model, messages=messages, tools=CHAT_TOOLS, **kwargs
-            )
-            msg = response.choices[0].message
-            messages.append(msg)
-            if not msg.tool_calls:
-                return msg.content or ""
-            for call in msg.tool_calls:
-                out = call_tool(call.function.name, call.function.arguments)
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": out})
-        raise RuntimeError("tool loop did not end")
-
-    return say
+    return conversation(
+        lambda messages: chat_reply(
+            messages,
+            litellm.completion(model=model, messages=messages, tools=CHAT_TOOLS, **kwargs)
+            .choices[0]
+            .message,
+        )
+    )
 
 
 def chat():
@@ -92,48 +70,29 @@ def gemini():
 
 def responses():
     model = _register("openai")
-    items = []
     extra = {"include": ["reasoning.encrypted_content"]} if STORE is False else {}
 
-    def say(text: str) -> str:
-        items.append({"role": "user", "content": text})
-        for _ in range(8):
-            response = litellm.responses(
-                model=model,
-                input=items,
-                tools=RESPONSES_TOOLS,
-                reasoning={"effort": "medium", "summary": "auto"},
-                store=STORE,
-                api_base=BASE_URL,
-                api_key=KEY,
-                **extra,
-            )
-            items.extend(response.output)
-            calls = [o for o in response.output if getattr(o, "type", None) == "function_call"]
-            if not calls:
-                texts = [
-                    c.text
-                    for o in response.output
-                    if getattr(o, "type", None) == "message"
-                    for c in o.content
-                ]
-                return "".join(texts)
-            for call in calls:
-                out = call_tool(call.name, json.loads(call.arguments))
-                items.append(
-                    {"type": "function_call_output", "call_id": call.call_id, "output": out}
-                )
-        raise RuntimeError("tool loop did not end")
+    def step(items: list) -> str | None:
+        response = litellm.responses(
+            model=model,
+            input=items,
+            tools=RESPONSES_TOOLS,
+            reasoning={"effort": "medium", "summary": "auto"},
+            store=STORE,
+            api_base=BASE_URL,
+            api_key=KEY,
+            **extra,
+        )
+        if responses_reply(items, response.output):
+            return None
+        return "".join(
+            c.text
+            for o in response.output
+            if getattr(o, "type", None) == "message"
+            for c in o.content
+        )
 
-    return say
+    return conversation(step)
 
 
-run(
-    {
-        "chat": chat,
-        "responses-store": responses,
-        "responses-nostore": responses,
-        "anthropic": anthropic,
-        "gemini": gemini,
-    }
-)
+run(by_dialect(chat=chat, responses=responses, anthropic=anthropic, gemini=gemini))

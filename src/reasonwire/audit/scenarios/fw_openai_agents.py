@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from _common import BASE_URL, KEY, MODEL, STORE, TOOLS, run
+from _common import BASE_URL, KEY, MODEL, STORE, TOOLS, by_dialect, run
 from agents import (
     Agent,
     ModelSettings,
@@ -58,4 +58,4 @@ def responses():
     return _conversation(OpenAIResponsesModel(model=MODEL, openai_client=client), settings)
 
 
-run({"chat": chat, "responses-store": responses, "responses-nostore": responses})
+run(by_dialect(chat=chat, responses=responses))

@@ -8,7 +8,18 @@ reasoning support by model name, and ``sim-*`` names would read as non-reasoning
 
 from __future__ import annotations
 
-from _common import BASE_URL, KEY, MODEL, REAL_MODEL, ROOT_URL, STORE, THINKING_BUDGET, TOOLS, run
+from _common import (
+    BASE_URL,
+    KEY,
+    MODEL,
+    REAL_MODEL,
+    ROOT_URL,
+    STORE,
+    THINKING_BUDGET,
+    TOOLS,
+    by_dialect,
+    run,
+)
 from pydantic_ai import Agent
 
 
@@ -71,12 +82,4 @@ def gemini():
     return _conversation(model, {"google_thinking_config": {"include_thoughts": True}})
 
 
-run(
-    {
-        "chat": chat,
-        "responses-store": responses,
-        "responses-nostore": responses,
-        "anthropic": anthropic,
-        "gemini": gemini,
-    }
-)
+run(by_dialect(chat=chat, responses=responses, anthropic=anthropic, gemini=gemini))

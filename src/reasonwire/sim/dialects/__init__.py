@@ -8,10 +8,14 @@ rendering an error in that provider's shape.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.engine import SimError
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
 
 
 @dataclass
@@ -20,24 +24,24 @@ class Reply:
     delivered as a progressive JSON array (Gemini without ``alt=sse``) keeps its payloads in
     ``items``, one per SSE frame."""
 
-    body: Any = None
+    body: JSON = None
     events: list[bytes] | None = None
-    items: list[Any] | None = None
+    items: list[JSON] | None = None
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
 
 
-def dumps(obj: Any) -> bytes:
+def dumps(obj: JSON) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def sse(data: Any, event: str | None = None) -> bytes:
+def sse(data: JSON, event: str | None = None) -> bytes:
     head = f"event: {event}\n" if event else ""
     payload = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
     return f"{head}data: {payload}\n\n".encode()
 
 
-def text_of(content: Any) -> str:
+def text_of(content: JSON) -> str:
     """Visible text of a message content: a string or a list of text parts/blocks."""
     if isinstance(content, str):
         return content
@@ -58,22 +62,22 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def need_dict(body: Any, what: str = "request body") -> dict[str, Any]:
+def need_dict(body: JSON, what: str = "request body") -> JsonObject:
     if not isinstance(body, dict):
         raise SimError(400, f"{what} must be a JSON object")
     return body
 
 
-def need_list(value: Any, name: str) -> list[Any]:
+def need_list(value: JSON, name: str) -> list[JSON]:
     if not isinstance(value, list):
         raise SimError(400, f"'{name}' must be an array", param=name)
     return value
 
 
-def check_params(body: dict[str, Any], rejects: Any) -> None:
+def check_params(body: JsonObject, rejects: Mapping[str, str]) -> None:
     """400 for a parameter this model refuses (key path with dots)."""
     for path, message in rejects.items():
-        node: Any = body
+        node: JSON = body
         for part in path.split("."):
             node = node.get(part) if isinstance(node, dict) else None
         if node is not None:

@@ -11,12 +11,15 @@ preserved thinking keeps and bills them). Shapes follow the recorded Anthropic t
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse, text_of
 from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
 from reasonwire.sim.tokens import chunks, count
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
 
 NAME = "anthropic"
 _REDACTED_AAD = "anthropic.redacted"
@@ -28,14 +31,14 @@ _ETYPES = {
 }
 
 
-def error_body(err: SimError) -> dict[str, Any]:
+def error_body(err: SimError) -> JsonObject:
     etype = _ETYPES.get(err.status, "invalid_request_error")
     if err.status == 403:
         etype = "permission_error"
     return {"type": "error", "error": {"type": etype, "message": err.message}}
 
 
-def _is_user_turn(m: dict[str, Any]) -> bool:
+def _is_user_turn(m: JsonObject) -> bool:
     """A user message that starts a turn (has content other than tool results)."""
     if m.get("role") != "user":
         return False
@@ -47,7 +50,7 @@ def _is_user_turn(m: dict[str, Any]) -> bool:
     )
 
 
-def _thinking_on(body: dict[str, Any]) -> bool:
+def _thinking_on(body: JsonObject) -> bool:
     t = body.get("thinking")
     return isinstance(t, dict) and t.get("type") in ("enabled", "adaptive")
 
@@ -59,7 +62,7 @@ EFFORTS = ("low", "medium", "high", "xhigh", "max")
 ``xhigh`` (``..._opus_5_features.yaml``)."""
 
 
-def check_thinking(body: dict[str, Any]) -> None:
+def check_thinking(body: JsonObject) -> None:
     """400 for an adaptive ``thinking`` with a ``budget_tokens`` (adaptive thinking takes its
     depth from ``output_config.effort``: the SDK's ``ThinkingConfigAdaptiveParam`` has only
     ``type`` and ``display``, and clients that left the budget in got a 400 on every call, per
@@ -87,7 +90,7 @@ def check_thinking(body: dict[str, Any]) -> None:
 
 
 def read(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str
+    body: JsonObject, beh: Behaviour, state: SimState, model: str
 ) -> tuple[Seen, str, str, bool]:
     messages = need_list(body.get("messages"), "messages")
     if not messages:
@@ -164,7 +167,7 @@ def read(
     return seen, task, last, last_user == len(msgs) - 1
 
 
-def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
+def _tools(body: JsonObject) -> list[tuple[str, JSON]]:
     return [
         (t["name"], t.get("input_schema") or {})
         for t in body.get("tools") or []
@@ -172,13 +175,11 @@ def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def count_tokens(body: dict[str, Any], beh: Behaviour, state: SimState, model: str) -> Any:
+def count_tokens(body: JsonObject, beh: Behaviour, state: SimState, model: str) -> JsonObject:
     return {"input_tokens": read(body, beh, state, model)[0].tokens}
 
 
-def handle(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str, stream: bool
-) -> Reply:
+def handle(body: JsonObject, beh: Behaviour, state: SimState, model: str, stream: bool) -> Reply:
     check_params(body, beh.reject_params)
     check_thinking(body)
     seen, task, last, fresh = read(body, beh, state, model)
@@ -186,7 +187,7 @@ def handle(
     if not _thinking_on(body):
         p = Plan(reasoning="", text=p.text, tool=p.tool, probe=p.probe)
     h = state.ident(model, task, last, seen.tokens)
-    content: list[dict[str, Any]] = []
+    content: list[JsonObject] = []
     if p.reasoning:
         if "redacted_thinking" in beh.emits:
             data = state.sealer.seal(p.reasoning, f"{_REDACTED_AAD}|{model}")
@@ -226,10 +227,10 @@ def handle(
     return Reply(events=_events(msg, usage))
 
 
-def _events(msg: dict[str, Any], usage: dict[str, Any]) -> list[bytes]:
+def _events(msg: JsonObject, usage: JsonObject) -> list[bytes]:
     ev: list[bytes] = []
 
-    def emit(typ: str, **fields: Any) -> None:
+    def emit(typ: str, **fields: JSON) -> None:
         ev.append(sse({"type": typ, **fields}, typ))
 
     start_usage = dict(usage, output_tokens=1)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse, text_of
@@ -18,12 +18,15 @@ from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
 from reasonwire.sim.pricing import cost
 from reasonwire.sim.tokens import chunks, count
 
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
+
 NAME = "chat"
 FIELDS = ("reasoning_content", "reasoning", "reasoning_details")
 _ENC_AAD = "reasoning.encrypted"
 
 
-def error_body(err: SimError) -> dict[str, Any]:
+def error_body(err: SimError) -> JsonObject:
     return {
         "error": {
             "message": err.message,
@@ -34,7 +37,7 @@ def error_body(err: SimError) -> dict[str, Any]:
     }
 
 
-def _details_text(value: Any, beh: Behaviour, state: SimState, where: str) -> str:
+def _details_text(value: JSON, beh: Behaviour, state: SimState, where: str) -> str:
     if not isinstance(value, list):
         raise SimError(400, f"{where}.reasoning_details must be an array", param="messages")
     out = []
@@ -60,7 +63,7 @@ def _details_text(value: Any, beh: Behaviour, state: SimState, where: str) -> st
     return "\n".join(out)
 
 
-def read(body: dict[str, Any], beh: Behaviour, state: SimState) -> tuple[Seen, str, str, bool]:
+def read(body: JsonObject, beh: Behaviour, state: SimState) -> tuple[Seen, str, str, bool]:
     """Fill a :class:`Seen` from ``messages``; return it with (task, last input, fresh)."""
     messages = need_list(body.get("messages"), "messages")
     if not messages:
@@ -122,7 +125,7 @@ def read(body: dict[str, Any], beh: Behaviour, state: SimState) -> tuple[Seen, s
             )
             if verdict == "consumed" and (calls or not beh.tool_turns_only):
                 seen.add(text)
-    tools: list[tuple[str, Any]] = []
+    tools: list[tuple[str, JSON]] = []
     for t in body.get("tools") or []:
         fn = t.get("function") if isinstance(t, dict) else None
         if isinstance(fn, dict) and isinstance(fn.get("name"), str):
@@ -135,8 +138,8 @@ def read(body: dict[str, Any], beh: Behaviour, state: SimState) -> tuple[Seen, s
     return seen, task, last, fresh and bool(tools)
 
 
-def _message(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> dict[str, Any]:
-    msg: dict[str, Any] = {"role": "assistant", "content": p.text}
+def _message(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> JsonObject:
+    msg: JsonObject = {"role": "assistant", "content": p.text}
     if p.reasoning:
         if "reasoning_content" in beh.emits:
             msg["reasoning_content"] = p.reasoning
@@ -156,9 +159,9 @@ def _message(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> dict[str, 
     return msg
 
 
-def _details(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> list[dict[str, Any]]:
+def _details(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> list[JsonObject]:
     sig = state.sealer.sign(beh.model, p.reasoning)
-    out: list[dict[str, Any]] = [
+    out: list[JsonObject] = [
         {
             "type": "reasoning.text",
             "text": p.reasoning,
@@ -180,10 +183,10 @@ def _details(p: Plan, beh: Behaviour, state: SimState, hexid: str) -> list[dict[
     return out
 
 
-def _usage(seen: Seen, p: Plan, beh: Behaviour, model: str) -> dict[str, Any]:
+def _usage(seen: Seen, p: Plan, beh: Behaviour, model: str) -> JsonObject:
     reasoning = count(p.reasoning)
     completion = reasoning + count(p.text) + (count(p.tool[1]) + 2 if p.tool else 0)
-    usage: dict[str, Any] = {
+    usage: JsonObject = {
         "prompt_tokens": seen.tokens,
         "completion_tokens": completion,
         "total_tokens": seen.tokens + completion,
@@ -195,9 +198,7 @@ def _usage(seen: Seen, p: Plan, beh: Behaviour, model: str) -> dict[str, Any]:
     return usage
 
 
-def handle(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str, stream: bool
-) -> Reply:
+def handle(body: JsonObject, beh: Behaviour, state: SimState, model: str, stream: bool) -> Reply:
     check_params(body, beh.reject_params)
     lane = beh
     if beh.lanes:
@@ -216,7 +217,7 @@ def handle(
     if filtered:
         p = Plan(reasoning="", text="", tool=None, probe=True)
     finish = "content_filter" if filtered else "tool_calls" if p.tool else "stop"
-    head: dict[str, Any] = {"id": rid}
+    head: JsonObject = {"id": rid}
     if lane.provider:
         head["provider"] = lane.provider
     head.update({"model": model, "created": created})
@@ -238,7 +239,7 @@ def handle(
     return Reply(events=_stream(head, p, lane, state, hexid, finish, usage, include_usage))
 
 
-def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
+def _tools(body: JsonObject) -> list[tuple[str, JSON]]:
     out = []
     for t in body.get("tools") or []:
         fn = t.get("function") if isinstance(t, dict) else None
@@ -248,18 +249,18 @@ def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
 
 
 def _stream(
-    head: dict[str, Any],
+    head: JsonObject,
     p: Plan,
     beh: Behaviour,
     state: SimState,
     hexid: str,
     finish: str,
-    usage: dict[str, Any] | None,
+    usage: JsonObject | None,
     include_usage: bool,
 ) -> list[bytes]:
     base = dict(head, object="chat.completion.chunk")
 
-    def chunk(delta: dict[str, Any], fin: str | None = None) -> bytes:
+    def chunk(delta: JsonObject, fin: str | None = None) -> bytes:
         c = dict(base)
         c["choices"] = [{"index": 0, "delta": delta, "finish_reason": fin, "logprobs": None}]
         return sse(c)
@@ -268,7 +269,7 @@ def _stream(
     if p.reasoning:
         pieces = chunks(p.reasoning)
         for k, piece in enumerate(pieces):
-            d: dict[str, Any] = {}
+            d: JsonObject = {}
             if "reasoning_content" in beh.emits:
                 d["reasoning_content"] = piece
             if "reasoning" in beh.emits:
@@ -304,5 +305,5 @@ def _stream(
     return ev
 
 
-def count_tokens(body: dict[str, Any], beh: Behaviour, state: SimState, model: str) -> Any:
+def count_tokens(body: JsonObject, beh: Behaviour, state: SimState, model: str) -> JsonObject:
     return {"prompt_tokens": read(body, beh, state)[0].tokens}

@@ -13,12 +13,15 @@ is set. Shapes follow the recorded traffic.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse
 from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
 from reasonwire.sim.tokens import chunks, count
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
 
 NAME = "gemini"
 SKIP = "skip_thought_signature_validator"
@@ -33,7 +36,7 @@ STATUS = {
 }
 
 
-def error_body(err: SimError) -> dict[str, Any]:
+def error_body(err: SimError) -> JsonObject:
     return {
         "error": {
             "code": err.status,
@@ -43,11 +46,11 @@ def error_body(err: SimError) -> dict[str, Any]:
     }
 
 
-def _get(part: dict[str, Any], camel: str, snake: str) -> Any:
+def _get(part: JsonObject, camel: str, snake: str) -> JSON:
     return part.get(camel, part.get(snake))
 
 
-def _is_user_turn(c: dict[str, Any]) -> bool:
+def _is_user_turn(c: JsonObject) -> bool:
     if c.get("role", "user") != "user":
         return False
     parts = c.get("parts") or []
@@ -55,7 +58,7 @@ def _is_user_turn(c: dict[str, Any]) -> bool:
 
 
 def read(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str
+    body: JsonObject, beh: Behaviour, state: SimState, model: str
 ) -> tuple[Seen, str, str, bool]:
     contents = [
         need_dict(c, f"contents[{i}]")
@@ -139,7 +142,7 @@ def read(
     return seen, task, last, last_user == len(contents) - 1
 
 
-def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
+def _tools(body: JsonObject) -> list[tuple[str, JSON]]:
     out = []
     for t in body.get("tools") or []:
         decls = (
@@ -158,19 +161,17 @@ def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
     return out
 
 
-def _thinking(body: dict[str, Any]) -> dict[str, Any]:
+def _thinking(body: JsonObject) -> JsonObject:
     gc = _get(body, "generationConfig", "generation_config") or {}
     tc = _get(gc, "thinkingConfig", "thinking_config") if isinstance(gc, dict) else None
     return tc if isinstance(tc, dict) else {}
 
 
-def count_tokens(body: dict[str, Any], beh: Behaviour, state: SimState, model: str) -> Any:
+def count_tokens(body: JsonObject, beh: Behaviour, state: SimState, model: str) -> JsonObject:
     return {"totalTokens": read(body, beh, state, model)[0].tokens}
 
 
-def handle(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str, stream: bool
-) -> Reply:
+def handle(body: JsonObject, beh: Behaviour, state: SimState, model: str, stream: bool) -> Reply:
     check_params(body, beh.reject_params)
     seen, task, last, fresh = read(body, beh, state, model)
     p = plan(state.seed, task, last, fresh, _tools(body), seen, beh.reasons)
@@ -180,23 +181,23 @@ def handle(
     if budget == 0:
         p = Plan(reasoning="", text=p.text, tool=p.tool, probe=p.probe)
     sig = state.sealer.seal(p.reasoning, f"{_AAD}|{model}") if p.reasoning else None
-    parts: list[dict[str, Any]] = []
+    parts: list[JsonObject] = []
     if p.reasoning and include:
         parts.append({"text": p.reasoning, "thought": True})
     if p.tool:
-        fc: dict[str, Any] = {"functionCall": {"name": p.tool[0], "args": p.tool_args}}
+        fc: JsonObject = {"functionCall": {"name": p.tool[0], "args": p.tool_args}}
         if sig:
             fc["thoughtSignature"] = sig
         parts.append(fc)
     else:
-        tp: dict[str, Any] = {"text": p.text}
+        tp: JsonObject = {"text": p.text}
         if sig:
             tp["thoughtSignature"] = sig
         parts.append(tp)
     thoughts = count(p.reasoning)
     cand = count(p.text) if not p.tool else count(p.tool[1])
     h = state.ident(model, task, last, seen.tokens)
-    usage: dict[str, Any] = {
+    usage: JsonObject = {
         "promptTokenCount": seen.tokens,
         "candidatesTokenCount": cand,
         "totalTokenCount": seen.tokens + cand + thoughts,
@@ -222,8 +223,8 @@ def handle(
             }
         )
     # stream: thought chunks, then the answer part(s), finishReason on the last chunk
-    items: list[dict[str, Any]] = []
-    pieces: list[dict[str, Any]] = []
+    items: list[JsonObject] = []
+    pieces: list[JsonObject] = []
     if p.reasoning and include:
         pieces += [{"text": d, "thought": True} for d in chunks(p.reasoning, 8)]
     if p.tool:
@@ -233,7 +234,7 @@ def handle(
         pieces += [{"text": d} for d in texts[:-1]]
         pieces.append(dict(parts[-1], text=texts[-1]))
     for k, piece in enumerate(pieces):
-        cand_obj: dict[str, Any] = {"content": {"parts": [piece], "role": "model"}, "index": 0}
+        cand_obj: JsonObject = {"content": {"parts": [piece], "role": "model"}, "index": 0}
         if k == len(pieces) - 1:
             cand_obj["finishReason"] = "STOP"
         items.append(

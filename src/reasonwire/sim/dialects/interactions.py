@@ -22,7 +22,7 @@ Documented rules imitated:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse, text_of
@@ -30,20 +30,23 @@ from reasonwire.sim.dialects.gemini import STATUS
 from reasonwire.sim.engine import Seen, SimError, SimState, plan
 from reasonwire.sim.tokens import chunks, count
 
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
+
 NAME = "interactions"
 _AAD = "interactions.thought"
 _STORE_PREFIX = "interaction:"
 """Key prefix of stored interactions in the simulator's shared store table."""
 
 
-def error_body(err: SimError) -> dict[str, Any]:
+def error_body(err: SimError) -> JsonObject:
     """``error.code`` is a string on this API (the google-genai SDK's ``interactions.Error``
     has ``code: str``; generateContent's integer code fails that schema)."""
     name = STATUS.get(err.status, "UNKNOWN")
     return {"error": {"code": name, "message": err.message, "status": name}}
 
 
-def _steps(body: dict[str, Any]) -> list[dict[str, Any]]:
+def _steps(body: JsonObject) -> list[JsonObject]:
     raw = body.get("input")
     if isinstance(raw, str):
         return [{"type": "user_input", "content": [{"type": "text", "text": raw}]}]
@@ -55,11 +58,11 @@ def _steps(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [need_dict(s, f"input[{i}]") for i, s in enumerate(items)]
 
 
-def _is_user_turn(step: dict[str, Any]) -> bool:
+def _is_user_turn(step: JsonObject) -> bool:
     return step.get("type") == "user_input" and bool(text_of(step.get("content")))
 
 
-def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
+def _tools(body: JsonObject) -> list[tuple[str, JSON]]:
     return [
         (t["name"], t.get("parameters") or {})
         for t in body.get("tools") or []
@@ -67,7 +70,7 @@ def _tools(body: dict[str, Any]) -> list[tuple[str, Any]]:
     ]
 
 
-def _history(body: dict[str, Any], state: SimState) -> list[dict[str, Any]]:
+def _history(body: JsonObject, state: SimState) -> list[JsonObject]:
     prev = body.get("previous_interaction_id")
     if prev is None:
         return []
@@ -78,7 +81,7 @@ def _history(body: dict[str, Any], state: SimState) -> list[dict[str, Any]]:
 
 
 def read(
-    steps: list[dict[str, Any]], body: dict[str, Any], beh: Behaviour, state: SimState, model: str
+    steps: list[JsonObject], body: JsonObject, beh: Behaviour, state: SimState, model: str
 ) -> tuple[Seen, str, str, bool]:
     seen = Seen()
     system = body.get("system_instruction")
@@ -134,9 +137,7 @@ def read(
     return seen, task, last, last_user == len(steps) - 1
 
 
-def handle(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str, stream: bool
-) -> Reply:
+def handle(body: JsonObject, beh: Behaviour, state: SimState, model: str, stream: bool) -> Reply:
     check_params(body, beh.reject_params)
     new = _steps(body)
     steps = _history(body, state) + new
@@ -146,9 +147,9 @@ def handle(
     config = config if isinstance(config, dict) else {}
     summaries = config.get("thinking_summaries") == "auto"
     h = state.ident(model, task, last, seen.tokens)
-    out: list[dict[str, Any]] = []
+    out: list[JsonObject] = []
     if p.reasoning:
-        thought: dict[str, Any] = {
+        thought: JsonObject = {
             "signature": state.sealer.seal(p.reasoning, f"{_AAD}|{model}"),
             "type": "thought",
         }
@@ -177,7 +178,7 @@ def handle(
     if store:
         state.remember(state.responses, _STORE_PREFIX + iid, steps + out)
     status = "requires_action" if p.tool else "completed"
-    top: dict[str, Any] = {"id": iid} if store else {}
+    top: JsonObject = {"id": iid} if store else {}
     top.update(status=status, usage=usage)
     tail = {"object": "interaction", "model": model}
     if not stream:
@@ -185,7 +186,7 @@ def handle(
     return Reply(events=_events(top, out, tail))
 
 
-def _events(top: dict[str, Any], out: list[dict[str, Any]], tail: dict[str, Any]) -> list[bytes]:
+def _events(top: JsonObject, out: list[JsonObject], tail: JsonObject) -> list[bytes]:
     """The answer as the recorded stream sends it: created, status update, each step as
     start / delta(s) / stop (a call opens with ``arguments: {}`` and ``signature: ""``, its
     arguments follow as one ``arguments_delta``), then ``interaction.completed`` with usage."""

@@ -14,7 +14,7 @@ reference. An id never handed out is a 404. Shapes follow the recorded OpenAI tr
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, sse, text_of
@@ -22,12 +22,15 @@ from reasonwire.sim.dialects.chat import error_body as error_body
 from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
 from reasonwire.sim.tokens import chunks, count
 
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, JsonObject
+
 NAME = "responses"
 _AAD = "responses.reasoning"
 
 
-def _items(body: dict[str, Any], state: SimState) -> list[Any]:
-    items: list[Any] = []
+def _items(body: JsonObject, state: SimState) -> list[JSON]:
+    items: list[JSON] = []
     prev = body.get("previous_response_id")
     if prev is not None:
         stored = state.responses.get(str(prev))
@@ -49,14 +52,14 @@ def _items(body: dict[str, Any], state: SimState) -> list[Any]:
     return items
 
 
-def _kind(item: dict[str, Any]) -> str:
+def _kind(item: JsonObject) -> str:
     typ = item.get("type")
     return typ if isinstance(typ, str) else "message" if "role" in item else "unknown"
 
 
 def read(
-    body: dict[str, Any], beh: Behaviour, state: SimState
-) -> tuple[Seen, str, str, bool, list[Any]]:
+    body: JsonObject, beh: Behaviour, state: SimState
+) -> tuple[Seen, str, str, bool, list[JSON]]:
     items = _items(body, state)
     if isinstance(body.get("instructions"), str):
         items_seen = Seen()
@@ -66,7 +69,7 @@ def read(
         items_seen = Seen()
     seen = items_seen
     # resolve item references first so positions are those of the real items
-    resolved: list[dict[str, Any]] = []
+    resolved: list[JsonObject] = []
     for i, raw in enumerate(items):
         item = need_dict(raw, f"input[{i}]")
         if _kind(item) == "item_reference":
@@ -126,7 +129,7 @@ def read(
     return seen, task, last, fresh, resolved
 
 
-def _reasoning_text(item: dict[str, Any], state: SimState, body: dict[str, Any]) -> str:
+def _reasoning_text(item: JsonObject, state: SimState, body: JsonObject) -> str:
     iid = item.get("id")
     enc = item.get("encrypted_content")
     if isinstance(enc, str):
@@ -159,7 +162,7 @@ def _not_found(iid: object) -> SimError:
     )
 
 
-def _tools(body: dict[str, Any]) -> list[tuple[str, str, Any]]:
+def _tools(body: JsonObject) -> list[tuple[str, str, JSON]]:
     out = []
     for t in body.get("tools") or []:
         if isinstance(t, dict) and t.get("type") == "function" and isinstance(t.get("name"), str):
@@ -167,7 +170,7 @@ def _tools(body: dict[str, Any]) -> list[tuple[str, str, Any]]:
     return out
 
 
-def _prepare(body: dict[str, Any], beh: Behaviour) -> tuple[Any, Any]:
+def _prepare(body: JsonObject, beh: Behaviour) -> tuple[JSON, JSON]:
     check_params(body, beh.reject_params)
     reasoning = body.get("reasoning") or {}
     if not isinstance(reasoning, dict):
@@ -182,14 +185,12 @@ def _prepare(body: dict[str, Any], beh: Behaviour) -> tuple[Any, Any]:
     return reasoning.get("effort"), reasoning.get("summary")
 
 
-def count_tokens(body: dict[str, Any], beh: Behaviour, state: SimState, model: str) -> Any:
+def count_tokens(body: JsonObject, beh: Behaviour, state: SimState, model: str) -> JsonObject:
     _prepare(body, beh)
     return {"object": "response.input_tokens", "input_tokens": read(body, beh, state)[0].tokens}
 
 
-def handle(
-    body: dict[str, Any], beh: Behaviour, state: SimState, model: str, stream: bool
-) -> Reply:
+def handle(body: JsonObject, beh: Behaviour, state: SimState, model: str, stream: bool) -> Reply:
     effort, summary = _prepare(body, beh)
     seen, task, last, fresh, items = read(body, beh, state)
     tools = [(n, p) for n, _, p in _tools(body)]
@@ -200,10 +201,10 @@ def handle(
     include = body.get("include") or []
     h = state.ident(model, task, last, len(items), seen.tokens)
     now = int(time.time())
-    output: list[dict[str, Any]] = []
+    output: list[JsonObject] = []
     rs_id = f"rs_{h[:50]}"
     if p.reasoning:
-        item: dict[str, Any] = {"id": rs_id, "type": "reasoning"}
+        item: JsonObject = {"id": rs_id, "type": "reasoning"}
         if "reasoning.encrypted_content" in include:
             item["encrypted_content"] = state.sealer.seal(p.reasoning, _AAD)
         item["summary"] = [{"type": "summary_text", "text": p.reasoning}] if summary else []
@@ -257,8 +258,8 @@ def handle(
 
 
 def _envelope(
-    body: dict[str, Any], model: str, rid: str, now: int, effort: Any, summary: Any, store: bool
-) -> dict[str, Any]:
+    body: JsonObject, model: str, rid: str, now: int, effort: JSON, summary: JSON, store: bool
+) -> JsonObject:
     return {
         "id": rid,
         "object": "response",
@@ -295,12 +296,10 @@ def _envelope(
     }
 
 
-def _events(
-    resp: dict[str, Any], final: dict[str, Any], output: list[dict[str, Any]]
-) -> list[bytes]:
+def _events(resp: JsonObject, final: JsonObject, output: list[JsonObject]) -> list[bytes]:
     ev: list[bytes] = []
 
-    def emit(typ: str, **fields: Any) -> None:
+    def emit(typ: str, **fields: JSON) -> None:
         payload = {"type": typ, "sequence_number": len(ev), **fields}
         ev.append(sse(payload, typ))
 
