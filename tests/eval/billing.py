@@ -7,7 +7,9 @@ body) or in the ``x-litellm-response-cost`` header (LiteLLM's proxy, docs.litell
 client is still there to read it (a provider charges for the work, not for the delivery), and
 counts every request body it received: how many times each unique body came is the test's
 measure of "paid twice". ``delay`` holds each answer that long, so a run can be killed with
-calls in flight. It runs in the test's process; the harness may run in a child process.
+calls in flight; ``hold_after`` answers that many calls and holds every later one until
+``ledger.release`` is set, so a kill test finds calls in flight however loaded the machine is.
+It runs in the test's process; the harness may run in a child process.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class Ledger:
     billed_by: Counter[str] = field(default_factory=Counter)  # body -> USD billed for it
     answered: int = 0  # answers computed (any status), delivered or not
     incomplete: int = 0  # requests cut short by the client's death (not received, not billed)
+    taken: int = 0  # requests that reached the answering step (for ``hold_after``)
+    release: threading.Event = field(default_factory=threading.Event)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
@@ -60,6 +64,7 @@ def billing_stub(
     how: str = "usage",
     delay: float = 0.0,
     catalog: list[dict[str, Any]] | None = None,
+    hold_after: int | None = None,
 ) -> Iterator[tuple[str, Ledger]]:
     """Serve on a free loopback port; yields (its base URL with ``upstream``'s path, ledger).
     ``how``: ``usage`` (body) or ``header``. ``catalog``: what ``GET .../models`` lists
@@ -108,6 +113,12 @@ def billing_stub(
             resp = httpx.post(origin + self.path, content=body, headers=headers, timeout=120.0)
             if delay:
                 time.sleep(delay)
+            if hold_after is not None:
+                with ledger.lock:
+                    place = ledger.taken
+                    ledger.taken += 1
+                if place >= hold_after:
+                    ledger.release.wait()
             out_headers: dict[str, str] = {}
             content = resp.content
             if resp.status_code == 200:
@@ -133,5 +144,6 @@ def billing_stub(
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}{parts.path}", ledger
     finally:
+        ledger.release.set()
         server.shutdown()
         server.server_close()

@@ -260,7 +260,9 @@ def test_kill_9_then_resume_pays_only_the_calls_in_flight(
     printed bill is the stub's bill, the calls in flight named and counted apart."""
     out = tmp_path / "out"
     env = _child_env()
-    with billing_stub(sim.base_url, C, delay=0.3) as (url, ledger):
+    # the stub answers ``at`` calls and holds the rest until the kill: the first run cannot
+    # finish before it is killed, however slowly the second run starts on a loaded machine
+    with billing_stub(sim.base_url, C, hold_after=at) as (url, ledger):
         proc = subprocess.Popen(_cli(url, out), env=env, stdout=subprocess.DEVNULL)
         try:
             _poll(lambda: len(_calls(out)) >= 1, "the run recorded a call")
@@ -280,6 +282,7 @@ def test_kill_9_then_resume_pays_only_the_calls_in_flight(
         finally:
             if proc.poll() is None:
                 proc.kill()
+            ledger.release.set()  # the held calls are answered and billed, no one to read them
         _poll(lambda: ledger.answered == ledger.requests, "the stub answered all it got")
         phase1 = set(ledger.bodies)
         assert all(v == 1 for v in ledger.bodies.values())
