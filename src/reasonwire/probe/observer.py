@@ -387,10 +387,13 @@ def request_side(
 ) -> tuple[Any, list[SentCarrier], list[dict[str, Any]]]:
     """:func:`parse_request_body` plus the row's ``sentCarriers`` (digests, token counts)."""
     body, sent = parse_request_body(content, dialect)
+    rule = get_dialect(dialect).earlier_turns
+    model = body.get("model") if isinstance(body, dict) else None
+    model = model if isinstance(model, str) else None
     try:
-        entries = sent_carriers(body, sent, tokenizer)
+        entries = sent_carriers(body, sent, tokenizer, rule, model)
     except Exception:  # the probe never breaks a call: sizes without digests
-        entries = sent_carriers(None, sent)
+        entries = sent_carriers(None, sent, None, rule, model)
     return body, sent, entries
 
 

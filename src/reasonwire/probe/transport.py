@@ -28,7 +28,7 @@ from reasonwire._httpcompat import (
     SYNC_TRANSPORTS,
     package_of,
 )
-from reasonwire.probe.carriers import PromptCounter, Tokenizer, bind_counter
+from reasonwire.probe.carriers import PromptCounter, Tokenizer, bind_counter, off_the_loop
 from reasonwire.probe.observer import (
     CallObserver,
     RowHook,
@@ -292,7 +292,7 @@ class AsyncProbeTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
 
     async def handle_async_request(self, request: Any) -> Any:
         inner = self._transport(request)
-        start = self._probe.start(request)
+        start = await off_the_loop(self._probe.tokenizer, self._probe.start, request)
         if start is None:
             return await inner.handle_async_request(request)
         info, settings = start
