@@ -312,3 +312,24 @@ def test_a_dropped_earlier_turn_carrier_is_labelled_documented(
     assert call["resent_measured"] == call["resent_estimated"] == 0
     assert call["documented_carriers"] >= 1
     assert call["documented_bytes"] == call["sent_text_bytes"] + call["sent_opaque_bytes"]
+
+
+def test_an_earlier_turn_carrier_without_a_documented_rule_is_estimated(
+    sim_server: Any, tmp_path: Path
+) -> None:
+    """Chat Completions documents no earlier-turn rule (the template decides): the route's
+    tokenizer count of the re-sent text is kept but labelled estimated, and the measured
+    figure stays equal to the bill (sim-chat-ignore reads no reasoning field: delta 0)."""
+    root = sim_server.base_url.removesuffix("/v1")
+    path = "/v1/chat/completions"
+    transport = ProbeTransport("s", ledger_dir=tmp_path, tokenizer=SIM_TOKENIZER)
+    with httpx.Client(transport=transport, base_url=root, headers=AUTH, timeout=30) as probed, \
+            httpx.Client(base_url=root, headers=AUTH, timeout=30) as plain:  # fmt: skip
+        with_, without = _chat_case("sim-chat-ignore", "reasoning_content", cross=True)(probed)
+        got = probed.post(path, json=with_)
+        base = plain.post(path, json=without)
+        assert got.status_code == base.status_code == 200
+    call = _report(tmp_path)[1]
+    assert call["resent_measured"] == _chat_billed(got.json()) - _chat_billed(base.json()) == 0
+    assert call["resent_estimated"] == tokens.count(with_["messages"][1]["reasoning_content"])
+    assert call["documented_carriers"] == 0
