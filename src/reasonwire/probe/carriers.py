@@ -35,6 +35,12 @@ carrier: the report counts it with the carrier when the carrier is tied to its p
 emptying a signed text gives a request the provider refuses. So no prompt count is asked for
 it (it keeps its bytes and is estimated when the report does need it), and a request that
 re-sends no other text carrier sends no count call at all.
+
+Where a carrier sits is the dialect's to say (``SentCarrier.earlier_turn``: before the
+request's last user message); the row keeps it with the dialect's documented verdict for it
+(``Dialect.earlier_turns``: dropped, kept, unknown), which the report applies. An async
+transport runs the request side off its event loop when the counter makes network calls
+(:func:`off_the_loop`).
 """
 
 from __future__ import annotations
