@@ -323,9 +323,11 @@ def test_live_export_from_the_transport(
     receiver: _Receiver, sim_server: Any, tmp_path: Path
 ) -> None:
     """``ProbeTransport(on_row=LiveExporter(url))`` over a two-turn stateless Responses
-    session on the simulator: a span per call once its row is written, the second carrying
-    the first answer's reasoning tokens as its re-sent reasoning (figures read from the
-    simulator's own answers)."""
+    session on the simulator: a span per call once its row is written. The second re-sends
+    the first answer's reasoning item in an earlier turn, which the Responses API discards
+    (OpenAI reasoning guide; the simulator bills it 0): its span says 0 tokens re-sent and
+    names the dropped carriers and their bytes as documented (bytes read from the
+    simulator's own answer)."""
     from reasonwire.probe import ProbeTransport, flush
     from reasonwire.probe.otel import LiveExporter
 
@@ -355,8 +357,14 @@ def test_live_export_from_the_transport(
     s1 = by_input[first["usage"]["input_tokens"]]
     s2 = by_input[second["usage"]["input_tokens"]]
     assert s1["reasonwire.resent_reasoning.measured_tokens"] == 0
-    assert s2["reasonwire.resent_reasoning.measured_tokens"] == float(
-        first["usage"]["output_tokens_details"]["reasoning_tokens"]
+    items = [o for o in first["output"] if o["type"] == "reasoning"]
+    texts = [p["text"] for o in items for p in o.get("summary") or ()]
+    sealed = [o["encrypted_content"] for o in items]
+    assert s2["reasonwire.resent_reasoning.measured_tokens"] == 0
+    assert s2["reasonwire.resent_reasoning.estimated_tokens"] == 0
+    assert s2["reasonwire.resent_reasoning.documented_carriers"] == len(texts) + len(sealed)
+    assert s2["reasonwire.resent_reasoning.documented_bytes"] == sum(
+        len(t.encode()) for t in texts + sealed
     )
     assert s2[GENAI["response_model"]] == second["model"]
     assert s1[GENAI["reasoning"]] == first["usage"]["output_tokens_details"]["reasoning_tokens"]

@@ -299,11 +299,20 @@ def test_a_refused_re_send_adds_to_neither_side(tmp_path: Path) -> None:
     _run(its, "mod", tmp_path)
     report = _report(tmp_path)
     assert [c["billed_input"] for c in report["calls"]] == [w["billed"] for w in want]
-    # the refused call did send the item back (the producer's recorded reasoning tokens)...
-    first = its[0].response_json["usage"]["output_tokens_details"]["reasoning_tokens"]
+    # the refused call did send the item back, from an earlier turn (a user message follows
+    # it): the Responses API discards earlier reasoning (OpenAI reasoning guide), so 0 tokens,
+    # its carriers counted as documented...
+    sent = its[1].request["input"]
+    assert [i.get("role") for i in sent[2:]] == ["assistant", "user"]
+    item = next(i for i in sent if i.get("type") == "reasoning")
+    texts = [p["text"] for p in item.get("summary") or ()]
     assert report["calls"][1]["billed_input"] is None
-    assert report["calls"][1]["resent_measured"] == first
-    # ...but was not billed: the groups' figures leave it out
+    assert report["calls"][1]["resent_measured"] == 0
+    assert report["calls"][1]["documented_carriers"] == len(texts) + 1
+    assert report["calls"][1]["documented_bytes"] == sum(
+        len(t.encode()) for t in [*texts, item["encrypted_content"]]
+    )
+    # ...and it was not billed: the groups' figures leave it out
     billed = sum(w["billed"] or 0 for w in want)
     groups = report["groups"]
     assert sum(g["billed_input"] for g in groups) == billed
@@ -350,11 +359,11 @@ def test_text_carrier_with_the_routes_tokenizer_equals_the_servers_delta(
 GEMINI = "pai__test_google__test_google_model_thinking_part.yaml"
 
 
-def test_a_gemini_signature_is_not_its_producers_thoughts(tmp_path: Path) -> None:
-    """The recording: after an answer of N thought tokens the next call's input grew by less
-    than N plus the answer's text tokens, so the re-sent thoughtSignature is not billed as the
-    thoughts. It is tied (re-encoded in the URL-safe alphabet by the client) and left
-    unattributed; the thought text re-sent beside it is estimated at bytes / 4."""
+def test_an_earlier_turn_gemini_signature_is_not_its_producers_thoughts(tmp_path: Path) -> None:
+    """The recording: after an answer of N thought tokens the next turn's input grew by less
+    than N plus the answer's text tokens, so the thoughtSignature re-sent from the earlier
+    turn is not billed as the thoughts: the documented drop (0 tokens, its bytes counted as
+    documented); the thought text re-sent beside it is estimated at bytes / 4."""
     first, second = load_cassette(GEMINI)
     u1, u2 = first.response_json["usageMetadata"], second.response_json["usageMetadata"]
     growth = u2["promptTokenCount"] - u1["promptTokenCount"]
@@ -372,4 +381,6 @@ def test_a_gemini_signature_is_not_its_producers_thoughts(tmp_path: Path) -> Non
     assert call2["billed_input"] == u2["promptTokenCount"]
     assert call2["resent_measured"] == 0
     assert call2["resent_estimated"] == thought / 4
-    assert call2["unattributed_opaque_bytes"] == signature
+    assert call2["unattributed_opaque_bytes"] == 0
+    assert call2["documented_carriers"] == 1
+    assert call2["documented_bytes"] == signature

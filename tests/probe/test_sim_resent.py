@@ -18,6 +18,10 @@ Where the baseline is accepted comes from the documented rules the simulator imi
   in "the current turn"), as the current turn's tool-use block must come back whole;
 - chat: the fields are free-form; any message may drop them.
 
+Earlier-turn carriers follow the dialect's documented rule (``Dialect.earlier_turns``): where
+it drops them the figure is 0 and the carriers are counted as *documented*; the cases below
+check both the dropped regime (the simulator bills 0) and the kept one (it bills them).
+
 The counters are the route's own: the simulator's tokenizer (``reasonwire.sim.tokens``) for
 chat and Anthropic text, the dialect's count endpoint (:class:`CountEndpoint`) for Responses
 and Gemini text; an opaque carrier counts its producer's reasoning tokens.
@@ -244,8 +248,7 @@ CASES: list[tuple[str, str, Callable[[Body], int], Any, PromptCounter | Tokenize
 ]  # fmt: skip
 
 
-GAP = "the carrier is dropped across turns; the probe's figure does not know the drop"
-GAPS = [
+CROSS = [
     ("gemini thoughtSignature in the loop (sim-gemini)",
      "/v1beta/models/sim-gemini:generateContent", _gemini_billed,
      _gemini_case("sim-gemini", "thoughtSignature", cross=False), CountEndpoint()),
@@ -256,20 +259,18 @@ GAPS = [
     ("chat reasoning_content across turns (sim-qwen3)", "/v1/chat/completions", _chat_billed,
      _chat_case("sim-qwen3", "reasoning_content", cross=True), SIM_TOKENIZER),
 ]  # fmt: skip
-"""Known gaps, kept as strict xfails so that closing one shows: an opaque carrier counts its
-producer's reasoning tokens and a text carrier the route's tokenizer, whether or not the server
-keeps it (the simulator drops these in earlier turns, as the documented rules say; a
-:class:`PromptCounter` or a count endpoint that counted the carrier would see it). The first:
-a Gemini signature is left unattributed (``report.NOT_REASONING_TOKENS``, from a recording
-where the signature came back in a later turn), while the simulator bills a signature re-sent
-in the loop as the thoughts it seals."""
+"""The carrier's position decides (once strict xfails): an earlier-turn carrier the dialect's
+documented rule drops counts 0 tokens (OpenAI reasoning guide: reasoning tokens of earlier
+steps are discarded; Anthropic: earlier thinking is not carried forward as input; the Qwen3
+template renders reasoning only after the last user query), and a Gemini signature in the
+current turn's loop counts its producer's thoughts, as the recordings show (the prompt grows
+by the producer's ``thoughtsTokenCount``: tests/probe/test_resent_recorded.py)."""
 
 
 @pytest.mark.parametrize(
     ("path", "billed", "case", "counter"),
-    [*(c[1:] for c in CASES),
-     *(pytest.param(*c[1:], marks=pytest.mark.xfail(strict=True, reason=GAP)) for c in GAPS)],
-    ids=[c[0] for c in [*CASES, *GAPS]],
+    [c[1:] for c in [*CASES, *CROSS]],
+    ids=[c[0] for c in [*CASES, *CROSS]],
 )  # fmt: skip
 def test_measured_resent_equals_the_simulators_delta(
     sim_server: Any, tmp_path: Path, path: str, billed: Callable[[Body], int],
@@ -289,3 +290,46 @@ def test_measured_resent_equals_the_simulators_delta(
     assert len(calls) == 2
     assert calls[1]["resent_measured"] == delta
     assert calls[1]["resent_estimated"] == 0
+
+
+@pytest.mark.parametrize(
+    ("path", "case", "counter"),
+    [(c[1], c[3], c[4]) for c in CROSS[1:]],
+    ids=[c[0] for c in CROSS[1:]],
+)
+def test_a_dropped_earlier_turn_carrier_is_labelled_documented(
+    sim_server: Any, tmp_path: Path, path: str,
+    case: Callable[[httpx.Client], tuple[Body, Body]], counter: Any,
+) -> None:  # fmt: skip
+    """The three documented drops: 0 tokens, and the carriers the request re-sent from the
+    earlier turn are counted as documented (all of them: the one assistant turn is earlier)."""
+    root = sim_server.base_url.removesuffix("/v1")
+    transport = ProbeTransport("s", ledger_dir=tmp_path, tokenizer=counter)
+    with httpx.Client(transport=transport, base_url=root, headers=AUTH, timeout=30) as probed:
+        with_, _ = case(probed)
+        assert probed.post(path, json=with_).status_code == 200
+    call = _report(tmp_path)[1]
+    assert call["resent_measured"] == call["resent_estimated"] == 0
+    assert call["documented_carriers"] >= 1
+    assert call["documented_bytes"] == call["sent_text_bytes"] + call["sent_opaque_bytes"]
+
+
+def test_an_earlier_turn_carrier_without_a_documented_rule_is_estimated(
+    sim_server: Any, tmp_path: Path
+) -> None:
+    """Chat Completions documents no earlier-turn rule (the template decides): the route's
+    tokenizer count of the re-sent text is kept but labelled estimated, and the measured
+    figure stays equal to the bill (sim-chat-ignore reads no reasoning field: delta 0)."""
+    root = sim_server.base_url.removesuffix("/v1")
+    path = "/v1/chat/completions"
+    transport = ProbeTransport("s", ledger_dir=tmp_path, tokenizer=SIM_TOKENIZER)
+    with httpx.Client(transport=transport, base_url=root, headers=AUTH, timeout=30) as probed, \
+            httpx.Client(base_url=root, headers=AUTH, timeout=30) as plain:  # fmt: skip
+        with_, without = _chat_case("sim-chat-ignore", "reasoning_content", cross=True)(probed)
+        got = probed.post(path, json=with_)
+        base = plain.post(path, json=without)
+        assert got.status_code == base.status_code == 200
+    call = _report(tmp_path)[1]
+    assert call["resent_measured"] == _chat_billed(got.json()) - _chat_billed(base.json()) == 0
+    assert call["resent_estimated"] == tokens.count(with_["messages"][1]["reasoning_content"])
+    assert call["documented_carriers"] == 0

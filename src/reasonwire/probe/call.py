@@ -31,8 +31,10 @@ billing figures are 0 when the provider reported usage without that figure (it b
 of it); ``totalTokens`` and ``reasoningTokens`` are the provider's own figures and are absent
 when it did not report them (never computed). ``sentCarriers`` lists each carrier the request
 sent back (kind, bytes, opaque, digest; a text carrier's ``tokenCount`` when the route's
-tokenizer was given) and ``producedCarriers`` each opaque carrier the answer returned (kind,
-bytes, digests): the report ties the two by digest (:mod:`reasonwire.probe.carriers`).
+tokenizer was given, ``promptCount`` when that count is the server's own; ``earlierTurn``
+and the dialect's documented verdict ``earlierTurns`` for a carrier sent back from an earlier
+turn) and ``producedCarriers`` each opaque carrier the answer returned (kind, bytes, digests):
+the report ties the two by digest (:mod:`reasonwire.probe.carriers`).
 ``model`` is the answer's model, else the request's; ``requestModel`` and ``responseModel``
 keep each apart (``None`` when not known), for the OTel GenAI attributes.
 Rows written before this schema (``uncached``, ``cacheRead``, ``billedInput``...,

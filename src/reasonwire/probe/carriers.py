@@ -35,22 +35,29 @@ carrier: the report counts it with the carrier when the carrier is tied to its p
 emptying a signed text gives a request the provider refuses. So no prompt count is asked for
 it (it keeps its bytes and is estimated when the report does need it), and a request that
 re-sends no other text carrier sends no count call at all.
+
+Where a carrier sits is the dialect's to say (``SentCarrier.earlier_turn``: before the
+request's last user message); the row keeps it with the dialect's documented verdict for it
+(``Dialect.earlier_turns``: dropped, kept, unknown), which the report applies. An async
+transport runs the request side off its event loop when the counter makes network calls
+(:func:`off_the_loop`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 from urllib.parse import parse_qsl, urlencode
 
 import httpx
 
 from reasonwire.wire.count_tokens import count_body, count_path, parse_count
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.facts import EarlierTurns, SentCarrier
 from reasonwire.wire.model import JSON, RequestOptions, Turn
 
 MIN_DIGEST_BYTES = 16
@@ -117,9 +124,10 @@ class CountEndpoint(PromptCounter):
     the difference with and without a re-sent text is measured, not estimated. A route whose
     dialect has no count endpoint uses ``fallback`` (the route's tokenizer, when known), else
     keeps the bytes estimate. ``client`` sends the count calls (default: a plain httpx client,
-    created on first use); they are made on the caller's path (an async client's event loop
-    included), so :data:`COUNT_TIMEOUT` bounds each one, and at most ``1 +``
-    :data:`MAX_COUNTED_CARRIERS` are made per request."""
+    created on first use); they are made on the caller's path before the call is sent (for an
+    async client in a worker thread, :func:`off_the_loop`: the event loop keeps running), so
+    :data:`COUNT_TIMEOUT` bounds each one, and at most ``1 +`` :data:`MAX_COUNTED_CARRIERS` are
+    made per request."""
 
     name: str = "count endpoint"
     count: Callable[[Any], int] = field(default=lambda body: _unbound())
@@ -197,6 +205,25 @@ def bind_counter(
         except Exception:
             return None
     return tokenizer
+
+
+_R = TypeVar("_R")
+
+
+async def off_the_loop(
+    counter: Tokenizer | PromptCounter | None, call: Callable[[Any], _R], request: Any
+) -> _R:
+    """``call(request)`` (the probe's request side) for an async transport: in a worker thread
+    when ``counter`` may make network calls (a :class:`PromptCounter`: a count endpoint, up to
+    :data:`COUNT_TIMEOUT` each), so the event loop runs other tasks meanwhile; inline
+    otherwise, and outside asyncio (trio), where there is no thread hand-off to await."""
+    if isinstance(counter, PromptCounter):
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return call(request)
+        return await asyncio.to_thread(call, request)
+    return call(request)
 
 
 MAX_COUNTED_CARRIERS = 16
@@ -307,6 +334,18 @@ def _inside(parent: JSON, holders: dict[int, JSON], signed: set[int]) -> bool:
     return False
 
 
+def _entry(
+    c: SentCarrier, body: Any, earlier: EarlierTurns | None, model: str | None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"kind": c.kind, "bytes": c.size, "opaque": c.opaque}
+    if c.earlier_turn:
+        entry["earlierTurn"] = True
+        if earlier is not None:
+            held = body if isinstance(body, dict) else None
+            entry["earlierTurns"] = earlier.verdict_for(model, held, c.kind)
+    return entry
+
+
 def _count_in_prompt(
     body: Any, found: list[tuple[dict[str, Any], Any, Any]], counter: PromptCounter
 ) -> None:
@@ -330,18 +369,24 @@ def _count_in_prompt(
             parent[key] = value
         entry["tokenCount"] = max(whole - without, 0)
         entry["tokenizer"] = counter.name
+        entry["promptCount"] = True
 
 
 def sent_carriers(
-    body: Any, sent: list[SentCarrier], tokenizer: Tokenizer | PromptCounter | None = None
+    body: Any,
+    sent: list[SentCarrier],
+    tokenizer: Tokenizer | PromptCounter | None = None,
+    earlier: EarlierTurns | None = None,
+    model: str | None = None,
 ) -> list[dict[str, Any]]:
     """The row's ``sentCarriers``: each carrier the request sends back, in order, with its
     kind, bytes, opacity, the digest of its value when found, and for a text carrier its
     token count when ``tokenizer`` is given (``tokenCount``, ``tokenizer``): the tokens of its
-    text, or with a :class:`PromptCounter` what it adds to the prompt."""
-    out: list[dict[str, Any]] = [
-        {"kind": c.kind, "bytes": c.size, "opaque": c.opaque} for c in sent
-    ]
+    text, or with a :class:`PromptCounter` what it adds to the prompt (``promptCount``: the
+    server's own count). A carrier from an earlier turn is marked ``earlierTurn`` and, given
+    the dialect's rule ``earlier`` (for ``model``), carries its verdict (``earlierTurns``:
+    dropped, kept or unknown) for the report."""
+    out: list[dict[str, Any]] = [_entry(c, body, earlier, model) for c in sent]
     if not sent or not isinstance(body, dict):
         return out
     waiting: dict[int, list[int]] = {}
@@ -390,6 +435,7 @@ __all__ = [
     "Tokenizer",
     "bind_counter",
     "digest",
+    "off_the_loop",
     "produced_carriers",
     "sent_carriers",
 ]

@@ -15,7 +15,8 @@ the registry says it SHOULD include cached tokens, and that ``cache_read`` and
 ``ok``. A figure the provider did not report is left out, never sent as 0. Ours are under
 ``reasonwire.*``: reasoning, text and tool bytes, sent reasoning bytes, and the call's re-sent
 reasoning in tokens (measured and estimated apart, as :mod:`reasonwire.probe.report` works
-them out over the whole session).
+them out over the whole session), and the earlier-turn carriers counted as 0 tokens by the
+dialect's documented drop (``documented_carriers`` and ``documented_bytes``).
 
 The SDK is the ``otel`` extra (``pip install 'reasonwire[otel]'``): it is imported inside the
 functions that need it, so the lean core never imports it; :func:`span_attributes` needs
@@ -137,6 +138,8 @@ def span_attributes(
         out["reasonwire.resent_reasoning.unattributed_opaque_bytes"] = (
             figures.unattributed_opaque_bytes
         )
+        out["reasonwire.resent_reasoning.documented_carriers"] = figures.documented_carriers
+        out["reasonwire.resent_reasoning.documented_bytes"] = figures.documented_bytes
         out["reasonwire.resent_reasoning.capped"] = figures.capped
     return out
 

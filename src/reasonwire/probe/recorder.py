@@ -107,10 +107,13 @@ class Recorder:
         if not settings.observes(provider or "", host):
             return None
         body, sent = parse_request_body(content, dialect)
+        rule = get_dialect(dialect).earlier_turns
+        named = body.get("model") if isinstance(body, dict) else None
+        model = named if isinstance(named, str) else None
         try:
-            entries = sent_carriers(body, sent, counter)
+            entries = sent_carriers(body, sent, counter, rule, model)
         except Exception:  # the probe never breaks a call: sizes without digests
-            entries = sent_carriers(None, sent)
+            entries = sent_carriers(None, sent, None, rule, model)
         return CallStart(settings, dialect, provider, body, sent, entries)
 
     def observer(

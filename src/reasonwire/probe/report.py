@@ -10,14 +10,19 @@ Re-sent reasoning in tokens, per call (:func:`analyse`), each figure labelled:
 - An **opaque** carrier (``encrypted_content``, a signature) is tied by digest to the earlier
   call of the same session that produced it (:mod:`reasonwire.probe.carriers`) and counts that
   call's ``reasoningTokens``: *measured* when that call produced one opaque carrier, split by
-  byte size and *estimated* when it produced several (kinds the recordings show are not
-  billed that way, :data:`NOT_REASONING_TOKENS`, are left out of this). Text parts re-sent
-  with it (a summary, a thinking block's text) are covered by that figure and not counted
-  again. When the producing call reported no reasoning tokens, or the carrier is of such a
-  kind, its re-sent text is counted as a text carrier; an opaque carrier with no producer
-  in the ledger (or no text) is left *unattributed* and shown in bytes.
+  byte size and *estimated* when it produced several. Text parts re-sent with it (a summary, a
+  thinking block's text) are covered by that figure and not counted again. When the producing
+  call reported no reasoning tokens its re-sent text is counted as a text carrier; an opaque
+  carrier with no producer in the ledger (or no text) is left *unattributed*, shown in bytes.
 - A **text** carrier counts the tokens the route's own tokenizer gave when the row was written
   (*measured*), else its bytes / :data:`BYTES_PER_TOKEN` (*estimated*).
+- A carrier from an **earlier turn** (before the request's last user message) follows the
+  dialect's documented rule (``Dialect.earlier_turns``, written in the row as
+  ``earlierTurns``): *dropped* counts 0 tokens, labelled *documented* (its bytes and carriers
+  are counted apart); *kept* counts as above; *unknown* counts as above but *estimated* (the
+  server may drop it). A server's own count of the prompt with and without the carrier
+  (``promptCount``: a count endpoint, llama-server's tokenizer) stays *measured* whatever the
+  rule, as it is the server's figure.
 - A call's re-sent reasoning is capped at its billed input (measured first, then estimated),
   so every share is at most 100% by construction; the calls capped are counted. A call
   without usage adds to neither side of the share.
@@ -29,7 +34,7 @@ as inline SVG in one self-contained HTML page.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -38,18 +43,6 @@ from reasonwire.probe.ledger import row_usage
 BYTES_PER_TOKEN = 4.0
 """Bytes of reasoning text per token used for the estimate (a common figure for English
 text with BPE tokenizers; CJK text has fewer bytes per token, so more tokens than estimated)."""
-
-
-NOT_REASONING_TOKENS: Mapping[str, str] = {
-    "thoughtSignature": (
-        "pai__test_google__test_google_model_thinking_part.yaml: after an answer of 1001 "
-        "thought and 736 text tokens, the next call's input grew by 1251 tokens, so the "
-        "re-sent signature does not bring the thoughts back as input"
-    ),
-}
-"""Opaque carrier kinds the recordings show are *not* billed as their producer's reasoning
-tokens when re-sent (kind -> the evidence). Such a carrier is tied to its producer but left
-unattributed (bytes); the reasoning text re-sent beside it counts as a text carrier."""
 
 
 def _int(value: Any) -> int:
@@ -74,6 +67,9 @@ class CallFigures:
     resent_estimated: float = 0.0
     unattributed_opaque_bytes: int = 0
     attributed_carriers: int = 0
+    documented_carriers: int = 0
+    """Earlier-turn carriers counted as 0 tokens by the dialect's documented drop."""
+    documented_bytes: int = 0
     capped: bool = False
     row_index: int = -1
     """Where the row was in the rows given to :func:`analyse`."""
@@ -102,6 +98,8 @@ class Group:
     resent_estimated: float = 0.0
     unattributed_opaque_bytes: int = 0
     attributed_carriers: int = 0
+    documented_carriers: int = 0
+    documented_bytes: int = 0
     capped_calls: int = 0
 
     @property
@@ -160,12 +158,28 @@ def _produced(row: dict[str, Any]) -> list[dict[str, Any]]:
     return [e for e in out if isinstance(e, dict)] if isinstance(out, list) else []
 
 
+def _server_count(entry: dict[str, Any]) -> bool:
+    """Whether the entry's token count is the server's own (its count of the prompt)."""
+    count = entry.get("tokenCount")
+    return entry.get("promptCount") is True and isinstance(count, int) and count >= 0
+
+
 def _text_tokens(entry: dict[str, Any]) -> tuple[float, bool]:
-    """(tokens, measured) of a re-sent text carrier."""
+    """(tokens, measured) of a re-sent text carrier (an earlier-turn carrier whose rule is
+    unknown is estimated unless the server counted it)."""
     count = entry.get("tokenCount")
     if isinstance(count, int) and not isinstance(count, bool) and count >= 0:
-        return float(count), True
+        return float(count), _server_count(entry) or _earlier(entry) != "unknown"
     return _int(entry.get("bytes")) / BYTES_PER_TOKEN, False
+
+
+def _earlier(entry: dict[str, Any]) -> str | None:
+    """The earlier-turn verdict of a sent carrier: None for one in the current turn (or a row
+    written before positions were), ``unknown`` when the row names no rule."""
+    if entry.get("earlierTurn") is not True:
+        return None
+    verdict = entry.get("earlierTurns")
+    return verdict if verdict in ("dropped", "kept") else "unknown"
 
 
 class SessionAttribution:
@@ -200,6 +214,10 @@ class SessionAttribution:
                 fig.sent_opaque_bytes += _int(entry.get("bytes"))
             else:
                 fig.sent_text_bytes += _int(entry.get("bytes"))
+            if _earlier(entry) == "dropped" and not _server_count(entry):
+                fig.documented_carriers += 1
+                fig.documented_bytes += _int(entry.get("bytes"))
+                continue
             d = entry.get("digest")
             hit = self._registry.get(d) if isinstance(d, str) else None
             if hit is not None:
@@ -210,12 +228,13 @@ class SessionAttribution:
         for (p, c), entries in tied.items():
             reasoning = self._reasoning[p]
             carrier = self._produced[p][c]
-            carriers = [e for e in self._produced[p] if e.get("kind") not in NOT_REASONING_TOKENS]
-            if reasoning is not None and carrier in carriers:
+            carriers = self._produced[p]
+            if reasoning is not None:
                 total = sum(_int(e.get("bytes")) for e in carriers)
                 share = _int(carrier.get("bytes")) / total if total > 0 else 1 / len(carriers)
                 tokens = reasoning * share
-                if len(carriers) == 1:
+                unknown = any(_earlier(e) == "unknown" for e in entries)
+                if len(carriers) == 1 and not unknown:
                     measured += tokens
                 else:
                     estimated += tokens
@@ -290,6 +309,8 @@ def analyse(rows: Iterable[dict[str, Any]]) -> Analysis:
             g.sent_opaque_bytes += fig.sent_opaque_bytes
             g.unattributed_opaque_bytes += fig.unattributed_opaque_bytes
             g.attributed_carriers += fig.attributed_carriers
+            g.documented_carriers += fig.documented_carriers
+            g.documented_bytes += fig.documented_bytes
             if fig.billed_input is not None:
                 g.calls_with_usage += 1
                 g.reasoning_tokens += fig.reasoning_tokens or 0
@@ -311,7 +332,9 @@ NOTE = (
     "each call's billed input; measured: an opaque carrier counts the reasoning tokens of "
     "the call that produced it (tied by digest), a text carrier the route's tokenizer; "
     f"estimated: text bytes / {BYTES_PER_TOKEN:g}, or a producer's reasoning tokens split "
-    "over several carriers by size; unattributed opaque carriers are bytes only"
+    "over several carriers by size, or a figure for an earlier turn whose rule is unknown; "
+    "documented: carriers of an earlier turn the dialect's documented rule drops, 0 tokens; "
+    "unattributed opaque carriers are bytes only"
 )
 
 
@@ -435,7 +458,7 @@ def report_html(analysis: Analysis, skipped: int = 0, title: str = "probe ledger
         out.append(
             "<table><tr><th>provider / model</th><th>calls</th><th>billed input</th>"
             "<th>re-sent measured</th><th>re-sent estimated</th><th>share</th>"
-            "<th>unattributed opaque bytes</th></tr>"
+            "<th>dropped carriers (documented)</th><th>unattributed opaque bytes</th></tr>"
         )
         for g in analysis.groups:
             if g.session != session:
@@ -444,7 +467,7 @@ def report_html(analysis: Analysis, skipped: int = 0, title: str = "probe ledger
                 f"<tr><td>{esc(g.provider)} / {esc(g.model)}</td><td>{g.calls}</td>"
                 f"<td>{g.billed_input}</td><td>{g.resent_measured:.0f}</td>"
                 f"<td>{g.resent_estimated:.0f}</td><td>{_pct(g.resent_share)}</td>"
-                f"<td>{g.unattributed_opaque_bytes}</td></tr>"
+                f"<td>{g.documented_carriers}</td><td>{g.unattributed_opaque_bytes}</td></tr>"
             )
         out.append("</table>")
         out.append(_chart(session, calls))

@@ -25,7 +25,7 @@ import httpx
 from reasonwire import _wrapping as wrapping
 from reasonwire._httpcompat import ASYNC_STREAMS, SYNC_STREAMS
 from reasonwire.probe.call import CallObserver, arelay, relay
-from reasonwire.probe.carriers import PromptCounter, Tokenizer, bind_counter
+from reasonwire.probe.carriers import PromptCounter, Tokenizer, bind_counter, off_the_loop
 from reasonwire.probe.recorder import CallStart, Recorder, RowHook
 from reasonwire.wire.model import DialectName
 from reasonwire.wire.registry import dialect_for_path, get_dialect
@@ -75,7 +75,12 @@ class _Probe:
         self.provider = provider
 
     def flow(self, request: httpx.Request) -> wrapping.Flow:
-        begun = self._start(request)
+        return self.observe(request, self._start(request))
+
+    def observe(
+        self, request: httpx.Request, begun: tuple[CallStart, str | None] | None
+    ) -> wrapping.Flow:
+        """The flow around one call whose start (``begun``, None: not observed) is decided."""
         if begun is None:
             return (yield request)
         start, model = begun
@@ -175,7 +180,15 @@ class ProbeTransport(_ProbeFront[wrapping.SyncInner], wrapping.WrappingTransport
 class AsyncProbeTransport(
     _ProbeFront[wrapping.AsyncInner], wrapping.AsyncWrappingTransport[_Probe]
 ):
-    """The async twin of :class:`ProbeTransport` (default inner: ``AsyncHTTPTransport()``)."""
+    """The async twin of :class:`ProbeTransport` (default inner: ``AsyncHTTPTransport()``).
+    Its call start runs off the event loop when the counter may make network calls (a count
+    endpoint), so other tasks go on meanwhile (:func:`~reasonwire.probe.carriers.off_the_loop`)."""
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        inner = self._transport(request)
+        probe = self._policy
+        begun = await off_the_loop(probe.recorder.tokenizer, probe._start, request)
+        return await wrapping.adrive(probe.observe(request, begun), inner.handle_async_request)
 
 
 __all__ = ["AsyncProbeTransport", "ProbeTransport"]

@@ -29,8 +29,10 @@ import orjson
 from reasonwire.wire.controls import strip_paths
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import (
+    UNKNOWN_EARLIER_TURNS,
     CarrierKind,
     Control,
+    EarlierTurns,
     ErrorInfo,
     SentCarrier,
     ServerState,
@@ -102,6 +104,8 @@ class Dialect:
     gateway_path_pattern: re.Pattern[str] | None = None
     """Or a pattern, for a dialect that puts the model in the path (Gemini)."""
     carriers: tuple[CarrierKind, ...] = ()
+    earlier_turns: EarlierTurns = UNKNOWN_EARLIER_TURNS
+    """What the servers do with reasoning re-sent from an earlier turn (the probe's figures)."""
     controls: tuple[Control, ...] = ()
     non_escalating: Mapping[str, JSON] = MappingProxyType({})
     """Exact top-level control values a client may keep: they can only lower effort."""

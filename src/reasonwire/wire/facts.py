@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 from reasonwire.wire.model import JSON
 
@@ -121,14 +122,67 @@ class SentCarrier:
     kind: str
     size: int
     opaque: bool
+    earlier_turn: bool = False
+    """The carrier sits before the request's last user message (an earlier turn), not in the
+    current turn's tool loop. Why: servers treat the two apart (:class:`EarlierTurns`)."""
+
+
+EarlierVerdict = Literal["dropped", "kept", "unknown"]
+"""What a server does with reasoning re-sent from an earlier turn: leaves it out of the
+prompt (not billed), keeps it in the prompt (billed), or not known."""
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierTurns:
+    """The documented rule for reasoning a request re-sends from an earlier turn, per dialect.
+
+    ``verdict`` is the dialect's rule; ``models`` overrides it per model (the first entry whose
+    text the model id contains, lower case, wins: a provider whose newer models keep earlier
+    reasoning); ``kinds`` overrides it per carrier kind (a readable text billed where the
+    opaque carrier beside it is not); ``kept_when`` names request fields (key path, value) with
+    which the server keeps it. ``source`` cites where each part is documented. Why: the probe
+    must not count as billed a carrier the server drops, nor call measured one it may drop.
+    """
+
+    verdict: EarlierVerdict
+    source: str
+    models: tuple[tuple[str, EarlierVerdict], ...] = ()
+    kept_when: tuple[tuple[tuple[str, ...], str], ...] = ()
+    kinds: tuple[tuple[str, EarlierVerdict], ...] = ()
+
+    def verdict_for(
+        self, model: str | None, body: Mapping[str, JSON] | None, kind: str = ""
+    ) -> EarlierVerdict:
+        """The verdict for a carrier of ``kind`` in a request of ``model`` with ``body``."""
+        for path, want in self.kept_when:
+            node: JSON = dict(body) if body is not None else None
+            for key in path:
+                node = node.get(key) if isinstance(node, dict) else None
+            if node == want:
+                return "kept"
+        name = (model or "").lower()
+        for part, verdict in self.models:
+            if part in name:
+                return verdict
+        for k, verdict in self.kinds:
+            if k == kind:
+                return verdict
+        return self.verdict
+
+
+UNKNOWN_EARLIER_TURNS = EarlierTurns("unknown", "no documented rule for this dialect")
+"""The rule of a dialect that documents none."""
 
 
 __all__ = [
     "BASELINE",
     "GOOGLE_RPC_STATUS",
+    "UNKNOWN_EARLIER_TURNS",
     "CarrierKind",
     "CarrierSpec",
     "Control",
+    "EarlierTurns",
+    "EarlierVerdict",
     "ErrorInfo",
     "SentCarrier",
     "ServerState",

@@ -139,6 +139,7 @@ class AnthropicDialect(Dialect):
     path_pattern = _facts.PATH
     gateway_path = "/v1/messages"
     carriers = _facts.CARRIERS
+    earlier_turns = _facts.EARLIER_TURNS
     fold_where = _facts.FOLD_WHERE
     usage_total = None
     controls = _facts.CONTROLS

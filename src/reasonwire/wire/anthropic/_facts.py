@@ -26,7 +26,7 @@ import re
 from types import MappingProxyType
 
 from reasonwire.wire.count_tokens import CountSpec
-from reasonwire.wire.facts import CarrierKind, Control, Variants
+from reasonwire.wire.facts import CarrierKind, Control, EarlierTurns, Variants
 from reasonwire.wire.model import JSON
 from reasonwire.wire.shape import (
     Anything,
@@ -502,3 +502,31 @@ def detects(payload: JSON) -> bool:
 
 
 PATH = re.compile(r"/messages$", re.IGNORECASE)
+
+
+EARLIER_TURNS = EarlierTurns(
+    "dropped",
+    "Anthropic context windows, 'Stripping extended thinking': thinking blocks 'are not "
+    "carried forward as input tokens for subsequent turns ... The Claude API automatically "
+    "does this for you if you pass them back'; Anthropic extended thinking, thinking block "
+    "preservation: 'Claude Opus 4.5 and later Opus models keep all prior thinking blocks', "
+    "'Claude Sonnet 4.6 and later Sonnet models keep all', 'Claude Mythos Preview also keeps "
+    "all prior thinking blocks'; sim-claude-preserve imitates the newer regime "
+    "(reasonwire.sim.behaviours)",
+    models=tuple(
+        (m, "kept")
+        for m in (
+            "claude-opus-4-5",
+            "claude-opus-4-6",
+            "claude-opus-4-7",
+            "claude-opus-4-8",
+            "claude-opus-5",
+            "claude-sonnet-4-6",
+            "claude-sonnet-5",
+            "claude-mythos",
+            "sim-claude-preserve",
+        )
+    ),
+)
+"""Earlier-turn thinking on Anthropic Messages: stripped from the context (not billed) by
+older models, kept by the newer ones listed."""

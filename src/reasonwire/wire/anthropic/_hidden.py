@@ -4,6 +4,7 @@ signature, which the client returns), and the carriers a request sends back (for
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
@@ -45,12 +46,15 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
 
 def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
-    for msg in body.get("messages") or ():
+    messages = body.get("messages") or ()
+    last_user = max((i for i, m in enumerate(messages) if _starts_turn(m)), default=-1)
+    for at, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             continue
         content = msg.get("content")
         if not isinstance(content, list):
             continue
+        first = len(out)
         for block in content:
             if not isinstance(block, dict):
                 continue
@@ -61,4 +65,17 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
                     out.append(SentCarrier("signature", sized(block["signature"]), True))
             elif block.get("type") == "redacted_thinking" and present(block.get("data")):
                 out.append(SentCarrier("redacted_thinking", sized(block["data"]), True))
+        if at < last_user:
+            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
     return out
+
+
+def _starts_turn(msg: Any) -> bool:
+    """A user message with content other than tool results (a new turn)."""
+    if not isinstance(msg, dict) or msg.get("role") != "user":
+        return False
+    content = msg.get("content")
+    return isinstance(content, str) or (
+        isinstance(content, list)
+        and any(isinstance(b, dict) and b.get("type") != "tool_result" for b in content)
+    )

@@ -54,6 +54,7 @@ class ChatDialect(Dialect):
     path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
     gateway_path = "/v1/chat/completions"
     carriers = _facts.CARRIERS
+    earlier_turns = _facts.EARLIER_TURNS
     fold_where = _facts.FOLD_WHERE
     usage_total = "total_tokens"
     controls = _facts.CONTROLS

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, Variants
+from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, EarlierTurns, Variants
 from reasonwire.wire.model import JSON
 from reasonwire.wire.shape import (
     Anything,
@@ -310,10 +310,23 @@ def detects(payload: JSON) -> bool:
     )
 
 
+EARLIER_TURNS = EarlierTurns(
+    "unknown",
+    "WIRE.md > OpenAI-compatible Chat Completions: 'Chat templates decide the rest. Qwen3's "
+    "template renders reasoning only for assistant messages after the last real user query: "
+    "consumed in-loop, dropped cross-turn. Templates differ widely (some render every turn, "
+    "some none ...)'; the simulator's chat models (reasonwire.sim.behaviours) name theirs",
+    models=(("qwen3", "dropped"), ("sim-vllm", "kept"), ("sim-chat-all", "kept")),
+)
+"""Earlier-turn reasoning on Chat Completions: the server's chat template decides, so not
+known in general; Qwen3's template (and the simulator's imitation of it) drops it."""
+
+
 __all__ = [
     "CARRIERS",
     "CARRIER_FIELDS",
     "CONTROLS",
+    "EARLIER_TURNS",
     "ERROR_TYPES",
     "FOLD_WHERE",
     "REQUEST",

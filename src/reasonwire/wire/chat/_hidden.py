@@ -8,6 +8,7 @@ hash of its text when it made no call. See :mod:`reasonwire.wire.vault` for the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
@@ -84,9 +85,15 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
 
 def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
-    for msg in body.get("messages") or ():
+    messages = body.get("messages") or ()
+    last_user = max(
+        (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
+        default=-1,
+    )
+    for at, msg in enumerate(messages):
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
             continue
+        first = len(out)
         for field in ("reasoning_content", "reasoning"):
             if present(msg.get(field)):
                 out.append(SentCarrier(field, sized(msg[field]), False))
@@ -106,4 +113,6 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
         for call in msg.get("tool_calls") or ():
             if isinstance(call, dict) and present(call.get(TOOL_CALL_CARRIER)):
                 out.append(SentCarrier(TOOL_CALL_CARRIER, sized(call[TOOL_CALL_CARRIER]), True))
+        if at < last_user:
+            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
     return out

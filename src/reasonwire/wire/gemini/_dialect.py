@@ -136,6 +136,7 @@ class GeminiDialect(Dialect):
     name: DialectName = "gemini"
     path_pattern = _facts.PATH
     carriers = _facts.CARRIERS
+    earlier_turns = _facts.EARLIER_TURNS
     fold_where = _facts.FOLD_WHERE
     usage_total = "totalTokenCount"
     controls = _facts.CONTROLS

@@ -12,7 +12,7 @@ import re
 from types import MappingProxyType
 
 from reasonwire.wire.count_tokens import CountSpec
-from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, Variants
+from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, EarlierTurns, Variants
 from reasonwire.wire.model import JSON
 from reasonwire.wire.shape import (
     Anything,
@@ -195,3 +195,17 @@ JSON_STREAM_PATH = re.compile(r":streamgeneratecontent$", re.IGNORECASE)
 """Endpoints that stream as one progressively delivered JSON array over application/json
 (without ``?alt=sse``), so the content type alone does not reveal the stream."""
 MODEL_IN_PATH = re.compile(r"/models/([^/:]+):", re.IGNORECASE)
+
+
+EARLIER_TURNS = EarlierTurns(
+    "dropped",
+    "WIRE.md > Gemini: a signature is required for 'each step of the current turn'; recording "
+    "pai__test_google__test_google_model_thinking_part.yaml: after an answer of 1001 thought "
+    "and 736 text tokens, the next turn's input grew by 1251 tokens, so the earlier turn's "
+    "signature did not bring its thoughts back as input, while the 2238 characters of thought "
+    "text re-sent beside it were (1251 = 736 text + the new question + about 500)",
+    kinds=(("thought", "kept"),),
+)
+"""Earlier-turn signatures on Gemini: not billed as the thoughts they seal (in the current
+turn's loop they are: the signature recordings show the prompt growing by the producer's
+``thoughtsTokenCount``)."""

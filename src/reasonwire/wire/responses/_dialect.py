@@ -130,6 +130,7 @@ class ResponsesDialect(Dialect):
     path_pattern = _facts.PATH
     gateway_path = "/v1/responses"
     carriers = _facts.CARRIERS
+    earlier_turns = _facts.EARLIER_TURNS
     fold_where = _facts.FOLD_WHERE
     usage_total = "total_tokens"
     controls = _facts.CONTROLS

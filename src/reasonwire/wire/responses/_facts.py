@@ -16,7 +16,14 @@ import re
 from types import MappingProxyType
 
 from reasonwire.wire.count_tokens import CountSpec
-from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, ServerState, Variants
+from reasonwire.wire.facts import (
+    CarrierKind,
+    CarrierSpec,
+    Control,
+    EarlierTurns,
+    ServerState,
+    Variants,
+)
 from reasonwire.wire.model import JSON
 from reasonwire.wire.shape import (
     Anything,
@@ -325,3 +332,16 @@ def detects(payload: JSON) -> bool:
 
 
 PATH = re.compile(r"/responses$", re.IGNORECASE)
+
+
+EARLIER_TURNS = EarlierTurns(
+    "dropped",
+    "OpenAI reasoning guide, 'How reasoning works': 'Input and output tokens from each step "
+    "are carried over, while reasoning tokens are discarded'; OpenRouter ReasoningContext: "
+    "'all_turns includes reasoning from earlier turns passed in input' (reasoning.context); "
+    "sim-gpt-allturns keeps every turn's (reasonwire.sim.behaviours)",
+    models=(("sim-gpt-allturns", "kept"),),
+    kept_when=((("reasoning", "context"), "all_turns"),),
+)
+"""Earlier-turn reasoning items on the Responses API are discarded from the context, unless
+the request asks ``reasoning.context: all_turns``."""

@@ -4,6 +4,7 @@ the carriers a request sends back (for the probe)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
@@ -49,9 +50,16 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
     items = body.get("input")
     if not isinstance(items, list):
         return out
-    for item in items:
+    last_user = max(
+        (i for i, it in enumerate(items)
+         if isinstance(it, dict) and it.get("type", "message") == "message"
+         and it.get("role") == "user"),
+        default=-1,
+    )  # fmt: skip
+    for at, item in enumerate(items):
         if not isinstance(item, dict) or item.get("type") != "reasoning":
             continue
+        first = len(out)
         for part_key in ("summary", "content"):
             for part in item.get(part_key) or ():
                 if isinstance(part, dict) and present(part.get("text")):
@@ -59,4 +67,6 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
                     out.append(SentCarrier(kind, sized(part["text"]), False))
         if present(item.get("encrypted_content")):
             out.append(SentCarrier("encrypted_content", sized(item["encrypted_content"]), True))
+        if at < last_user:
+            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
     return out
