@@ -12,7 +12,8 @@ import importlib
 import sys
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from reasonwire._extras import MissingExtra, missing_extra, require
+from reasonwire._extras import missing_extra, require
+from reasonwire.errors import MissingExtra
 from reasonwire.version import version
 
 if TYPE_CHECKING:

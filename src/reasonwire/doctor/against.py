@@ -23,7 +23,8 @@ from typing import Any
 
 from reasonwire.doctor.checks import Hit, _get, _matches
 from reasonwire.doctor.facts import RULES
-from reasonwire.doctor.model import Conversation, Document, Unreadable
+from reasonwire.doctor.model import Conversation, Document
+from reasonwire.errors import Unreadable
 
 TEXT_KEY = {"signature": "thinking"}
 """Carrier kind -> the key beside it whose text it covers (Anthropic: the signature covers

@@ -15,10 +15,11 @@ from typing import Any
 import typer
 
 from reasonwire.doctor import against, read
-from reasonwire.doctor.model import Finding, Unreadable
+from reasonwire.doctor.model import Finding
 from reasonwire.doctor.readers import FORMATS, parse
 from reasonwire.doctor.repair import changes_json, repair, serialise
 from reasonwire.doctor.report import findings
+from reasonwire.errors import Unreadable
 
 
 def _text(found: list[Finding], repaired: list[dict[str, Any]]) -> str:

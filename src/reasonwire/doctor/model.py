@@ -123,7 +123,3 @@ class Change:
             "rule": self.rule,
             "source": self.source,
         }
-
-
-class Unreadable(Exception):
-    """The input is not a session of any known format (exit 2, one line)."""

@@ -70,8 +70,12 @@ from reasonwire.errors import (
     CredentialError,
     MalformedBody,
     PolicyRefusal,
+    ShapeError,
+    StaleConnection,
+    StoreUnavailable,
     TransportError,
     TruncatedStream,
+    _StoreDown,
 )
 from reasonwire.govern.authority import settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
@@ -79,14 +83,13 @@ from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
     SQLiteStore,
-    StoreUnavailable,
     StreamState,
     fill_usage,
 )
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
-from reasonwire.govern.upstream import StaleConnection, UpstreamPool, UpstreamResponse
+from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
 from reasonwire.wire.dialect import Dialect, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
@@ -96,7 +99,6 @@ from reasonwire.wire.model import JSON, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
-from reasonwire.wire.shape import ShapeError
 from reasonwire.wire.translate import ChatToResponses, translation
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
@@ -167,10 +169,6 @@ class _Budget:
 
     def spend(self, since: float) -> None:
         self.left -= max(0.0, self._clock() - since)
-
-
-class _StoreDown(Exception):
-    """Raised inside the gateway when a store step before the upstream call failed."""
 
 
 T = TypeVar("T")

@@ -77,11 +77,18 @@ from typing import Any
 
 import orjson
 
-from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
+from reasonwire.errors import (
+    ConfigError,
+    HookRefused,
+    PolicyRefusal,
+    ReasonwireError,
+    ShapeError,
+    StoreUnavailable,
+)
 from reasonwire.govern.authority import settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, StoreUnavailable, fill_usage
+from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, fill_usage
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
@@ -89,14 +96,12 @@ from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import Turn
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.registry import get_dialect
-from reasonwire.wire.shape import ShapeError
 
 __all__ = [
     "CALL_ID_KEY",
     "ROUTING_FIELDS",
     "ROUTING_HEADERS",
     "Governor",
-    "Refused",
     "check_proxy_config",
     "from_env",
     "hook_class",
@@ -163,20 +168,6 @@ _MAX_PENDING = 10_000
 _MAX_ATTEMPT = 1000
 _STATUS = {"malformed-body": 400, "bad-attempt": 400, "routing-field": 400}
 _MASK = "[verified by reasonwire]"
-
-
-class Refused(Exception):
-    """A refused call: the HTTP status and the reason (the row is already recorded, or, for
-    ``store-unavailable``, could not be), and any response headers (``Retry-After``)."""
-
-    def __init__(
-        self, status: int, reason: str, message: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.headers = headers
 
 
 @dataclass
@@ -295,7 +286,7 @@ class Governor:
     # -- before the call ---------------------------------------------------------------
 
     def pre_call(self, data: dict[str, Any], call_type: str) -> dict[str, Any]:
-        """The request LiteLLM should send, or :class:`Refused` (after recording the row)."""
+        """The request LiteLLM should send, or :class:`HookRefused` (after recording the row)."""
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
         try:
@@ -305,7 +296,7 @@ class Governor:
             row.latency_ms = (time.perf_counter() - t0) * 1000
             self.store.record(row)
             status = _STATUS.get(exc.reason, 403)
-            raise Refused(
+            raise HookRefused(
                 status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
             ) from None
         meta = out.get("metadata")
@@ -610,11 +601,11 @@ def _error_detail(governor: Governor, status: int, reason: str, message: str) ->
 async def _bounded(governor: Governor, fn: Any, *args: Any) -> Any:
     """``fn(*args)`` on a worker thread (store work never blocks the proxy's event loop),
     within the governor's store budget: a store that cannot answer in time, or cannot
-    commit, is a :class:`Refused` 503 with ``Retry-After``, and no upstream call follows."""
+    commit, is a :class:`HookRefused` 503 with ``Retry-After``, and no upstream call follows."""
     try:
         return await asyncio.wait_for(asyncio.to_thread(fn, *args), governor.store_timeout)
     except (TimeoutError, StoreUnavailable):
-        raise Refused(
+        raise HookRefused(
             503,
             "store-unavailable",
             "reasonwire refused: the evidence store cannot commit; nothing was sent upstream",
@@ -637,7 +628,7 @@ def hook_class() -> type:
     ) -> dict[str, Any]:
         try:
             return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))  # type: ignore[no-any-return]
-        except Refused as exc:
+        except HookRefused as exc:
             raise http_exception(
                 status_code=exc.status,
                 detail={"error": {"code": exc.reason, "message": exc.message}},
@@ -649,7 +640,7 @@ def hook_class() -> type:
     ) -> dict[str, Any]:
         try:
             return await _bounded(self.governor, self.governor.attempt_start, kwargs)  # type: ignore[no-any-return]
-        except Refused as exc:
+        except HookRefused as exc:
             raise http_exception(
                 status_code=exc.status,
                 detail={"error": {"code": exc.reason, "message": exc.message}},

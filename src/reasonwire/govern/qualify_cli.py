@@ -19,8 +19,8 @@ from typing import Annotated
 
 import typer
 
-from reasonwire.errors import ConfigError, PolicyRefusal
-from reasonwire.govern.validator import DISCLAIMER, EvidenceError, validate_file
+from reasonwire.errors import ConfigError, EvidenceError, PolicyRefusal
+from reasonwire.govern.validator import DISCLAIMER, validate_file
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -117,7 +117,8 @@ def collect_command(
     """Build the evidence file from evidence rows, then validate it against the registry."""
     import orjson
 
-    from reasonwire.govern.collect import CollectError, CollectOptions, collect, strings_in
+    from reasonwire.errors import CollectError
+    from reasonwire.govern.collect import CollectOptions, collect, strings_in
     from reasonwire.govern.gateway_cli import load_policy
     from reasonwire.govern.levels import LEVELS
     from reasonwire.govern.stores import is_postgres_url, open_evidence_store, open_vault

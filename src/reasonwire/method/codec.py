@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from reasonwire.errors import ConfigError
+from reasonwire.errors import _CodecMismatch as _Mismatch
 from reasonwire.wire.model import ABSENT, JSON
 
 R = TypeVar("R")
@@ -94,14 +95,6 @@ def from_json(cls: type[R], data: JSON, what: str | None = None) -> R:
 
 
 # -- plans -------------------------------------------------------------------------------------
-
-
-class _Mismatch(Exception):
-    """A value that does not fit its type; ``path`` grows (reversed) as it propagates."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        self.path: list[str] = []
 
 
 @dataclasses.dataclass(frozen=True)

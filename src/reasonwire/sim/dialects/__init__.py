@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from reasonwire.sim.engine import SimError
+from reasonwire.errors import SimError
 
 
 @dataclass
