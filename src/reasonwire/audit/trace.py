@@ -46,7 +46,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, NamedTuple
 
 from reasonwire.audit._json import (
     MISSING,
@@ -113,6 +113,22 @@ class Atom:
         }
 
 
+class Anchors(NamedTuple):
+    """What locates one object of a replay inside a later request body, outside the carriers:
+    its ``strong`` strings (ids, text, arguments: not a label), ``every`` string under it
+    (labels such as a function name too), and its ``keys``."""
+
+    strong: frozenset[str]
+    every: frozenset[str]
+    keys: frozenset[str]
+
+
+Status = Literal["dropped", "kept", "moved", "altered", "server"]
+"""What became of a traced string in a later request: not found; exact at its place; exact at
+another path or on another message; different bytes; held by the server (a stored chain, or a
+reference to the stored item)."""
+
+
 @dataclass
 class Issued:
     """One successful answer: its turn, the ideal replay and the atoms it handed out."""
@@ -122,7 +138,7 @@ class Issued:
     turn: Turn
     items: list[JSON]
     atoms: list[Atom]
-    anchors: dict[tuple[int, Path], tuple[frozenset[str], frozenset[str], frozenset[str]]]
+    anchors: dict[tuple[int, Path], Anchors]
     stored: bool = False  # the server keeps this answer's items (its request had store on)
 
     @property
@@ -169,9 +185,9 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
     def in_carrier(p: Path) -> bool:
         return any(p[: len(r)] == r for r in roots)
 
-    anchors: dict[tuple[int, Path], tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
+    anchors: dict[tuple[int, Path], Anchors] = {}
 
-    def anchors_of(j: int, sub: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    def anchors_of(j: int, sub: Path) -> Anchors:
         key = (j, sub)
         if key not in anchors:
             node: Any = items[j]
@@ -179,10 +195,10 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
                 node = node[part]
             leaves = [s for p, s in strings(node, (j, *sub)) if not in_carrier(p) and s]
             keys = frozenset(nkey(k) for k in node) if isinstance(node, dict) else frozenset()
-            anchors[key] = (
-                frozenset(s for s in leaves if not _is_label(s)),
-                frozenset(leaves),
-                keys,
+            anchors[key] = Anchors(
+                strong=frozenset(s for s in leaves if not _is_label(s)),
+                every=frozenset(leaves),
+                keys=keys,
             )
         return anchors[key]
 
@@ -201,13 +217,16 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
                 ipath = (*root[1:], *inner)
                 # the innermost enclosing object with anchors of its own hosts the atom:
                 # strong anchors (ids, text, arguments) first, else labels (a function name)
-                for level in (0, 1):
+                for strong_only in (True, False):
                     for cut in range(len(ipath) - 1, -1, -1):
                         sub = ipath[:cut]
                         node: Any = items[item]
                         for part in sub:
                             node = node[part]
-                        if isinstance(node, dict) and anchors_of(item, sub)[level]:
+                        if not isinstance(node, dict):
+                            continue
+                        own = anchors_of(item, sub)
+                        if own.strong if strong_only else own.every:
                             host = sub
                             break
                     if host is not None:
@@ -278,14 +297,13 @@ class _Index:
 
     def pick(
         self,
-        strong: frozenset[str],
-        every: frozenset[str],
-        keys: frozenset[str],
+        anchors: Anchors,
         atoms: frozenset[str],
         within: Path | None,
         taken: Iterable[Path],
     ) -> Path | None:
         """The object that best matches a replayed object with these anchors."""
+        strong, every, keys = anchors.strong, anchors.every, anchors.keys
         taken = list(taken)
         best: tuple[tuple[int, ...], Path] | None = None
         for n in self.dicts:
@@ -328,7 +346,7 @@ def resolve(root: JSON, path: Path) -> tuple[Path, Any]:
 class Observation:
     atom: Atom
     scope: str
-    status: str = "dropped"
+    status: Status = "dropped"
     expected: Path | None = None
     found: Path | None = None
     item: Path | None = None
@@ -384,10 +402,10 @@ def observe(
         own_atoms = frozenset(a.value for a in iss.atoms)
         located: dict[int, Path] = {}
         for j in range(len(iss.items)):
-            strong, every, keys = iss.anchors[(j, ())]
-            if not strong:
+            anchors = iss.anchors[(j, ())]
+            if not anchors.strong:
                 continue
-            p = idx.pick(strong, every, keys, own_atoms, None, others)
+            p = idx.pick(anchors, own_atoms, None, others)
             if p is not None:
                 located[j] = p
         for j in range(len(iss.items)):
@@ -404,10 +422,10 @@ def observe(
                         located[j] = cand
                     break
         for j in range(len(iss.items)):
-            strong, every, keys = iss.anchors[(j, ())]
-            if j in located or strong or not every:
+            anchors = iss.anchors[(j, ())]
+            if j in located or anchors.strong or not anchors.every:
                 continue
-            p = idx.pick(strong, every, keys, own_atoms, None, [*others, *located.values()])
+            p = idx.pick(anchors, own_atoms, None, [*others, *located.values()])
             if p is not None:
                 located[j] = p
         for j, p in located.items():
@@ -420,15 +438,14 @@ def observe(
             if a.item is not None:
                 o.ref = refs.get(a.item)
             if a.item is not None:
-                o.visible = iss.anchors[(a.item, ())][1]
+                o.visible = iss.anchors[(a.item, ())].every
             if a.item is not None and a.item in located:
                 o.item = located[a.item]
                 if a.host is not None:
-                    strong, every, keys = iss.anchors[(a.item, a.host)]
                     hp = (
                         o.item
                         if not a.host
-                        else idx.pick(strong, every, keys, own_atoms, o.item, others)
+                        else idx.pick(iss.anchors[(a.item, a.host)], own_atoms, o.item, others)
                     )
                     if hp is not None:
                         o.expected = (*hp, *a.ipath[len(a.host) :])
