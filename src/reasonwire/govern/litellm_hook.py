@@ -85,7 +85,7 @@ from reasonwire.errors import (
     ShapeError,
     StoreUnavailable,
 )
-from reasonwire.govern.authority import settle_effort
+from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
 from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, fill_usage
@@ -353,7 +353,9 @@ class Governor:
             )
         client = _client_keys(data)
         self._refuse_routing(data, client, headers)
-        resolved = settle_effort(self.registry, self.policy, self.store, b, row)
+        res = policy_now(self.registry, self.policy, b)
+        row.runtime_qualification = res.runtime_qualification
+        row.resolved = resolved = settle_effort(self.store, b, res)
         _mask_binding(data)
         try:
             shaped = self.dialect.validate_request({k: data[k] for k in client if k in data})
