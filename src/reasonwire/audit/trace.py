@@ -46,7 +46,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from reasonwire.audit._json import (
     MISSING,
@@ -62,7 +62,7 @@ from reasonwire.audit._json import (
 )
 from reasonwire.audit.recorder import Exchange
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.model import JSON, Done, Turn
+from reasonwire.wire.model import JSON, Carrier, Done, JsonObject, Turn
 from reasonwire.wire.registry import dialect_for_path
 
 LABEL = re.compile(r"^[A-Za-z0-9_.\-]{0,23}$")
@@ -96,7 +96,7 @@ class Atom:
     def size(self) -> int:
         return len(self.value.encode("utf-8"))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         preview = self.value if len(self.value) <= 40 else self.value[:37] + "..."
         return {
             "id": self.id,
@@ -171,11 +171,23 @@ def _find(items: Sequence[JSON], value: JSON, used: set[Path]) -> Path | None:
     return None
 
 
+def _at(value: JSON, path: Path) -> JSON:
+    """The node at ``path`` (exact keys and indexes) inside a replay item."""
+    for part in path:
+        if isinstance(value, list) and isinstance(part, int):
+            value = value[part]
+            continue
+        if not (isinstance(value, dict) and isinstance(part, str)):
+            raise KeyError(f"{path!r} does not lead through this item")
+        value = value[part]
+    return value
+
+
 def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> Issued:
     """Tag every traced string of ``turn``'s carriers and find its place in the replay."""
     items = list(dialect.replay(turn))
     roots: list[Path] = []
-    found: list[tuple[Any, Path | None]] = []
+    found: list[tuple[Carrier, Path | None]] = []
     for c in turn.carriers:
         root = _find(items, c.value, set(roots))
         if root is not None:
@@ -190,9 +202,7 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
     def anchors_of(j: int, sub: Path) -> Anchors:
         key = (j, sub)
         if key not in anchors:
-            node: Any = items[j]
-            for part in sub:
-                node = node[part]
+            node = _at(items[j], sub)
             leaves = [s for p, s in strings(node, (j, *sub)) if not in_carrier(p) and s]
             keys = frozenset(nkey(k) for k in node) if isinstance(node, dict) else frozenset()
             anchors[key] = Anchors(
@@ -220,10 +230,7 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
                 for strong_only in (True, False):
                     for cut in range(len(ipath) - 1, -1, -1):
                         sub = ipath[:cut]
-                        node: Any = items[item]
-                        for part in sub:
-                            node = node[part]
-                        if not isinstance(node, dict):
+                        if not isinstance(_at(items[item], sub), dict):
                             continue
                         own = anchors_of(item, sub)
                         if own.strong if strong_only else own.every:
@@ -276,7 +283,7 @@ class _Index:
         self.leaves: list[tuple[Path, str]] = []
         self._walk(body, (), [0])
 
-    def _walk(self, node: Any, path: Path, counter: list[int]) -> list[str]:
+    def _walk(self, node: JSON, path: Path, counter: list[int]) -> list[str]:
         counter[0] += 1
         order = counter[0]
         if isinstance(node, str):
@@ -321,7 +328,7 @@ class _Index:
         return best[1] if best else None
 
 
-def resolve(root: JSON, path: Path) -> tuple[Path, Any]:
+def resolve(root: JSON, path: Path) -> tuple[Path, JSON]:
     """(real path, node) for ``path`` read with :func:`nkey` keys; node MISSING if absent."""
     node = root
     real: list[str | int] = []
@@ -350,7 +357,7 @@ class Observation:
     expected: Path | None = None
     found: Path | None = None
     item: Path | None = None
-    diff: dict[str, Any] | None = None
+    diff: JsonObject | None = None
     note: str = ""
     visible: frozenset[str] = frozenset()
     ref: Path | None = None  # an object referencing the atom's stored item by its id
@@ -363,8 +370,8 @@ class Observation:
             return int(self.diff["got_bytes"])
         return 0
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def as_dict(self) -> JsonObject:
+        out: JsonObject = {
             "carrier": self.atom.id,
             "kind": self.atom.kind,
             "scope": self.scope,
@@ -580,7 +587,7 @@ class RequestRecord:
     def accepted(self) -> bool:
         return 200 <= self.status < 300
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         loop = sum(o.present_bytes for o in self.observations if o.scope == "in_loop")
         cross = sum(o.present_bytes for o in self.observations if o.scope == "cross_turn")
         return {
@@ -597,7 +604,7 @@ class RequestRecord:
             "final_answer": self.final,
             "request_bytes": self.request_bytes,
             "carrier_bytes": {"in_loop": loop, "cross_turn": cross},
-            "issued": self.issued,
+            "issued": [*self.issued],
             "observations": [o.as_dict() for o in self.observations],
             **({"parse_error": self.parse_error} if self.parse_error else {}),
         }
@@ -608,7 +615,7 @@ class Trace:
     requests: list[RequestRecord]
     atoms: list[Atom]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "requests": [r.as_dict() for r in self.requests],
             "carriers": [a.as_dict() for a in self.atoms],

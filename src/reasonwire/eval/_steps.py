@@ -23,7 +23,7 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias, TypedDict
+from typing import TypeAlias, TypedDict
 
 from reasonwire import credentials
 from reasonwire.errors import ReasonwireError
@@ -43,7 +43,8 @@ from reasonwire.eval.variants import (
     variants_for,
 )
 from reasonwire.wire.count_tokens import count_body, count_path, parse_count
-from reasonwire.wire.model import ABSENT, Assistant, Carrier, Turn
+from reasonwire.wire.merge import deep_merge
+from reasonwire.wire.model import ABSENT, JSON, Assistant, Carrier, JsonObject, Turn
 from reasonwire.wire.registry import get_dialect
 
 EFFORT_LADDER: tuple[str, ...] = ("low", "medium", "high")
@@ -121,7 +122,7 @@ class Method:
             params=route_params(target.route, target.model, self.cfg.effort, self.cfg.max_tokens)
         )
         dialect = target.route.dialect
-        jobs: list[Awaitable[Any]] = []
+        jobs: list[Awaitable[None]] = []
         if self.route_stopped(target):
             return
         await self.measure_T(target, state)
@@ -392,11 +393,19 @@ class Method:
         params = state.fix.apply(
             route_params(target.route, target.model, effort, self.cfg.max_tokens)
         )
-        extras: dict[str, Mapping[str, Any]] = {"": {}}
+        extras: dict[str, Mapping[str, JSON]] = {"": {}}
         extras.update(OPAQUE_EXTRAS.get(target.route.dialect, {}))
         jobs = [
             self.turn2(
-                target, state, turn, effort, position, name, _merge(params, frag), landed, t1_run
+                target,
+                state,
+                turn,
+                effort,
+                position,
+                name,
+                deep_merge(dict(params), frag),
+                landed,
+                t1_run,
             )
             for position in POSITIONS
             for name, frag in extras.items()
@@ -411,7 +420,7 @@ class Method:
         effort: str,
         position: str,
         extra: str,
-        params: dict[str, Any],
+        params: JsonObject,
         t1_lane: str,
         t1_run: str,
     ) -> None:
@@ -521,19 +530,9 @@ class Method:
 
 @dataclass
 class _ModelState:
-    params: dict[str, Any]
+    params: JsonObject
     fix: ParamFix = field(default_factory=ParamFix)
     wording: dict[str, str] = field(default_factory=dict)
-
-
-def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
 
 
 def estimate_cells(targets: Sequence[Target]) -> int:

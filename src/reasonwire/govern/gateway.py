@@ -58,7 +58,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import NoReturn, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -93,7 +93,7 @@ from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
-from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.dialect import Dialect, StreamDecoder, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.merge import deep_merge
@@ -308,21 +308,22 @@ def _retry_after(value: str | None) -> dict[str, str]:
     return {"retry-after": email.utils.format_datetime(when.astimezone(UTC), usegmt=True)}
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_json(raw: bytes) -> Any:
+def _parse_json(raw: bytes) -> JSON:
     """A request body as JSON: strict UTF-8, no lone surrogates, no ``NaN``/``Infinity``.
 
     orjson reads integers beyond 64 bits as floats; past the double range it refuses them and
     the stdlib reads them exactly, on the strictly decoded text (never another encoding)."""
     try:
-        return orjson.loads(raw)
+        parsed: JSON = orjson.loads(raw)
+        return parsed
     except orjson.JSONDecodeError:
         pass
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        value: JSON = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (ValueError, UnicodeError, RecursionError):
         raise PolicyRefusal(
@@ -331,7 +332,7 @@ def _parse_json(raw: bytes) -> Any:
     return value
 
 
-def _dumps(body: Any) -> bytes:
+def _dumps(body: JSON) -> bytes:
     """The upstream payload; the stdlib writes what orjson cannot (integers past 64 bits)."""
     try:
         return orjson.dumps(body)
@@ -659,13 +660,13 @@ class Gateway:
         if not call.facts.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
         b = self._verify(token)
-        call.note(binding=b)
+        call.facts = replace(call.facts, binding=b)
         if b.conversation_id != call.facts.conversation_id:
             raise PolicyRefusal(
                 "conversation-mismatch", "the binding was issued for another conversation"
             )
         route = self.registry.route(b.route_id)
-        call.note(route_qualification=route.qualification_id)
+        call.facts = replace(call.facts, route_qualification=route.qualification_id)
         served = route.client_dialect or route.dialect
         if served != dialect.name:
             raise PolicyRefusal(
@@ -673,9 +674,9 @@ class Gateway:
                 f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
         res = policy_now(self.registry, self.policy, b)
-        call.note(runtime_qualification=res.runtime_qualification)
+        call.facts = replace(call.facts, runtime_qualification=res.runtime_qualification)
         resolved = settle_effort(self.store, b, res)
-        call.note(resolved=resolved)
+        call.facts = replace(call.facts, resolved=resolved)
         upstream = get_dialect(route.dialect)
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
@@ -694,7 +695,7 @@ class Gateway:
         return prof
 
     def _prepare(
-        self, body: Mapping[str, Any], dialect: Dialect, auth: _Authorised, path: str
+        self, body: JsonObject, dialect: Dialect, auth: _Authorised, path: str
     ) -> _Prepared:
         """The upstream body: the client's controls stripped, the route's fragment for the
         resolved level the only effort, vaulted carriers put back (on a translated route, in
@@ -773,20 +774,20 @@ class Gateway:
         budget = call.budget
         headers = request.headers
         try:
-            call.note(conversation_id=headers.get(CONVERSATION_HEADER))
+            call.facts = replace(call.facts, conversation_id=headers.get(CONVERSATION_HEADER))
             self._check_headers(request)
             attempt = headers.get(ATTEMPT_HEADER, "1")
             if not (_is_count(attempt) and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
                 raise PolicyRefusal(
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
-            call.note(attempt=int(attempt))
+            call.facts = replace(call.facts, attempt=int(attempt))
             auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, call))
             since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             budget.spend(since)
             admitted = self._admit(await self._read_body(request), dialect)
-            call.note(dropped=admitted.dropped)
+            call.facts = replace(call.facts, dropped=admitted.dropped)
             path = request.url.path
 
             def ready() -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
@@ -860,7 +861,7 @@ class Gateway:
 
     def _ready(
         self,
-        shaped: Mapping[str, Any],
+        shaped: JsonObject,
         dialect: Dialect,
         auth: _Authorised,
         call: _Call,
@@ -869,7 +870,7 @@ class Gateway:
     ) -> tuple[bytes, dict[str, str]]:
         """On a store thread (the vault is read): the upstream payload and headers."""
         prepared = self._prepare(shaped, dialect, auth, path)
-        call.note(prepared=prepared)
+        call.facts = replace(call.facts, prepared=prepared)
         if auth.translation is not None:
             _check_translated_tools(prepared.body, auth.route)
         # Last, on what really goes upstream (vaulted originals included); unchanged: the
@@ -1015,7 +1016,7 @@ class Gateway:
         auth: _Authorised,
         call: _Call,
         settled: asyncio.Event,
-        client_body: Mapping[str, Any],
+        client_body: JsonObject,
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
         ends with the dialect's error event, never with a clean finish; so does a stream the
@@ -1191,10 +1192,6 @@ class _Call:
         self.tail: Future[None] | None = None
         self._row: EvidenceRow | None = None
 
-    def note(self, **fact: Any) -> None:
-        """A step's fact, kept (the facts are replaced, never changed in place)."""
-        self.facts = replace(self.facts, **fact)
-
     @property
     def row(self) -> EvidenceRow:
         """The request's evidence row: made from the facts when first needed (a refusal
@@ -1214,13 +1211,13 @@ class _Call:
         return _Budget(settings)
 
 
-def _check_translated_tools(body: Mapping[str, Any], route: RouteRegistration) -> None:
+def _check_translated_tools(body: JsonObject, route: RouteRegistration) -> None:
     """On a translated route, what goes upstream names function tools only, or hosted tool
     types the route allows (:attr:`RouteRegistration.hosted_tools`); ``tool-not-allowed``
     otherwise. Checked on the translated body: what would really reach the upstream."""
     allowed = route.hosted_tools | {"function"}
     tools = body.get("tools")
-    named: list[Any] = [t.get("type") if isinstance(t, dict) else t for t in tools or ()]
+    named: list[JSON] = [t.get("type") if isinstance(t, dict) else t for t in tools or ()]
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         named.append(choice.get("type"))
@@ -1271,7 +1268,7 @@ OpenAI-compatible Chat Completions API, where servers for open models pass a mod
 reasoning through in ``content`` (see :attr:`RouteRegistration.no_think_tags`)."""
 
 
-def _finished_turn(decoder: Any) -> Turn | None:
+def _finished_turn(decoder: StreamDecoder) -> Turn | None:
     """The turn of a stream whose every byte was decoded but whose relay was closed early."""
     try:
         events = decoder.close()
