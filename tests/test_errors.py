@@ -27,12 +27,6 @@ STANDALONE = SRC / "audit" / "scenarios"
 """Scripts run under each audited framework's own interpreter (standard library only, see
 ``scenarios/_common.py``): they cannot import reasonwire, so their ``Unsupported`` stays there."""
 
-PENDING: dict[tuple[str, str], str] = {
-    ("agent/loop.py", "_Stopped"): "a BaseException on purpose; goes with the agent loop rewrite",
-}
-"""Exception classes still outside errors.py, each to move (or go) in its own change; an entry
-that no longer holds fails :func:`test_pending_entries_are_current`, so this only shrinks."""
-
 Key = tuple[str, str]  # (module path relative to SRC, class name)
 
 
@@ -164,15 +158,8 @@ def test_the_detector_finds_exception_classes_however_they_are_spelled() -> None
 
 
 def test_no_exception_class_outside_errors_py() -> None:
-    outside = {k for k in _source_tree().exceptions() if k[0] != "errors.py"}
-    stray = outside - set(PENDING)
-    assert not stray, f"exception classes outside errors.py (move them there): {sorted(stray)}"
-
-
-def test_pending_entries_are_current() -> None:
-    outside = {k for k in _source_tree().exceptions() if k[0] != "errors.py"}
-    gone = set(PENDING) - outside
-    assert not gone, f"no longer outside errors.py; delete from PENDING: {sorted(gone)}"
+    outside = sorted(k for k in _source_tree().exceptions() if k[0] != "errors.py")
+    assert not outside, f"exception classes outside errors.py (move them there): {outside}"
 
 
 def test_every_exception_class_in_errors_py_derives_from_reasonwire_error() -> None:
