@@ -201,3 +201,35 @@ def test_missing_extra_is_made_with_its_one_line() -> None:
         == "the PostgreSQL store needs the 'govern' extra: pip install 'reasonwire[govern]'"
     )
     assert exc.name == "psycopg" and exc.extra == "govern"
+
+
+def test_the_tree_drawn_in_the_module_doc_is_the_tree() -> None:
+    """Each public class of errors.py is drawn once in the module docstring, under its parent
+    in the tree (the first base that is a ReasonwireError), and nothing else is drawn."""
+    doc = reasonwire.errors.__doc__ or ""
+    drawn: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped == "ReasonwireError":
+            stack = [(line.index("R"), "ReasonwireError")]
+            continue
+        if not stack or not stripped.startswith(("├── ", "└── ", "│")):
+            continue
+        name_at = max(line.find("├── "), line.find("└── "))
+        if name_at < 0:
+            continue
+        name = line[name_at + 4 :].split()[0]
+        while stack and stack[-1][0] > name_at:
+            stack.pop()
+        drawn[name] = stack[-1][1]
+        stack.append((name_at + 4, name))
+    actual = {
+        name: next(b.__name__ for b in value.__bases__ if issubclass(b, ReasonwireError))
+        for name, value in vars(reasonwire.errors).items()
+        if not name.startswith("_")
+        and isinstance(value, type)
+        and issubclass(value, ReasonwireError)
+        and value is not ReasonwireError
+    }
+    assert drawn == actual
