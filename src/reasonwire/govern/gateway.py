@@ -560,9 +560,9 @@ class Gateway:
         """Commit the pending row of the upstream call about to be made. ``make()`` runs
         first on the same store thread (one hop per call) and gives a result and the row;
         the row is committed as ``pending`` and becomes ``call.row``, and the result is
-        returned. :class:`_StoreDown` when it cannot be committed within the budget. If the
-        commit lands after the budget ran out (the call is then never made), the row is
-        completed as a refusal."""
+        returned (the caller then marks the call opened). :class:`_StoreDown` when it cannot be
+        committed within the budget. If the commit lands after the budget ran out (the call is
+        then never made), the row is completed as a refusal."""
         since = budget.start()
         fut = self._submit(budget, lambda: self._apply_open(make))
         try:
@@ -577,7 +577,7 @@ class Gateway:
 
             fut.add_done_callback(done)
             raise
-        call.row, call.opened = row, True
+        call.row = row
         return result
 
     def _apply_open(self, make: Callable[[], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
@@ -807,8 +807,10 @@ class Gateway:
             )
         except _StoreDown as exc:
             return await self._store_down(call, dialect, str(exc))
-        route = auth.route
-        options = RequestOptions(model=route.model, stream=call.row.stream)
+        row = call.row  # made from the facts in the hop that committed it
+        call.opened = True
+        route = auth.route  # after the body is made (it may fix the row's stream flag)
+        options = RequestOptions(model=route.model, stream=row.stream)
         url = route.upstream_base_url.rstrip("/") + auth.upstream.request_path(options)
         try:
             resp = await self._post(call, url, payload, up_headers)
@@ -849,6 +851,7 @@ class Gateway:
             call.row, call.opened = again, False
             budget = call.budget_after(self.store_settings)
             await self._open_row(budget, call, lambda: (None, again))
+            call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
 
     def _authorise_flushed(
