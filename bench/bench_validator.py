@@ -34,7 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.govern.test_validator import good
 
-from reasonwire.govern.validator import MAX_DEPTH, EvidenceError, validate_text
+from reasonwire.errors import EvidenceError
+from reasonwire.govern.validator import MAX_DEPTH, validate_text
 
 HEAD = "a" * 40
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import email.utils
 import json
-import time
 from collections.abc import Callable
 
 import httpx
@@ -94,9 +93,9 @@ def test_429_with_retry_after_then_success() -> None:
 
 
 def test_retry_after_http_date_and_cap() -> None:
-    when = email.utils.formatdate(time.time() + 30, usegmt=True)
-    secs = retry_after_seconds(httpx.Headers({"retry-after": when}))
-    assert secs is not None and 25 <= secs <= 31
+    now = 1_767_225_600.0  # 2026-01-01T00:00:00Z: a fixed clock, no wall-time window
+    when = email.utils.formatdate(now + 30, usegmt=True)
+    assert retry_after_seconds(httpx.Headers({"retry-after": when}), now=now) == 30.0
     server = Server(status(503, b"busy", **{"retry-after": "3600"}), status(200, {}))
     waits: list[float] = []
     with client_for(server) as client:

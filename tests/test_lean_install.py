@@ -174,7 +174,7 @@ def test_eval_embedded_default_without_sim_names_the_extra(tmp_path: Path) -> No
 def test_package_without_its_extra_raises_one_line(module: str, hidden: str, extra: str) -> None:
     proc = _hidden(
         f"""
-        from reasonwire._extras import MissingExtra
+        from reasonwire.errors import MissingExtra
         try:
             import {module}
         except MissingExtra as exc:
@@ -193,7 +193,7 @@ def test_package_without_its_extra_raises_one_line(module: str, hidden: str, ext
 def test_missing_reasonwire_module_is_not_an_extra() -> None:
     exc = ModuleNotFoundError("No module named 'reasonwire.nope'", name="reasonwire.nope")
     assert _extras.missing_extra(exc, "x") is None
-    assert _extras.MissingExtra.of("sim", exc) is exc
+    assert _extras.as_missing_extra("sim", exc) is exc
     gguf = ModuleNotFoundError("No module named 'gguf'", name="gguf")
     assert _extras.missing_extra(gguf, "t", "templates") == (
         "reasonwire: t needs the 'templates' extra: pip install 'reasonwire[templates]'"

@@ -9,17 +9,20 @@ are, in one of two ways::
     try:
         import jinja2
     except ModuleNotFoundError as exc:
-        raise MissingExtra.of("templates", exc) from None
+        raise as_missing_extra("templates", exc) from None
 
-Without the extra, the import fails with :class:`MissingExtra` (a ``ModuleNotFoundError``, so
-``except ImportError`` keeps working) whose message is one line naming the install command.
-The ``reasonwire`` command turns a :class:`MissingExtra`, or a ``ModuleNotFoundError`` for a
-module of :data:`EXTRAS`, into that line on stderr and exit status 2 (:func:`missing_extra`).
+Without the extra, the import fails with :class:`~reasonwire.errors.MissingExtra` (a
+``ModuleNotFoundError``, so ``except ImportError`` keeps working) whose message is one line
+naming the install command. The ``reasonwire`` command turns a ``MissingExtra``, or a
+``ModuleNotFoundError`` for a module of :data:`EXTRAS`, into that line on stderr and exit
+status 2 (:func:`missing_extra`).
 """
 
 from __future__ import annotations
 
 import importlib.util
+
+from reasonwire.errors import MissingExtra
 
 # extra -> top-level modules it provides (import names, not distribution names: PyJWT is jwt).
 # Keep in step with [project.optional-dependencies] in pyproject.toml.
@@ -60,22 +63,20 @@ def message(extra: str, feature: str) -> str:
     return f"{feature} needs the '{extra}' extra: {install_hint(extra)}"
 
 
-class MissingExtra(ModuleNotFoundError):
-    """An optional dependency is not installed; ``str()`` is the one-line message."""
+def missing_extra_error(extra: str, feature: str, module: str) -> MissingExtra:
+    """The :class:`~reasonwire.errors.MissingExtra` for ``module`` of ``extra``, with its line."""
+    return MissingExtra(message(extra, feature), extra=extra, feature=feature, module=module)
 
-    def __init__(self, extra: str, feature: str, module: str) -> None:
-        super().__init__(message(extra, feature), name=module)
-        self.extra = extra
-        self.feature = feature
 
-    @classmethod
-    def of(cls, extra: str, exc: ModuleNotFoundError, feature: str | None = None) -> Exception:
-        """``exc`` as a :class:`MissingExtra` when the missing module is one of :data:`EXTRAS`,
-        else ``exc`` itself, unchanged (a missing module of reasonwire itself is a bug, not a
-        missing extra)."""
-        if extra_for(exc.name) is None:
-            return exc
-        return cls(extra, feature or f"reasonwire.{extra}", exc.name or "?")
+def as_missing_extra(
+    extra: str, exc: ModuleNotFoundError, feature: str | None = None
+) -> ModuleNotFoundError:
+    """``exc`` as a :class:`~reasonwire.errors.MissingExtra` when the missing module is one of
+    :data:`EXTRAS`, else ``exc`` itself, unchanged (a missing module of reasonwire itself is a
+    bug, not a missing extra)."""
+    if extra_for(exc.name) is None:
+        return exc
+    return missing_extra_error(extra, feature or f"reasonwire.{extra}", exc.name or "?")
 
 
 def _present(module: str) -> bool:
@@ -96,7 +97,7 @@ def require(extra: str, feature: str | None = None) -> None:
     ``feature`` names what needs it in the message (default ``reasonwire.<extra>``)."""
     absent = missing(extra)
     if absent:
-        raise MissingExtra(extra, feature or f"reasonwire.{extra}", absent[0])
+        raise missing_extra_error(extra, feature or f"reasonwire.{extra}", absent[0])
 
 
 def extra_for(module: str | None) -> str | None:
@@ -127,11 +128,12 @@ def missing_extra(exc: BaseException, feature: str, extra: str | None = None) ->
 
 __all__ = [
     "EXTRAS",
-    "MissingExtra",
+    "as_missing_extra",
     "extra_for",
     "install_hint",
     "message",
     "missing",
     "missing_extra",
+    "missing_extra_error",
     "require",
 ]

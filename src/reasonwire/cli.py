@@ -13,7 +13,8 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from reasonwire._extras import MissingExtra, missing_extra, require
+from reasonwire._extras import missing_extra, require
+from reasonwire.errors import MissingExtra
 from reasonwire.version import version
 
 if TYPE_CHECKING:

@@ -4,20 +4,36 @@
 
     ReasonwireError
     ├── ConfigError            bad option, route, settings file or path (before any call)
+    │   ├── TemplateRenderError  a chat template refused the messages or failed to render
+    │   └── EvidenceError      an evidence file that cannot be accepted (every problem listed)
     ├── CredentialError        a key source is missing or unreadable (never shows the key)
     ├── WireError              bytes that do not decode as the expected dialect
     │   ├── MalformedBody      a JSON body or SSE payload that is not valid JSON / not the shape
     │   ├── TruncatedStream    a stream that ended before its terminal event
-    │   └── UnknownDialect     input whose dialect cannot be detected
+    │   ├── UnknownDialect     input whose dialect cannot be detected
+    │   ├── ShapeError         a request body without the dialect's request shape
+    │   └── FastLoadRefused    the fast JSON loader cannot promise json.loads's value
     ├── ProviderError          the provider answered with an error status
     │   ├── BadRequest         4xx other than 401/403/404/429 (carries the provider's message)
     │   ├── AuthError          401 / 403
     │   ├── NotFound           404
     │   ├── RateLimited        429 (``retry_after`` seconds when the provider said)
-    │   └── ServerError        5xx
+    │   ├── ServerError        5xx
+    │   └── StreamFailed       an error event inside a stream whose status was 200
     ├── TransportError         connection refused/dropped, timeout (no HTTP status)
+    │   └── StaleConnection    a reused keep-alive connection failed before any answer byte
     ├── BudgetExceeded         a call would overshoot the spending budget
-    └── PolicyRefusal          governance refused (fail closed), with the reason
+    ├── PolicyRefusal          governance refused (fail closed), with the reason
+    ├── HookRefused            the LiteLLM hook refused a call (status, reason, headers)
+    ├── StoreUnavailable       the evidence store or vault cannot read or commit
+    ├── CollectError           evidence rows that cannot make an evidence file at all
+    ├── ToolLoopLimit          the model kept calling tools past ``max_rounds``
+    ├── MissingExtra           an optional dependency is not installed (a ModuleNotFoundError)
+    ├── Unreadable             a doctor input that is no session of any known format
+    └── SimError               an error answer of the simulator, in the dialect's error shape
+
+Internal signals (``_private``: raised and caught inside one module, never reaching a caller)
+live here too, so that every exception reasonwire defines is in this one tree.
 
 Provider errors carry the HTTP status, an excerpt of the provider's error body and the request
 id, never a key: messages pass through :func:`reasonwire.credentials.redact` before they are
@@ -63,8 +79,29 @@ class UnknownDialect(WireError):
     """Input whose dialect (or stream vs JSON form) cannot be detected."""
 
 
+class ShapeError(WireError, ValueError):
+    """A request body does not have the dialect's request shape (a ``ValueError`` too)."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+class FastLoadRefused(WireError, ValueError):
+    """The fast JSON loader cannot promise ``json.loads``'s value: use the exact path (a
+    ``ValueError``, which is what the stream decoders catch to take it)."""
+
+
 class TransportError(ReasonwireError):
     """No HTTP answer: connection refused or dropped, or a timeout."""
+
+
+class StaleConnection(TransportError):
+    """A reused keep-alive connection failed before any byte of an answer was read (the
+    server had closed it, or closed it on this request). The request may be sent again on
+    a fresh connection; the gateway does so under a new evidence row (one row per attempt,
+    each committed before its bytes go out)."""
 
 
 class BudgetExceeded(ReasonwireError):
@@ -144,6 +181,103 @@ class ToolLoopLimit(ReasonwireError):
 
 class TemplateRenderError(ConfigError):
     """A chat template refused the messages or failed to render; ``str()`` is its message."""
+
+
+class EvidenceError(ConfigError):
+    """The evidence file cannot be accepted; ``problems`` lists every reason."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+class HookRefused(ReasonwireError):
+    """A call the LiteLLM hook refused: the HTTP status and the reason (the row is already
+    recorded, or, for ``store-unavailable``, could not be), and any response headers
+    (``Retry-After``)."""
+
+    def __init__(
+        self, status: int, reason: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.headers = headers
+
+
+class StoreUnavailable(ReasonwireError):
+    """The store could not read or commit (database down, connection broken, locked past its
+    bound). The gateway answers 503 with ``Retry-After`` and makes no upstream call."""
+
+
+class CollectError(ReasonwireError):
+    """The rows cannot make an evidence file at all (no subject); ``str()`` is one line."""
+
+
+class MissingExtra(ReasonwireError, ModuleNotFoundError):
+    """An optional dependency is not installed; ``str()`` is the one-line message. Also a
+    ``ModuleNotFoundError``, so ``except ImportError`` keeps working. Made by
+    :mod:`reasonwire._extras`, which knows the extras and writes the message."""
+
+    def __init__(self, message: str, *, extra: str, feature: str, module: str) -> None:
+        super().__init__(message, name=module)
+        self.extra = extra
+        self.feature = feature
+
+
+class Unreadable(ReasonwireError):
+    """A doctor input is not a session of any known format (exit 2, one line)."""
+
+
+class SimError(ReasonwireError):
+    """An error answer of the simulator; the dialect module renders it in its own error
+    shape."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        code: str | None = None,
+        param: str | None = None,
+        etype: str = "invalid_request_error",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.code = code
+        self.param = param
+        self.etype = etype
+        self.headers = headers or {}
+
+
+# -- internal signals: raised and caught inside one module -----------------------------------
+
+
+class _StoreDown(StoreUnavailable):
+    """Raised inside the gateway when a store step before the upstream call failed or ran
+    past the request's store time budget."""
+
+
+class _CodecMismatch(ReasonwireError):
+    """A value that does not fit its record type (:mod:`reasonwire.method.codec`); ``path``
+    grows (reversed) as it propagates."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.path: list[str] = []
+
+
+class _RaisedByTemplate(ReasonwireError):
+    """What ``raise_exception(...)`` raises inside a chat template
+    (:mod:`reasonwire.templates.render`)."""
+
+
+class _DroppedConnection(ReasonwireError):
+    """Raised inside a simulator response body to make the server cut the connection (fault
+    ``drop``, :mod:`reasonwire.sim.app`)."""
 
 
 def provider_error_for(status: int) -> type[ProviderError]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from reasonwire.doctor import Unreadable, check_bytes
+from reasonwire.doctor import check_bytes
+from reasonwire.errors import Unreadable
 from tests.conformance.corpus import manifest_entries
 from tests.doctor.corpus import PRESENT, corpus_files, units
 

@@ -23,6 +23,7 @@ import openai
 import pytest
 from typer.testing import CliRunner
 
+from reasonwire.errors import EvidenceError
 from reasonwire.govern import carry
 from reasonwire.govern.binding import HEADER, KeyRing, issue
 from reasonwire.govern.carry import CONVERSATION_HEADER
@@ -34,7 +35,7 @@ from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import ArtifactPin, Registry, RuntimePin
 from reasonwire.govern.stores import SQLiteVault
-from reasonwire.govern.validator import EvidenceError, mapping_id, validate_text
+from reasonwire.govern.validator import mapping_id, validate_text
 from reasonwire.sim.app import build_app
 from tests.govern.conftest import (
     RUNTIME,

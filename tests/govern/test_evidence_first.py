@@ -17,10 +17,11 @@ from typing import Any
 import httpx
 import pytest
 
+from reasonwire.errors import StaleConnection, StoreUnavailable
 from reasonwire.govern.binding import KeyRing
-from reasonwire.govern.evidence import EvidenceRow, SQLiteStore, StoreUnavailable
+from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
 from reasonwire.govern.gateway import Gateway, StoreSettings
-from reasonwire.govern.upstream import StaleConnection, UpstreamPool
+from reasonwire.govern.upstream import UpstreamPool
 from tests import pg
 from tests.govern.conftest import POLICY, ThreadServer, World, make_registry, new_conv
 from tests.govern.hostile import (

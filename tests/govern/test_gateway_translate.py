@@ -79,9 +79,9 @@ def test_chat_client_two_round_tool_loop_on_responses(world: World, stream: bool
     first_items = [i for i in ups[1]["body"]["input"] if i.get("type") == "reasoning"]
     assert first_items and all(i.get("encrypted_content") for i in first_items)
     assert json.dumps(first_items[0]) in json.dumps(ups[2]["body"]["input"])
-    for _ in range(100):  # a stream's row is completed when the gateway's relay finishes
-        if [r.outcome for r in world.store.rows(conv)] == ["forwarded"] * 3:
-            break
+    deadline = time.monotonic() + 30  # a stream's row is completed when the relay finishes
+    while [r.outcome for r in world.store.rows(conv)] != ["forwarded"] * 3:
+        assert time.monotonic() < deadline, world.store.rows(conv)
         time.sleep(0.02)
     rows = _forwarded(world, conv)
     assert [r.carriers_reattached for r in rows] == [0, 1, 2]

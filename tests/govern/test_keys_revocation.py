@@ -139,12 +139,26 @@ def test_steady_state_costs_stats_not_reads(
     for _ in range(50):
         verify(ring, t1)
     assert reads == 0
-    time.sleep(0.05)  # past the timestamp tick of the files' creation
+    _past_the_stamp_of(keydir / "k1.pub.pem")
     (keydir / "k1.pub.pem").unlink()
     assert _refusal(ring, t1).reason == "binding-unknown-key" and reads == 1
     ring.reload_soon()  # SIGHUP
     verify(ring, _token(control, "k2"))
     assert reads == 2
+
+
+def _past_the_stamp_of(path: Path) -> None:
+    """Wait (bounded) until a file written now gets a later timestamp than ``path`` has: the
+    filesystem's clock has ticked past its creation (a probe file beside its directory)."""
+    stamp = path.stat().st_mtime_ns
+    probe = path.parent.parent / "tick"
+    deadline = time.monotonic() + 10
+    while True:
+        probe.touch()
+        if probe.stat().st_mtime_ns > stamp:
+            return
+        assert time.monotonic() < deadline, "the filesystem clock did not tick"
+        time.sleep(0.001)
 
 
 @pytest.mark.parametrize("change", ["new list", "same-size edit"])

@@ -411,6 +411,14 @@ def assert_clean_stream(r: httpx.Response) -> None:
     assert r.text.rstrip().endswith("data: [DONE]") and '"error"' not in r.text
 
 
+def _until(cond: Any, what: str, limit: float = 60.0) -> None:
+    """Wait for ``cond()`` (bounded: a deadline, never a duration the test relies on)."""
+    deadline = time.monotonic() + limit
+    while not cond():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
 def assert_invariants(f: Faults) -> None:
     assert f.upstream.violations() == []  # no upstream call without a committed row
     assert 500 not in f.statuses and all(s in (200, 503) for s in f.statuses), f.statuses
@@ -570,9 +578,11 @@ def test_concurrent_conversations_through_a_restart(faults: Faults, how: str) ->
     threads = [threading.Thread(target=worker, args=(i,)) for i in range(6)]
     for t in threads:
         t.start()
-    time.sleep(0.3)  # traffic under way (not an assertion)
+    begun = len(faults.statuses)
+    _until(lambda: len(faults.statuses) >= begun + 6, "traffic under way")
     faults.db.stop(how)
-    time.sleep(0.3)
+    down = len(faults.statuses)
+    _until(lambda: 503 in faults.statuses[down:], "a request refused while the database is down")
     faults.db.start()
     faults.drained()
     restarted.set()

@@ -325,8 +325,9 @@ async def test_next_request_waits_for_the_streams_vault_entries() -> None:
     gw._unsettled.setdefault("c1", []).append(settled)
     waiter = asyncio.create_task(Gateway._settled(gw, "c1"))
     other = asyncio.create_task(Gateway._settled(gw, "c2"))
-    await asyncio.sleep(0.05)
-    assert other.done()  # another conversation never waits
+    await asyncio.wait_for(other, 10)  # another conversation never waits (deadline, no sleep)
+    for _ in range(10):  # the waiter's turns of the loop: it only ends when its event is set
+        await asyncio.sleep(0)
     assert not waiter.done()
     Gateway._settle(gw, "c1", settled)
     await asyncio.wait_for(waiter, 1)

@@ -11,13 +11,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from reasonwire.errors import EvidenceError
 from reasonwire.govern.cli.qualify import app
-from reasonwire.govern.validator import (
-    HIDDEN_PLACES,
-    NEGATIVE_CASES,
-    EvidenceError,
-    validate_text,
-)
+from reasonwire.govern.validator import HIDDEN_PLACES, NEGATIVE_CASES, validate_text
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from reasonwire.errors import EvidenceError
 from reasonwire.govern.cli.qualify import app
-from reasonwire.govern.validator import EvidenceError, validate_text
+from reasonwire.govern.validator import validate_text
 from tests.govern.planted import Planted, by_label, planted
 from tests.govern.test_validator import good, repo  # noqa: F401  (repo is a fixture)
 

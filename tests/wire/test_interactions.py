@@ -115,7 +115,7 @@ def test_the_gateway_strips_every_client_thinking_control() -> None:
 
 
 def test_an_unknown_input_step_is_refused_not_dropped() -> None:
-    from reasonwire.wire.shape import ShapeError
+    from reasonwire.errors import ShapeError
 
     with pytest.raises(ShapeError, match=r"input\[0\]"):
         D.validate_request({"model": "m", "input": [{"type": "secret_step", "x": 1}]})

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reasonwire.wire.jsonload import Refused, StreamGuard, loads
+from reasonwire.errors import FastLoadRefused
+from reasonwire.wire.jsonload import StreamGuard, loads
 
 json_values = st.recursive(
     st.none()
@@ -59,6 +60,6 @@ def test_stream_guard_switches_to_exact_loader_on_a_long_digit_run_split_across_
     fast = guard.loader(b'data: {"n": 1234567890')
     assert fast(b"[1]") == [1]
     checked = guard.loader(b"123456789012}\n\n")  # the 22-digit run straddles the border
-    with pytest.raises(Refused):
+    with pytest.raises(FastLoadRefused):
         checked(b'{"n": 1234567890123456789012}')
     assert checked(b'{"n": 1}') == {"n": 1}

@@ -46,7 +46,7 @@ import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, NamedTuple
 
 from reasonwire.audit._json import (
     MISSING,
@@ -62,7 +62,7 @@ from reasonwire.audit._json import (
 )
 from reasonwire.audit.recorder import Exchange
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.model import JSON, Done, Turn
+from reasonwire.wire.model import JSON, Carrier, Done, JsonObject, Turn
 from reasonwire.wire.registry import dialect_for_path
 
 LABEL = re.compile(r"^[A-Za-z0-9_.\-]{0,23}$")
@@ -96,7 +96,7 @@ class Atom:
     def size(self) -> int:
         return len(self.value.encode("utf-8"))
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         preview = self.value if len(self.value) <= 40 else self.value[:37] + "..."
         return {
             "id": self.id,
@@ -113,6 +113,22 @@ class Atom:
         }
 
 
+class Anchors(NamedTuple):
+    """What locates one object of a replay inside a later request body, outside the carriers:
+    its ``strong`` strings (ids, text, arguments: not a label), ``every`` string under it
+    (labels such as a function name too), and its ``keys``."""
+
+    strong: frozenset[str]
+    every: frozenset[str]
+    keys: frozenset[str]
+
+
+Status = Literal["dropped", "kept", "moved", "altered", "server"]
+"""What became of a traced string in a later request: not found; exact at its place; exact at
+another path or on another message; different bytes; held by the server (a stored chain, or a
+reference to the stored item)."""
+
+
 @dataclass
 class Issued:
     """One successful answer: its turn, the ideal replay and the atoms it handed out."""
@@ -122,7 +138,7 @@ class Issued:
     turn: Turn
     items: list[JSON]
     atoms: list[Atom]
-    anchors: dict[tuple[int, Path], tuple[frozenset[str], frozenset[str], frozenset[str]]]
+    anchors: dict[tuple[int, Path], Anchors]
     stored: bool = False  # the server keeps this answer's items (its request had store on)
 
     @property
@@ -155,11 +171,23 @@ def _find(items: Sequence[JSON], value: JSON, used: set[Path]) -> Path | None:
     return None
 
 
+def _at(value: JSON, path: Path) -> JSON:
+    """The node at ``path`` (exact keys and indexes) inside a replay item."""
+    for part in path:
+        if isinstance(value, list) and isinstance(part, int):
+            value = value[part]
+            continue
+        if not (isinstance(value, dict) and isinstance(part, str)):
+            raise KeyError(f"{path!r} does not lead through this item")
+        value = value[part]
+    return value
+
+
 def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> Issued:
     """Tag every traced string of ``turn``'s carriers and find its place in the replay."""
     items = list(dialect.replay(turn))
     roots: list[Path] = []
-    found: list[tuple[Any, Path | None]] = []
+    found: list[tuple[Carrier, Path | None]] = []
     for c in turn.carriers:
         root = _find(items, c.value, set(roots))
         if root is not None:
@@ -169,20 +197,18 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
     def in_carrier(p: Path) -> bool:
         return any(p[: len(r)] == r for r in roots)
 
-    anchors: dict[tuple[int, Path], tuple[frozenset[str], frozenset[str], frozenset[str]]] = {}
+    anchors: dict[tuple[int, Path], Anchors] = {}
 
-    def anchors_of(j: int, sub: Path) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    def anchors_of(j: int, sub: Path) -> Anchors:
         key = (j, sub)
         if key not in anchors:
-            node: Any = items[j]
-            for part in sub:
-                node = node[part]
+            node = _at(items[j], sub)
             leaves = [s for p, s in strings(node, (j, *sub)) if not in_carrier(p) and s]
             keys = frozenset(nkey(k) for k in node) if isinstance(node, dict) else frozenset()
-            anchors[key] = (
-                frozenset(s for s in leaves if not _is_label(s)),
-                frozenset(leaves),
-                keys,
+            anchors[key] = Anchors(
+                strong=frozenset(s for s in leaves if not _is_label(s)),
+                every=frozenset(leaves),
+                keys=keys,
             )
         return anchors[key]
 
@@ -201,13 +227,13 @@ def issue(response: int, dialect: Dialect, turn: Turn, stored: bool = False) -> 
                 ipath = (*root[1:], *inner)
                 # the innermost enclosing object with anchors of its own hosts the atom:
                 # strong anchors (ids, text, arguments) first, else labels (a function name)
-                for level in (0, 1):
+                for strong_only in (True, False):
                     for cut in range(len(ipath) - 1, -1, -1):
                         sub = ipath[:cut]
-                        node: Any = items[item]
-                        for part in sub:
-                            node = node[part]
-                        if isinstance(node, dict) and anchors_of(item, sub)[level]:
+                        if not isinstance(_at(items[item], sub), dict):
+                            continue
+                        own = anchors_of(item, sub)
+                        if own.strong if strong_only else own.every:
                             host = sub
                             break
                     if host is not None:
@@ -257,7 +283,7 @@ class _Index:
         self.leaves: list[tuple[Path, str]] = []
         self._walk(body, (), [0])
 
-    def _walk(self, node: Any, path: Path, counter: list[int]) -> list[str]:
+    def _walk(self, node: JSON, path: Path, counter: list[int]) -> list[str]:
         counter[0] += 1
         order = counter[0]
         if isinstance(node, str):
@@ -278,14 +304,13 @@ class _Index:
 
     def pick(
         self,
-        strong: frozenset[str],
-        every: frozenset[str],
-        keys: frozenset[str],
+        anchors: Anchors,
         atoms: frozenset[str],
         within: Path | None,
         taken: Iterable[Path],
     ) -> Path | None:
         """The object that best matches a replayed object with these anchors."""
+        strong, every, keys = anchors.strong, anchors.every, anchors.keys
         taken = list(taken)
         best: tuple[tuple[int, ...], Path] | None = None
         for n in self.dicts:
@@ -303,7 +328,7 @@ class _Index:
         return best[1] if best else None
 
 
-def resolve(root: JSON, path: Path) -> tuple[Path, Any]:
+def resolve(root: JSON, path: Path) -> tuple[Path, JSON]:
     """(real path, node) for ``path`` read with :func:`nkey` keys; node MISSING if absent."""
     node = root
     real: list[str | int] = []
@@ -328,11 +353,11 @@ def resolve(root: JSON, path: Path) -> tuple[Path, Any]:
 class Observation:
     atom: Atom
     scope: str
-    status: str = "dropped"
+    status: Status = "dropped"
     expected: Path | None = None
     found: Path | None = None
     item: Path | None = None
-    diff: dict[str, Any] | None = None
+    diff: JsonObject | None = None
     note: str = ""
     visible: frozenset[str] = frozenset()
     ref: Path | None = None  # an object referencing the atom's stored item by its id
@@ -345,8 +370,8 @@ class Observation:
             return int(self.diff["got_bytes"])
         return 0
 
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def as_dict(self) -> JsonObject:
+        out: JsonObject = {
             "carrier": self.atom.id,
             "kind": self.atom.kind,
             "scope": self.scope,
@@ -384,10 +409,10 @@ def observe(
         own_atoms = frozenset(a.value for a in iss.atoms)
         located: dict[int, Path] = {}
         for j in range(len(iss.items)):
-            strong, every, keys = iss.anchors[(j, ())]
-            if not strong:
+            anchors = iss.anchors[(j, ())]
+            if not anchors.strong:
                 continue
-            p = idx.pick(strong, every, keys, own_atoms, None, others)
+            p = idx.pick(anchors, own_atoms, None, others)
             if p is not None:
                 located[j] = p
         for j in range(len(iss.items)):
@@ -404,10 +429,10 @@ def observe(
                         located[j] = cand
                     break
         for j in range(len(iss.items)):
-            strong, every, keys = iss.anchors[(j, ())]
-            if j in located or strong or not every:
+            anchors = iss.anchors[(j, ())]
+            if j in located or anchors.strong or not anchors.every:
                 continue
-            p = idx.pick(strong, every, keys, own_atoms, None, [*others, *located.values()])
+            p = idx.pick(anchors, own_atoms, None, [*others, *located.values()])
             if p is not None:
                 located[j] = p
         for j, p in located.items():
@@ -420,15 +445,14 @@ def observe(
             if a.item is not None:
                 o.ref = refs.get(a.item)
             if a.item is not None:
-                o.visible = iss.anchors[(a.item, ())][1]
+                o.visible = iss.anchors[(a.item, ())].every
             if a.item is not None and a.item in located:
                 o.item = located[a.item]
                 if a.host is not None:
-                    strong, every, keys = iss.anchors[(a.item, a.host)]
                     hp = (
                         o.item
                         if not a.host
-                        else idx.pick(strong, every, keys, own_atoms, o.item, others)
+                        else idx.pick(iss.anchors[(a.item, a.host)], own_atoms, o.item, others)
                     )
                     if hp is not None:
                         o.expected = (*hp, *a.ipath[len(a.host) :])
@@ -563,7 +587,7 @@ class RequestRecord:
     def accepted(self) -> bool:
         return 200 <= self.status < 300
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         loop = sum(o.present_bytes for o in self.observations if o.scope == "in_loop")
         cross = sum(o.present_bytes for o in self.observations if o.scope == "cross_turn")
         return {
@@ -580,7 +604,7 @@ class RequestRecord:
             "final_answer": self.final,
             "request_bytes": self.request_bytes,
             "carrier_bytes": {"in_loop": loop, "cross_turn": cross},
-            "issued": self.issued,
+            "issued": [*self.issued],
             "observations": [o.as_dict() for o in self.observations],
             **({"parse_error": self.parse_error} if self.parse_error else {}),
         }
@@ -591,7 +615,7 @@ class Trace:
     requests: list[RequestRecord]
     atoms: list[Atom]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         return {
             "requests": [r.as_dict() for r in self.requests],
             "carriers": [a.as_dict() for a in self.atoms],

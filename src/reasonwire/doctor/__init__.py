@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reasonwire.doctor.model import Change, Document, Finding, Unreadable
+from reasonwire.doctor.model import Change, Document, Finding
 from reasonwire.doctor.readers import FORMATS, parse
 from reasonwire.doctor.report import findings
+from reasonwire.errors import Unreadable
 
 
 def read(path: str | Path, fmt: str | None = None, profile: str | None = None) -> Document:

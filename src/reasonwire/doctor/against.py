@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reasonwire.doctor.checks import Hit, _get, opaque_specs
-from reasonwire.doctor.model import Conversation, Document, Unreadable
+from reasonwire.doctor.model import Conversation, Document
+from reasonwire.errors import Unreadable
 from reasonwire.wire.model import JsonObject
 
 TEXT_KEY = {"signature": "thinking"}

@@ -18,11 +18,11 @@ import typer
 from reasonwire.credentials import redact
 from reasonwire.doctor import against, read
 from reasonwire.doctor.inspect import inspect_bytes, render, summary
-from reasonwire.doctor.model import Finding, Unreadable
+from reasonwire.doctor.model import Finding
 from reasonwire.doctor.readers import FORMATS, parse
 from reasonwire.doctor.repair import changes_json, repair, serialise
 from reasonwire.doctor.report import findings
-from reasonwire.errors import ReasonwireError, TruncatedStream
+from reasonwire.errors import ReasonwireError, TruncatedStream, Unreadable
 from reasonwire.wire.model import JsonObject
 from reasonwire.wire.registry import get_dialect
 

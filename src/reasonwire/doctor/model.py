@@ -114,7 +114,3 @@ class Change:
 
     def as_json(self) -> JsonObject:
         return _as_json(self)
-
-
-class Unreadable(Exception):
-    """The input is not a session of any known format (exit 2, one line)."""

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import orjson
 
-from reasonwire.doctor.model import Conversation, Document, Item, Message, Unreadable
+from reasonwire.doctor.model import Conversation, Document, Item, Message
+from reasonwire.errors import Unreadable
 from reasonwire.wire.model import JSON, JsonObject
 from reasonwire.wire.registry import get_dialect, names
 

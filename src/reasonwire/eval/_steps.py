@@ -23,7 +23,7 @@ import functools
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias, TypedDict
 
 from reasonwire import credentials
 from reasonwire.errors import ReasonwireError
@@ -43,7 +43,8 @@ from reasonwire.eval.variants import (
     variants_for,
 )
 from reasonwire.wire.count_tokens import count_body, count_path, parse_count
-from reasonwire.wire.model import ABSENT, Assistant, Carrier, Turn
+from reasonwire.wire.merge import deep_merge
+from reasonwire.wire.model import ABSENT, JSON, Assistant, Carrier, JsonObject, Turn
 from reasonwire.wire.registry import get_dialect
 
 EFFORT_LADDER: tuple[str, ...] = ("low", "medium", "high")
@@ -51,6 +52,42 @@ MAX_FIXES = 4
 COUNT_PLAUSIBLE = 0.25
 """A counted carrier adds at least this share of the chars/4 estimate; less means the count
 endpoint dropped the trace and counted only the item's framing (no measure of T)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    """Turn 1 answered with a tool call and a carrier: what turn 2 replays."""
+
+    turn: Turn
+    effort: str
+    lane: str
+    run_id: str
+    """The run of the capture: a turn 1 answered from the records of an earlier run keeps
+    that run's id."""
+
+
+@dataclass(frozen=True, slots=True)
+class NothingToReplay:
+    """Turn 1 gave nothing turn 2 could replay; ``reason`` says why (noted in the matrix)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetStopped:
+    """Turn 1 was not sent: the budget stopped it (the stop is recorded already)."""
+
+
+Turn1Result: TypeAlias = Captured | NothingToReplay | BudgetStopped
+
+
+class _ModelIds(TypedDict):
+    """The fields every record about one (route, model) of a run starts with."""
+
+    run_id: str
+    fixture_id: str
+    route: str
+    model: str
 
 
 class Method:
@@ -67,17 +104,16 @@ class Method:
         # (route, model) -> its state once the in-loop baseline answered (the fold step reads it)
         self.states: dict[tuple[str, str], _ModelState] = {}
 
-    def note(self, target: Target, step: str, reason: str) -> None:
-        self.records.append(
-            Note(
-                run_id=self.run_id,
-                fixture_id=self.fixture.fixture_id,
-                route=target.route.name,
-                model=target.model,
-                step=step,
-                reason=reason,
-            )
+    def model_ids(self, target: Target) -> _ModelIds:
+        return _ModelIds(
+            run_id=self.run_id,
+            fixture_id=self.fixture.fixture_id,
+            route=target.route.name,
+            model=target.model,
         )
+
+    def note(self, target: Target, step: str, reason: str) -> None:
+        self.records.append(Note(**self.model_ids(target), step=step, reason=reason))
 
     # -- one model ------------------------------------------------------------------------
 
@@ -86,7 +122,7 @@ class Method:
             params=route_params(target.route, target.model, self.cfg.effort, self.cfg.max_tokens)
         )
         dialect = target.route.dialect
-        jobs: list[Awaitable[Any]] = []
+        jobs: list[Awaitable[None]] = []
         if self.route_stopped(target):
             return
         await self.measure_T(target, state)
@@ -168,10 +204,7 @@ class Method:
         T, source = self.x.T.setdefault(ident, (est, T_ESTIMATE))
         self.records.append(
             TRecord(
-                run_id=self.run_id,
-                fixture_id=self.fixture.fixture_id,
-                route=target.route.name,
-                model=target.model,
+                **self.model_ids(target),
                 T=T,
                 T_source=source,
                 T_estimate=est,
@@ -292,43 +325,41 @@ class Method:
             res = await self.x.call(make(attempt), target)
         return res
 
-    async def turn1(
-        self, target: Target, state: _ModelState, lane: str | None
-    ) -> tuple[Turn, str, str, str] | str:
+    async def turn1(self, target: Target, state: _ModelState, lane: str | None) -> Turn1Result:
         """Turn 1 up the effort ladder (:meth:`ladder`) until it answers with a tool call and a
         carrier, on ``lane`` when given. The method raises the effort when turn 1 returns no
         carrier *or no tool call* (a reasoning model may answer in prose at a low effort and
         call the tool once it thinks more), so both climb; the walk ends at the top level,
         and the reason names that level and the ladder walked.
-        Returns (turn, effort, lane, the run id of the capture: a turn 1 answered from the
-        records of an earlier run keeps that run's), or why there is nothing to replay
-        ("" after a budget stop: the stop is recorded already)."""
+        Returns the capture, why there is nothing to replay, or the budget stop."""
         why = "turn 1 gave nothing to replay"
         ladder = self.ladder(target)
         for effort in ladder:
             make = functools.partial(self.turn1_cell, target, state, effort)
             res = await self.on_lane(make, target, lane)
             if res.skipped:
-                return ""
+                return BudgetStopped()
             if not res.ok or res.turn is None:
-                return f"turn 1 failed at effort {effort}: {res.status} {res.error}"
+                return NothingToReplay(
+                    f"turn 1 failed at effort {effort}: {res.status} {res.error}"
+                )
             if lane is not None and res.lane != lane:
-                return (
+                return NothingToReplay(
                     f"turn 1 did not land on lane {lane} in {self.cfg.lane_attempts + 1} "
                     f"attempts at effort {effort}"
                 )
             turn = res.turn
             if turn.tool_calls and turn.carriers:
                 assert res.record is not None
-                return turn, effort, str(res.lane), res.record.run_id
+                return Captured(turn, effort, str(res.lane), res.record.run_id)
             why = (
                 f"no tool call at effort {effort}"
                 if not turn.tool_calls
                 else f"no reasoning carrier at effort {effort}"
             )
         if len(ladder) > 1:
-            return f"{why}, the top of the effort ladder ({' > '.join(ladder)})"
-        return f"{why} (the route takes no effort control: one level only)"
+            return NothingToReplay(f"{why}, the top of the effort ladder ({' > '.join(ladder)})")
+        return NothingToReplay(f"{why} (the route takes no effort control: one level only)")
 
     def ladder(self, target: Target) -> tuple[str, ...]:
         """The efforts turn 1 may walk: the ladder when the route takes an effort control
@@ -353,20 +384,28 @@ class Method:
         compare two different upstreams."""
         self.opaque_tried.setdefault((target.route.name, target.model), set()).add(lane)
         found = await self.turn1(target, state, lane)
-        if isinstance(found, str):
-            if found:
-                self.note(target, "opaque", found + (f" (lane {lane})" if lane else ""))
+        if isinstance(found, NothingToReplay):
+            self.note(target, "opaque", found.reason + (f" (lane {lane})" if lane else ""))
+        if not isinstance(found, Captured):
             return
-        turn, effort, landed, t1_run = found
+        turn, effort, landed, t1_run = found.turn, found.effort, found.lane, found.run_id
         self.opaque_tried[(target.route.name, target.model)].add(landed)
         params = state.fix.apply(
             route_params(target.route, target.model, effort, self.cfg.max_tokens)
         )
-        extras: dict[str, Mapping[str, Any]] = {"": {}}
+        extras: dict[str, Mapping[str, JSON]] = {"": {}}
         extras.update(OPAQUE_EXTRAS.get(target.route.dialect, {}))
         jobs = [
             self.turn2(
-                target, state, turn, effort, position, name, _merge(params, frag), landed, t1_run
+                target,
+                state,
+                turn,
+                effort,
+                position,
+                name,
+                deep_merge(dict(params), frag),
+                landed,
+                t1_run,
             )
             for position in POSITIONS
             for name, frag in extras.items()
@@ -381,7 +420,7 @@ class Method:
         effort: str,
         position: str,
         extra: str,
-        params: dict[str, Any],
+        params: JsonObject,
         t1_lane: str,
         t1_run: str,
     ) -> None:
@@ -491,19 +530,9 @@ class Method:
 
 @dataclass
 class _ModelState:
-    params: dict[str, Any]
+    params: JsonObject
     fix: ParamFix = field(default_factory=ParamFix)
     wording: dict[str, str] = field(default_factory=dict)
-
-
-def _merge(base: Mapping[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    for k, v in extra.items():
-        if isinstance(v, Mapping) and isinstance(out.get(k), Mapping):
-            out[k] = _merge(out[k], v)
-        else:
-            out[k] = v
-    return out
 
 
 def estimate_cells(targets: Sequence[Target]) -> int:

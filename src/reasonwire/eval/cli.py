@@ -11,7 +11,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reasonwire.errors import ConfigError, ReasonwireError
+from reasonwire.errors import ConfigError, MissingExtra, ReasonwireError
 from reasonwire.eval._catalog import classify, fetch_catalog, select
 from reasonwire.eval.matrix import render_md
 from reasonwire.eval.report_html import write_all
@@ -248,6 +248,8 @@ def run_command(
                 f"{exc.strerror or exc} (records kept: `reasonwire eval report --out DIR`)"
             )
             raise typer.Exit(1) from None
+    except MissingExtra:  # a ReasonwireError too: the command's one line (cli.main) says it
+        raise
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo(render_md(matrix))

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.binding import Binding
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, check_intent
+from reasonwire.govern.evidence import EvidenceStore, check_intent
 from reasonwire.govern.levels import Level
-from reasonwire.govern.policy import OrgPolicy, resolve
+from reasonwire.govern.policy import OrgPolicy, Resolution, resolve
 from reasonwire.govern.registry import Registry
 
 
-def settle_effort(
-    registry: Registry, policy: OrgPolicy, store: EvidenceStore, b: Binding, row: EvidenceRow
-) -> Level:
-    """The level this call runs at; :class:`PolicyRefusal` with the reason otherwise. Fills
-    the row's qualification and resolved fields as it goes."""
-    res = resolve(
+def policy_now(registry: Registry, policy: OrgPolicy, b: Binding) -> Resolution:
+    """What the policy resolves the binding's request to now (:class:`PolicyRefusal` when a
+    runtime or route was revoked, or the level is no longer allowed). Its
+    ``runtime_qualification`` is evidence even when :func:`settle_effort` then refuses."""
+    return resolve(
         registry,
         policy,
         runtime_id=b.runtime_id,
@@ -27,7 +26,11 @@ def settle_effort(
         route_id=b.route_id,
         requested=b.requested,
     )
-    row.runtime_qualification = res.runtime_qualification
+
+
+def settle_effort(store: EvidenceStore, b: Binding, res: Resolution) -> Level:
+    """The level this call runs at, given what the policy says now (:func:`policy_now`);
+    :class:`PolicyRefusal` with the reason otherwise."""
     if res.ceiling != b.ceiling:
         raise PolicyRefusal(
             "ceiling-mismatch", f"binding ceiling {b.ceiling}, policy now {res.ceiling}"
@@ -39,8 +42,7 @@ def settle_effort(
             f"conversation was created at {fixed}, this binding resolves to {res.resolved}",
         )
     check_intent(store, b.conversation_id, b.requested)
-    row.resolved = res.resolved
     return res.resolved
 
 
-__all__ = ["settle_effort"]
+__all__ = ["policy_now", "settle_effort"]

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import orjson
 
+from reasonwire.errors import CollectError
 from reasonwire.govern.evidence import EvidenceRow
 from reasonwire.govern.levels import LEVELS, rank
 from reasonwire.govern.policy import OrgPolicy
@@ -45,10 +46,6 @@ MAX_CITED = 20
 MIN_MARKER = 24
 """Hidden-reasoning strings shorter than this are not searched for (type names, ids)."""
 CHANGE_REFUSALS = ("effort-changed", "intent-changed")
-
-
-class CollectError(Exception):
-    """The rows cannot make an evidence file at all (no subject); ``str()`` is one line."""
 
 
 @dataclass

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, Protocol
 
-from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
+from reasonwire.errors import ConfigError, PolicyRefusal, StoreUnavailable
 from reasonwire.wire.model import Usage
 
 UsageStatus = Literal["reported", "unavailable"]
@@ -47,11 +47,6 @@ StreamState = Literal["complete", "cut-by-upstream", "cut-by-client", "malformed
 """How a relayed stream ended: every upstream byte relayed to its terminal event; the upstream
 connection cut or ended before its terminal event; the client gone before the end; bytes that
 are not the dialect's stream."""
-
-
-class StoreUnavailable(ReasonwireError):
-    """The store could not read or commit (database down, connection broken, locked past its
-    bound). The gateway answers 503 with ``Retry-After`` and makes no upstream call."""
 
 
 @dataclass

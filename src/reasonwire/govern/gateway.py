@@ -57,8 +57,8 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import NoReturn, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -69,33 +69,37 @@ from reasonwire.errors import (
     CredentialError,
     MalformedBody,
     PolicyRefusal,
+    ShapeError,
+    StaleConnection,
+    StoreUnavailable,
     TransportError,
     TruncatedStream,
+    _StoreDown,
 )
-from reasonwire.govern.authority import settle_effort
+from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
 from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
+    Outcome,
     SQLiteStore,
-    StoreUnavailable,
     StreamState,
     fill_usage,
 )
+from reasonwire.govern.levels import Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
-from reasonwire.govern.upstream import StaleConnection, UpstreamPool, UpstreamResponse
+from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
-from reasonwire.wire.dialect import Dialect, StreamProjector
+from reasonwire.wire.dialect import Dialect, StreamDecoder, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import JSON, RequestOptions, Turn
+from reasonwire.wire.model import JSON, JsonObject, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
-from reasonwire.wire.shape import ShapeError
 from reasonwire.wire.translate import ChatToResponses, translation
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
@@ -168,24 +172,92 @@ class _Budget:
         self.left -= max(0.0, self._clock() - since)
 
 
-class _StoreDown(Exception):
-    """Raised inside the gateway when a store step before the upstream call failed."""
-
-
 T = TypeVar("T")
 Op = Callable[[], object]
 
 _JSON = "application/json"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class _Authorised:
+    """What the authorisation established: the verified binding, its route, the level the
+    call runs at, and the dialect spoken upstream."""
+
     binding: Binding
     route: RouteRegistration
-    resolved: str
+    resolved: Level
     upstream: Dialect
     """The dialect spoken upstream: the client's, or the route's when it translates."""
     translation: ChatToResponses | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """The client's body as the dialect's request shape keeps it, and the unknown top-level
+    fields it dropped."""
+
+    body: JsonObject
+    dropped: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """The upstream body and what making it did: whether it streams, the reasoning controls
+    removed from the client's body, the vaulted carriers put back into its history."""
+
+    body: JsonObject
+    stream: bool
+    controls_removed: tuple[str, ...]
+    carriers_reattached: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What one request's steps have established so far, in the order they run. The evidence
+    row is made from it once (:meth:`row`), wherever the request stops: at a refusal it holds
+    what was known then (a conversation mismatch names the binding's runtime and route; a
+    policy refusal the runtime's qualification). ``call_id`` and ``ts`` are fixed when the
+    request arrives, so every row made from these facts is the same call."""
+
+    dialect: str
+    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    ts: float = field(default_factory=time.time)
+    conversation_id: str | None = None
+    attempt: int | None = None
+    binding: Binding | None = None
+    route_qualification: str | None = None
+    runtime_qualification: str | None = None
+    resolved: Level | None = None
+    dropped: tuple[str, ...] = ()
+    prepared: _Prepared | None = None
+
+    def row(self, outcome: Outcome = "refused") -> EvidenceRow:
+        b, p = self.binding, self.prepared
+        return EvidenceRow(
+            outcome=outcome,
+            conversation_id=self.conversation_id,
+            reason=(
+                "unknown fields dropped: " + ",".join(sorted(self.dropped))[:200]
+                if self.dropped
+                else None
+            ),
+            call_id=self.call_id,
+            ts=self.ts,
+            attempt=self.attempt,
+            dialect=self.dialect,
+            key_id=b.key_id if b else None,
+            task_id=b.task_id if b else None,
+            runtime_id=b.runtime_id if b else None,
+            runtime_version=b.runtime_version if b else None,
+            route_id=b.route_id if b else None,
+            requested=b.requested if b else None,
+            route_qualification=self.route_qualification,
+            runtime_qualification=self.runtime_qualification,
+            resolved=self.resolved,
+            stream=p.stream if p else False,
+            controls_removed=",".join(p.controls_removed) if p else "",
+            carriers_reattached=p.carriers_reattached if p else 0,
+        )
 
 
 def _error_response(
@@ -235,21 +307,22 @@ def _retry_after(value: str | None) -> dict[str, str]:
     return {"retry-after": email.utils.format_datetime(when.astimezone(UTC), usegmt=True)}
 
 
-def _reject_constant(name: str) -> Any:
+def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_json(raw: bytes) -> Any:
+def _parse_json(raw: bytes) -> JSON:
     """A request body as JSON: strict UTF-8, no lone surrogates, no ``NaN``/``Infinity``.
 
     orjson reads integers beyond 64 bits as floats; past the double range it refuses them and
     the stdlib reads them exactly, on the strictly decoded text (never another encoding)."""
     try:
-        return orjson.loads(raw)
+        parsed: JSON = orjson.loads(raw)
+        return parsed
     except orjson.JSONDecodeError:
         pass
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+        value: JSON = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
         json.dumps(value, ensure_ascii=False).encode("utf-8")
     except (ValueError, UnicodeError, RecursionError):
         raise PolicyRefusal(
@@ -258,7 +331,7 @@ def _parse_json(raw: bytes) -> Any:
     return value
 
 
-def _dumps(body: Any) -> bytes:
+def _dumps(body: JSON) -> bytes:
     """The upstream payload; the stdlib writes what orjson cannot (integers past 64 bits)."""
     try:
         return orjson.dumps(body)
@@ -480,34 +553,37 @@ class Gateway:
             return False
         return True
 
-    async def _open_row(self, budget: _Budget, row: EvidenceRow, before: Callable[[], T]) -> T:
-        """Commit the pending row of the upstream call about to be made, after ``before()``
-        (run first on the same store thread: one hop per call; its result is returned, and
-        the row is snapshotted after it, so what it sets on the row is committed);
-        :class:`_StoreDown` when it cannot be committed within the budget. If the commit
-        lands after the budget ran out (the call is then never made), the row is completed
-        as a refusal."""
+    async def _open_row(
+        self, budget: _Budget, call: _Call, make: Callable[[], tuple[T, EvidenceRow]]
+    ) -> T:
+        """Commit the pending row of the upstream call about to be made. ``make()`` runs
+        first on the same store thread (one hop per call) and gives a result and the row;
+        the row is committed as ``pending`` and becomes ``call.row``, and the result is
+        returned (the caller then marks the call opened). :class:`_StoreDown` when it cannot be
+        committed within the budget. If the commit lands after the budget ran out (the call is
+        then never made), the row is completed as a refusal."""
         since = budget.start()
-        fut = self._submit(budget, lambda: self._apply_open(row, before))
+        fut = self._submit(budget, lambda: self._apply_open(make))
         try:
-            return (await self._await(budget, fut, since))[0]
+            result, row = await self._await(budget, fut, since)
         except _StoreDown:
 
             def done(f: Future[tuple[T, EvidenceRow]]) -> None:
                 if not f.cancelled() and f.exception() is None:
-                    snap = f.result()[1]
-                    late = replace(snap, outcome="refused", reason="store-unavailable")
+                    row = f.result()[1]
+                    late = replace(row, outcome="refused", reason="store-unavailable")
                     self._queue([lambda: self.store.complete(late)])
 
             fut.add_done_callback(done)
             raise
+        call.row = row
+        return result
 
-    def _apply_open(self, row: EvidenceRow, before: Callable[[], T]) -> tuple[T, EvidenceRow]:
-        result = before()
-        snap = replace(row, outcome="pending")
+    def _apply_open(self, make: Callable[[], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
+        result, row = make()
         self._flush()
-        self.store.record(snap)
-        return result, snap
+        self.store.record(replace(row, outcome="pending"))
+        return result, row
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The ASGI app: one POST endpoint per served dialect and lifespan, no router or
@@ -549,11 +625,11 @@ class Gateway:
         """:meth:`handle` behind a last-resort handler: an unexpected error answers 500 with
         a reason and leaves an evidence row, never a bare ASGI failure."""
         t0 = time.perf_counter()
-        row = EvidenceRow(outcome="refused", conversation_id=None, dialect=dialect.name)
-        call = _Call(row, t0, _Budget(self.store_settings))
+        call = _Call(_Facts(dialect.name), t0, _Budget(self.store_settings))
         try:
-            return await self.handle(request, dialect, row, t0, call)
+            return await self.handle(request, dialect, call)
         except Exception as exc:  # the last resort: every other path answers on its own
+            row = call.row
             row.outcome, row.reason = "refused", f"internal: {type(exc).__name__}"
             if call.opened:
                 row.outcome = "upstream-error"
@@ -573,31 +649,33 @@ class Gateway:
         self._verified[token] = binding
         return binding
 
-    def _authorise(
-        self, headers: Mapping[str, str], dialect: Dialect, row: EvidenceRow
-    ) -> _Authorised:
+    def _authorise(self, headers: Mapping[str, str], dialect: Dialect, call: _Call) -> _Authorised:
+        """The binding verified and checked against the request, its route and the policy.
+        Each check returns a fact; each fact is noted on ``call`` as soon as it is known, so
+        that a later refusal's row holds it."""
         token = headers.get(HEADER)
         if not token:
             raise PolicyRefusal("binding-missing", f"header {HEADER} is required")
-        if not row.conversation_id:
+        if not call.facts.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
         b = self._verify(token)
-        row.key_id, row.task_id = b.key_id, b.task_id
-        row.runtime_id, row.runtime_version = b.runtime_id, b.runtime_version
-        row.route_id, row.requested = b.route_id, b.requested
-        if b.conversation_id != row.conversation_id:
+        call.facts = replace(call.facts, binding=b)
+        if b.conversation_id != call.facts.conversation_id:
             raise PolicyRefusal(
                 "conversation-mismatch", "the binding was issued for another conversation"
             )
         route = self.registry.route(b.route_id)
-        row.route_qualification = route.qualification_id
+        call.facts = replace(call.facts, route_qualification=route.qualification_id)
         served = route.client_dialect or route.dialect
         if served != dialect.name:
             raise PolicyRefusal(
                 "provider-mismatch",
                 f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
-        resolved = settle_effort(self.registry, self.policy, self.store, b, row)
+        res = policy_now(self.registry, self.policy, b)
+        call.facts = replace(call.facts, runtime_qualification=res.runtime_qualification)
+        resolved = settle_effort(self.store, b, res)
+        call.facts = replace(call.facts, resolved=resolved)
         upstream = get_dialect(route.dialect)
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
@@ -616,13 +694,11 @@ class Gateway:
         return prof
 
     def _prepare(
-        self,
-        body: Mapping[str, Any],
-        dialect: Dialect,
-        auth: _Authorised,
-        row: EvidenceRow,
-        path: str,
-    ) -> dict[str, Any]:
+        self, body: JsonObject, dialect: Dialect, auth: _Authorised, path: str
+    ) -> _Prepared:
+        """The upstream body: the client's controls stripped, the route's fragment for the
+        resolved level the only effort, vaulted carriers put back (on a translated route, in
+        the upstream's dialect). :meth:`_check_tools` runs on it next."""
         if dialect.model_in_request(path, body) != auth.route.model:
             raise PolicyRefusal(
                 "provider-mismatch",
@@ -630,16 +706,13 @@ class Gateway:
             )
         profile = self._profile(auth.route, dialect)
         out, removed = dialect.strip_controls(body, profile)
-        fragment = auth.route.levels[auth.resolved]  # type: ignore[index]
+        fragment = auth.route.levels[auth.resolved]
         conv = auth.binding.conversation_id
-        row.stream = dialect.stream_requested(path, out)
+        stream = dialect.stream_requested(path, out)
         if auth.translation is not None:
             # Into the upstream's dialect first (vaulted output items in place of assistant
             # turns); the route fragment, in the upstream's terms, is the only effort.
-            out, row.carriers_reattached = auth.translation.request(
-                out, lambda k: self.vault.get(conv, k)
-            )
-            _check_translated_tools(out, auth.route)
+            out, carriers = auth.translation.request(out, lambda k: self.vault.get(conv, k))
             out, more = auth.upstream.strip_controls(out)
             removed.update(more)
             deep_merge(out, fragment)
@@ -648,17 +721,14 @@ class Gateway:
                 out.update(removed)  # only an exact lowering value, on a request that sets none
             else:
                 deep_merge(out, fragment)
-            row.carriers_reattached = dialect.reattach(out, lambda k: self.vault.get(conv, k))
-        row.controls_removed = ",".join(removed)
-        if row.stream:
+            carriers = dialect.reattach(out, lambda k: self.vault.get(conv, k))
+        if stream:
             deep_merge(out, dict(auth.upstream.stream_usage))
-        return out
+        return _Prepared(out, stream, tuple(removed), carriers)
 
-    def _admit(
-        self, request: Request, raw: bytes, dialect: Dialect, row: EvidenceRow
-    ) -> dict[str, Any]:
-        """The client's body checked before anything else: size, headers, JSON, the
-        dialect's request shape (unknown fields are dropped and named in the evidence)."""
+    def _admit(self, raw: bytes, dialect: Dialect) -> _Admitted:
+        """The client's body checked before anything else: size, JSON, the dialect's request
+        shape (unknown fields are dropped and named in the evidence)."""
         lim = self.limits
         if len(raw) > lim.max_body_bytes:
             raise PolicyRefusal("body-too-large", f"the body exceeds {lim.max_body_bytes} bytes")
@@ -669,10 +739,7 @@ class Gateway:
             shaped = dialect.validate_request(body)
         except ShapeError as exc:
             raise PolicyRefusal("malformed-body", f"{exc.path}: {exc.problem}") from None
-        dropped = [k for k in body if k not in shaped]
-        if dropped:
-            row.reason = "unknown fields dropped: " + ",".join(sorted(dropped))[:200]
-        return shaped
+        return _Admitted(shaped, tuple(k for k in body if k not in shaped))
 
     def _check_headers(self, request: Request) -> None:
         raw = request.scope.get("headers") or []
@@ -700,49 +767,46 @@ class Gateway:
 
     # -- the call -----------------------------------------------------------------------
 
-    async def handle(
-        self,
-        request: Request,
-        dialect: Dialect,
-        row: EvidenceRow,
-        t0: float,
-        call: _Call | None = None,
-    ) -> Response:
-        call = call if call is not None else _Call(row, t0, _Budget(self.store_settings))
+    async def handle(self, request: Request, dialect: Dialect, call: _Call) -> Response:
+        """One request: its steps establish facts (:class:`_Facts`), its evidence row is made
+        from them once, committed before the upstream call, then completed."""
         budget = call.budget
         headers = request.headers
         try:
-            row.conversation_id = headers.get(CONVERSATION_HEADER)
+            call.facts = replace(call.facts, conversation_id=headers.get(CONVERSATION_HEADER))
             self._check_headers(request)
             attempt = headers.get(ATTEMPT_HEADER, "1")
             if not (_is_count(attempt) and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
                 raise PolicyRefusal(
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
-            row.attempt = int(attempt)
-            auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, row))
+            call.facts = replace(call.facts, attempt=int(attempt))
+            auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, call))
             since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             budget.spend(since)
-            shaped = self._admit(request, await self._read_body(request), dialect, row)
+            admitted = self._admit(await self._read_body(request), dialect)
+            call.facts = replace(call.facts, dropped=admitted.dropped)
             path = request.url.path
 
-            def ready() -> tuple[bytes, dict[str, str]]:
-                made = self._ready(shaped, dialect, auth, row, path, headers)
-                row.outcome = "upstream-error"  # until the upstream answers 200 (not on a refusal)
-                return made
+            def ready() -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
+                made = self._ready(admitted.body, dialect, auth, call, path, headers)
+                # the row, made once: upstream-error until the upstream answers 200
+                return made, call.facts.row("upstream-error")
 
             # One store hop: the upstream body and headers, then the pending row committed.
-            payload, up_headers = await self._open_row(budget, row, ready)
+            payload, up_headers = await self._open_row(budget, call, ready)
         except PolicyRefusal as exc:
             return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
         except CredentialError:
+            row = call.row
             row.outcome, row.reason = "upstream-error", "credential-unavailable"
             return await self._finish_refusal(
                 call, 502, "the gateway has no upstream credential", dialect
             )
         except _StoreDown as exc:
             return await self._store_down(call, dialect, str(exc))
+        row = call.row  # made from the facts in the hop that committed it
         call.opened = True
         route = auth.route  # after the body is made (it may fix the row's stream flag)
         options = RequestOptions(model=route.model, stream=row.stream)
@@ -765,7 +829,7 @@ class Gateway:
             settled = asyncio.Event()
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
             return StreamingResponse(
-                self._relay(resp, dialect, auth, call, settled, shaped),
+                self._relay(resp, dialect, auth, call, settled, admitted.body),
                 media_type="text/event-stream",  # never the upstream's header
             )
         return await self._answer(resp, dialect, auth, call)
@@ -784,32 +848,36 @@ class Gateway:
             await self._write(call.budget_after(self.store_settings), first, call.t0, True)
             again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
             call.row, call.opened = again, False
-            await self._open_row(call.budget_after(self.store_settings), again, lambda: None)
+            budget = call.budget_after(self.store_settings)
+            await self._open_row(budget, call, lambda: (None, again))
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
 
     def _authorise_flushed(
-        self, headers: Mapping[str, str], dialect: Dialect, row: EvidenceRow
+        self, headers: Mapping[str, str], dialect: Dialect, call: _Call
     ) -> _Authorised:
         """On a store thread: the outbox first (earlier answers' carriers and rows), then
         the authorisation (which fixes the conversation's effort in the store)."""
         self._flush()
-        return self._authorise(headers, dialect, row)
+        return self._authorise(headers, dialect, call)
 
     def _ready(
         self,
-        shaped: Mapping[str, Any],
+        shaped: JsonObject,
         dialect: Dialect,
         auth: _Authorised,
-        row: EvidenceRow,
+        call: _Call,
         path: str,
         client_headers: Mapping[str, str],
     ) -> tuple[bytes, dict[str, str]]:
         """On a store thread (the vault is read): the upstream payload and headers."""
-        body = self._prepare(shaped, dialect, auth, row, path)
+        prepared = self._prepare(shaped, dialect, auth, path)
+        call.facts = replace(call.facts, prepared=prepared)
+        if auth.translation is not None:
+            _check_translated_tools(prepared.body, auth.route)
         # Last, on what really goes upstream (vaulted originals included); unchanged: the
         # same object, so the same bytes as without a fold.
-        body = fold_upstream(auth.upstream, body, auth.route, self.fold)
+        body = fold_upstream(auth.upstream, prepared.body, auth.route, self.fold)
         return _dumps(body), self._upstream_headers(auth.route, client_headers, auth.upstream)
 
     async def _store_down(self, call: _Call, dialect: Dialect, detail: str) -> Response:
@@ -947,7 +1015,7 @@ class Gateway:
         auth: _Authorised,
         call: _Call,
         settled: asyncio.Event,
-        client_body: Mapping[str, Any],
+        client_body: JsonObject,
     ) -> AsyncIterator[bytes]:
         """The upstream stream through the dialect's projector. A cut or malformed stream
         ends with the dialect's error event, never with a clean finish; so does a stream the
@@ -1097,7 +1165,7 @@ class Gateway:
     async def _refuse(
         self, call: _Call, status: int, exc: PolicyRefusal, dialect: Dialect
     ) -> Response:
-        call.row.reason = exc.reason
+        call.row.reason = exc.reason  # the row is made here when the refusal came first
         return await self._finish_refusal(call, status, exc.detail, dialect)
 
     async def _finish_refusal(
@@ -1108,16 +1176,33 @@ class Gateway:
         return _refusal(status, call.row.reason or "refused", detail, dialect)
 
 
-@dataclass
 class _Call:
-    """One request's evidence state: its row, its start, its store budget, whether its
-    pending row was committed (then later writes complete it)."""
+    """One request's evidence state: the facts its steps established, its row (made from
+    them once, when first needed), its start, its store budget, whether its pending row was
+    committed (then later writes complete it)."""
 
-    row: EvidenceRow
-    t0: float
-    budget: _Budget
-    opened: bool = False
-    tail: Future[None] | None = None
+    __slots__ = ("_row", "budget", "facts", "opened", "t0", "tail")
+
+    def __init__(self, facts: _Facts, t0: float, budget: _Budget) -> None:
+        self.facts = facts
+        self.t0 = t0
+        self.budget = budget
+        self.opened = False
+        self.tail: Future[None] | None = None
+        self._row: EvidenceRow | None = None
+
+    @property
+    def row(self) -> EvidenceRow:
+        """The request's evidence row: made from the facts when first needed (a refusal
+        before the upstream call, or the hop that commits the pending row), the same row
+        from then on."""
+        if self._row is None:
+            self._row = self.facts.row()
+        return self._row
+
+    @row.setter
+    def row(self, row: EvidenceRow) -> None:
+        self._row = row
 
     def budget_after(self, settings: StoreSettings) -> _Budget:
         """A fresh budget for the writes after the upstream call (the call itself is not
@@ -1125,13 +1210,13 @@ class _Call:
         return _Budget(settings)
 
 
-def _check_translated_tools(body: Mapping[str, Any], route: RouteRegistration) -> None:
+def _check_translated_tools(body: JsonObject, route: RouteRegistration) -> None:
     """On a translated route, what goes upstream names function tools only, or hosted tool
     types the route allows (:attr:`RouteRegistration.hosted_tools`); ``tool-not-allowed``
     otherwise. Checked on the translated body: what would really reach the upstream."""
     allowed = route.hosted_tools | {"function"}
     tools = body.get("tools")
-    named: list[Any] = [t.get("type") if isinstance(t, dict) else t for t in tools or ()]
+    named: list[JSON] = [t.get("type") if isinstance(t, dict) else t for t in tools or ()]
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         named.append(choice.get("type"))
@@ -1182,7 +1267,7 @@ OpenAI-compatible Chat Completions API, where servers for open models pass a mod
 reasoning through in ``content`` (see :attr:`RouteRegistration.no_think_tags`)."""
 
 
-def _finished_turn(decoder: Any) -> Turn | None:
+def _finished_turn(decoder: StreamDecoder) -> Turn | None:
     """The turn of a stream whose every byte was decoded but whose relay was closed early."""
     try:
         events = decoder.close()

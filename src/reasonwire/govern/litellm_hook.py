@@ -77,17 +77,18 @@ from typing import Any, Protocol, TypeVar
 
 import orjson
 
-from reasonwire.errors import ConfigError, PolicyRefusal, ReasonwireError
-from reasonwire.govern.authority import settle_effort
+from reasonwire.errors import (
+    ConfigError,
+    HookRefused,
+    PolicyRefusal,
+    ReasonwireError,
+    ShapeError,
+    StoreUnavailable,
+)
+from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing, verify
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import (
-    EvidenceRow,
-    EvidenceStore,
-    Outcome,
-    StoreUnavailable,
-    fill_usage,
-)
+from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, Outcome, fill_usage
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
@@ -95,14 +96,12 @@ from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, JsonObject, Turn
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.registry import get_dialect
-from reasonwire.wire.shape import ShapeError
 
 __all__ = [
     "CALL_ID_KEY",
     "ROUTING_FIELDS",
     "ROUTING_HEADERS",
     "Governor",
-    "Refused",
     "check_proxy_config",
     "from_env",
     "hook_class",
@@ -169,20 +168,6 @@ _MAX_PENDING = 10_000
 _MAX_ATTEMPT = 1000
 _STATUS = {"malformed-body": 400, "bad-attempt": 400, "routing-field": 400}
 _MASK = "[verified by reasonwire]"
-
-
-class Refused(Exception):
-    """A refused call: the HTTP status and the reason (the row is already recorded, or, for
-    ``store-unavailable``, could not be), and any response headers (``Retry-After``)."""
-
-    def __init__(
-        self, status: int, reason: str, message: str, headers: dict[str, str] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.headers = headers
 
 
 @dataclass
@@ -301,7 +286,7 @@ class Governor:
     # -- before the call ---------------------------------------------------------------
 
     def pre_call(self, data: JsonObject, call_type: str) -> JsonObject:
-        """The request LiteLLM should send, or :class:`Refused` (after recording the row)."""
+        """The request LiteLLM should send, or :class:`HookRefused` (after recording the row)."""
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
         try:
@@ -311,7 +296,7 @@ class Governor:
             row.latency_ms = (time.perf_counter() - t0) * 1000
             self.store.record(row)
             status = _STATUS.get(exc.reason, 403)
-            raise Refused(
+            raise HookRefused(
                 status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
             ) from None
         meta = out.get("metadata")
@@ -368,7 +353,9 @@ class Governor:
             )
         client = _client_keys(data)
         self._refuse_routing(data, client, headers)
-        resolved = settle_effort(self.registry, self.policy, self.store, b, row)
+        res = policy_now(self.registry, self.policy, b)
+        row.runtime_qualification = res.runtime_qualification
+        row.resolved = resolved = settle_effort(self.store, b, res)
         _mask_binding(data)
         try:
             shaped = self.dialect.validate_request({k: data[k] for k in client if k in data})
@@ -621,11 +608,11 @@ T = TypeVar("T")
 async def _bounded(governor: Governor, fn: Callable[..., T], *args: object) -> T:
     """``fn(*args)`` on a worker thread (store work never blocks the proxy's event loop),
     within the governor's store budget: a store that cannot answer in time, or cannot
-    commit, is a :class:`Refused` 503 with ``Retry-After``, and no upstream call follows."""
+    commit, is a :class:`HookRefused` 503 with ``Retry-After``, and no upstream call follows."""
     try:
         return await asyncio.wait_for(asyncio.to_thread(fn, *args), governor.store_timeout)
     except (TimeoutError, StoreUnavailable):
-        raise Refused(
+        raise HookRefused(
             503,
             "store-unavailable",
             "reasonwire refused: the evidence store cannot commit; nothing was sent upstream",
@@ -649,7 +636,7 @@ def hook_class() -> type:
         error: Exception = http_exception(status_code=status, detail=detail, headers=headers)
         return error
 
-    def refusal(exc: Refused) -> Exception:
+    def refusal(exc: HookRefused) -> Exception:
         """The hook's refusal as the HTTP error LiteLLM answers with."""
         detail = {"error": {"code": exc.reason, "message": exc.message}}
         return http_error(exc.status, detail, exc.headers)
@@ -663,7 +650,7 @@ def hook_class() -> type:
     ) -> JsonObject:
         try:
             return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))
-        except Refused as exc:
+        except HookRefused as exc:
             raise refusal(exc) from None
 
     async def async_pre_call_deployment_hook(
@@ -671,7 +658,7 @@ def hook_class() -> type:
     ) -> JsonObject:
         try:
             return await _bounded(self.governor, self.governor.attempt_start, kwargs)
-        except Refused as exc:
+        except HookRefused as exc:
             raise refusal(exc) from None
 
     async def async_post_call_failure_deployment_hook(

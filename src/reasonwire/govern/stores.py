@@ -36,15 +36,14 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, Unpack
 
 import orjson
 
-from reasonwire._extras import MissingExtra
-from reasonwire.errors import ConfigError
+from reasonwire._extras import as_missing_extra
+from reasonwire.errors import ConfigError, StoreUnavailable
 from reasonwire.govern.evidence import (
     COLUMNS,
     EvidenceRow,
     EvidenceStore,
     FixedOnce,
     SQLiteStore,
-    StoreUnavailable,
     row_from_values,
     sqlite_connect,
 )
@@ -398,7 +397,7 @@ class PgConnections:
         try:
             import psycopg
         except ModuleNotFoundError as exc:
-            raise MissingExtra.of("govern", exc, "the PostgreSQL store") from None
+            raise as_missing_extra("govern", exc, "the PostgreSQL store") from None
         self._psycopg = psycopg
         self._conninfo = conninfo
         self._max_size = max_size

@@ -14,15 +14,7 @@ import ssl
 from collections.abc import AsyncIterator, Mapping
 from urllib.parse import urlsplit
 
-from reasonwire.errors import TransportError
-
-
-class StaleConnection(TransportError):
-    """A reused keep-alive connection failed before any byte of an answer was read (the
-    server had closed it, or closed it on this request). The request may be sent again on
-    a fresh connection; the gateway does so under a new evidence row (one row per attempt,
-    each committed before its bytes go out)."""
-
+from reasonwire.errors import StaleConnection, TransportError
 
 _MAX_HEAD = 64 * 1024
 _CHUNK = 64 * 1024

@@ -40,7 +40,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from reasonwire.credentials import redact
-from reasonwire.errors import ConfigError
+from reasonwire.errors import ConfigError, EvidenceError
 from reasonwire.govern.levels import LEVELS, Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
@@ -154,14 +154,6 @@ _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+"|(")|([\[{])|[\]}]')
 """A whole string (skipped), a quote that opens no whole string (the text ends inside it),
 an opening or a closing bracket. Possessive: a string is read once."""
 _MAX_SHOWN = 20  # findings listed; the rest are counted
-
-
-class EvidenceError(ConfigError):
-    """The evidence file cannot be accepted; ``problems`` lists every reason."""
-
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
 
 
 class _Strict(BaseModel):

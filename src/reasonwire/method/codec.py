@@ -46,6 +46,7 @@ from typing import (
 )
 
 from reasonwire.errors import ConfigError
+from reasonwire.errors import _CodecMismatch as _Mismatch
 from reasonwire.wire.model import ABSENT, JSON, JsonObject
 
 R = TypeVar("R")
@@ -108,14 +109,6 @@ def from_json(cls: type[R], data: JSON, what: str | None = None) -> R:
 
 
 # -- plans -------------------------------------------------------------------------------------
-
-
-class _Mismatch(Exception):
-    """A value that does not fit its type; ``path`` grows (reversed) as it propagates."""
-
-    def __init__(self, reason: str) -> None:
-        self.reason = reason
-        self.path: list[str] = []
 
 
 @dataclasses.dataclass(frozen=True)

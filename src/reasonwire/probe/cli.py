@@ -123,7 +123,7 @@ def otel(
 ) -> None:
     """Export the ledger's rows as OpenTelemetry spans (GenAI semantic conventions) over
     OTLP/HTTP; needs the 'otel' extra."""
-    from reasonwire._extras import MissingExtra
+    from reasonwire.errors import MissingExtra
 
     path = Path(ledger_dir(directory))
     if directory is not None and not path.is_dir():

@@ -146,7 +146,7 @@ def span_attributes(
 
 def _sdk() -> Any:
     """The SDK modules (one line naming the extra when it is not installed)."""
-    from reasonwire._extras import MissingExtra
+    from reasonwire._extras import as_missing_extra
 
     try:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -155,7 +155,7 @@ def _sdk() -> Any:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.trace import SpanKind, Status, StatusCode
     except ModuleNotFoundError as exc:
-        raise MissingExtra.of("otel", exc, "reasonwire probe otel") from None
+        raise as_missing_extra("otel", exc, "reasonwire probe otel") from None
     return (OTLPSpanExporter, Resource, TracerProvider, SimpleSpanProcessor, SpanKind, Status,
             StatusCode)  # fmt: skip
 
@@ -192,7 +192,7 @@ def export_rows(
 ) -> int:
     """Export ``rows`` as spans, one per row. ``endpoint`` is the OTLP/HTTP base URL
     (``http://127.0.0.1:4318``: spans go to ``<endpoint>/v1/traces``); ``exporter`` is any
-    SDK ``SpanExporter`` instead. Raises :class:`reasonwire._extras.MissingExtra` without the
+    SDK ``SpanExporter`` instead. Raises :class:`reasonwire.errors.MissingExtra` without the
     ``otel`` extra. Returns how many spans the exporter accepted (a span the backend refused
     or could not be reached for is not counted)."""
     (OTLPSpanExporter, Resource, TracerProvider, SimpleSpanProcessor, SpanKind, Status,

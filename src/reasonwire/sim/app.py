@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from reasonwire.errors import SimError, _DroppedConnection
 from reasonwire.sim.catalog import NON_TEXT, catalog, resolve
 from reasonwire.sim.dialects import (
     Reply,
@@ -30,17 +31,13 @@ from reasonwire.sim.dialects import (
     interactions,
     responses,
 )
-from reasonwire.sim.engine import SimError, SimState
+from reasonwire.sim.engine import SimState
 
 if TYPE_CHECKING:
     from reasonwire.wire.model import JSON
 
 _JSON = "application/json"
 _SSE = "text/event-stream"
-
-
-class DroppedConnection(Exception):
-    """Raised inside a response body to make the server cut the connection (fault ``drop``)."""
 
 
 def _fault_error(fault: str) -> SimError | None:
@@ -66,7 +63,7 @@ async def _drop(frames: list[bytes]) -> AsyncIterator[bytes]:
     for f in frames:
         yield f
     await asyncio.sleep(0)
-    raise DroppedConnection("simulated connection drop")
+    raise _DroppedConnection("simulated connection drop")
 
 
 def _array_frames(items: list[JSON]) -> list[bytes]:

@@ -67,28 +67,6 @@ WORDS = (
 )
 
 
-class SimError(Exception):
-    """An error answer; the dialect module renders it in its own error shape."""
-
-    def __init__(
-        self,
-        status: int,
-        message: str,
-        *,
-        code: str | None = None,
-        param: str | None = None,
-        etype: str = "invalid_request_error",
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.code = code
-        self.param = param
-        self.etype = etype
-        self.headers = headers or {}
-
-
 class Seen:
     """What the model's prompt holds: token count, texts, and the cacheable prefix."""
 

@@ -27,8 +27,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache, partial
 
-from reasonwire._extras import MissingExtra
-from reasonwire.errors import TemplateRenderError
+from reasonwire._extras import as_missing_extra
+from reasonwire.errors import TemplateRenderError, _RaisedByTemplate
 from reasonwire.wire.model import JSON, JsonObject
 
 try:
@@ -39,11 +39,7 @@ try:
     from jinja2.parser import Parser
     from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 except ModuleNotFoundError as _exc:  # one line naming the extra, not a bare ImportError
-    raise MissingExtra.of("templates", _exc) from None
-
-
-class _RaisedByTemplate(Exception):
-    """What ``raise_exception(...)`` raises inside a template."""
+    raise as_missing_extra("templates", _exc) from None
 
 
 def _raise_exception(message: str) -> None:

@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
+from reasonwire.errors import ShapeError
 from reasonwire.wire.controls import strip_paths
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import (
@@ -51,7 +52,7 @@ from reasonwire.wire.model import (
 )
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import SSEProjector, encode_event
-from reasonwire.wire.shape import Shape, ShapeError, TextFilter, project, validate
+from reasonwire.wire.shape import Shape, TextFilter, project, validate
 from reasonwire.wire.vault import Lookup
 
 

@@ -23,6 +23,8 @@ from typing import Any
 
 import orjson
 
+from reasonwire.errors import FastLoadRefused
+
 _orjson_loads = orjson.loads
 _json_loads = json.loads
 
@@ -30,10 +32,6 @@ _json_loads = json.loads
 _DIGITS = bytes(48 if 48 <= b <= 57 else b for b in range(256))
 _RUN = b"0" * 19
 _RUN_STR = re.compile(r"[0-9]{19}")
-
-
-class Refused(ValueError):
-    """The fast loader cannot promise ``json.loads``'s value: use the exact path."""
 
 
 def _long_digits(data: bytes | str) -> bool:
@@ -54,7 +52,7 @@ def loads(data: bytes | str) -> Any:
 
 def _checked(data: bytes) -> Any:
     if _RUN in data.translate(_DIGITS):
-        raise Refused("19 or more consecutive digits")
+        raise FastLoadRefused("19 or more consecutive digits")
     return _orjson_loads(data)
 
 
@@ -86,4 +84,4 @@ class StreamGuard:
         return _orjson_loads
 
 
-__all__ = ["Refused", "StreamGuard", "loads"]
+__all__ = ["StreamGuard", "loads"]

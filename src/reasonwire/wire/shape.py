@@ -16,18 +16,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reasonwire.errors import ShapeError
+
 MAX_DEPTH = 64
 """Deepest nesting a shape walk follows; deeper values are a :class:`ShapeError` (validate)
 or dropped (project). Real request bodies nest about 8 levels."""
-
-
-class ShapeError(ValueError):
-    """A request body does not have the dialect's request shape."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
-        self.problem = problem
 
 
 class Shape:

@@ -20,9 +20,9 @@ from typing import Annotated
 
 import typer
 
-from reasonwire.errors import ConfigError, PolicyRefusal
+from reasonwire.errors import ConfigError, EvidenceError, PolicyRefusal
 from reasonwire.govern.cli import fail, group
-from reasonwire.govern.validator import DISCLAIMER, EvidenceError, validate_file
+from reasonwire.govern.validator import DISCLAIMER, validate_file
 
 app = group("Evidence validator for adapter qualification.")
 
@@ -109,8 +109,9 @@ def collect_command(
     """Build the evidence file from evidence rows, then validate it against the registry."""
     import orjson
 
+    from reasonwire.errors import CollectError
     from reasonwire.govern.cli.gateway import load_policy
-    from reasonwire.govern.collect import CollectError, CollectOptions, collect, strings_in
+    from reasonwire.govern.collect import CollectOptions, collect, strings_in
     from reasonwire.govern.levels import LEVELS
     from reasonwire.govern.stores import is_postgres_url, open_evidence_store, open_vault
     from reasonwire.govern.validator import repo_head, validate_text

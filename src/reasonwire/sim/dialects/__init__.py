@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from reasonwire.sim.engine import SimError
+from reasonwire.errors import SimError
 
 if TYPE_CHECKING:
     from reasonwire.wire.model import JSON, JsonObject

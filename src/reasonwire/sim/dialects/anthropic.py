@@ -13,9 +13,10 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
+from reasonwire.errors import SimError
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse, text_of
-from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
+from reasonwire.sim.engine import Plan, Seen, SimState, plan
 from reasonwire.sim.tokens import chunks, count
 
 if TYPE_CHECKING:

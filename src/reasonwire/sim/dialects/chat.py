@@ -12,9 +12,10 @@ import json
 import time
 from typing import TYPE_CHECKING
 
+from reasonwire.errors import SimError
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, need_list, sse, text_of
-from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
+from reasonwire.sim.engine import Plan, Seen, SimState, plan
 from reasonwire.sim.pricing import cost
 from reasonwire.sim.tokens import chunks, count
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from reasonwire.errors import SimError
 from reasonwire.sim.behaviours import Behaviour
 from reasonwire.sim.dialects import Reply, check_params, need_dict, sse, text_of
 from reasonwire.sim.dialects.chat import error_body as error_body
-from reasonwire.sim.engine import Plan, Seen, SimError, SimState, plan
+from reasonwire.sim.engine import Plan, Seen, SimState, plan
 from reasonwire.sim.tokens import chunks, count
 
 if TYPE_CHECKING:
