@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import orjson
 
@@ -41,6 +41,7 @@ from reasonwire.wire.model import (
     Assistant,
     Carrier,
     DialectName,
+    JsonObject,
     Message,
     RequestOptions,
     StreamEvent,
@@ -156,7 +157,7 @@ class Dialect:
         """True when one JSON body or stream payload has this dialect's shape."""
         return False
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         """Every reasoning carrier a request body sends back on its assistant turns."""
         return []
 
@@ -164,7 +165,7 @@ class Dialect:
         """(key, exact original) pairs of a finished turn's carriers a client cannot return."""
         return []
 
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
         """Put vaulted carriers back into a request's history in place; drop reasoning the
         vault does not know (it cannot be genuine). Returns how many were re-attached."""
         return 0
@@ -216,10 +217,10 @@ class Dialect:
             return str(body["model"])
         return None
 
-    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+    def wants_stream(self, body: Mapping[str, JSON]) -> bool:
         return body.get("stream") is True
 
-    def stream_requested(self, path: str, body: Mapping[str, Any]) -> bool:
+    def stream_requested(self, path: str, body: Mapping[str, JSON]) -> bool:
         """Whether a request to ``path`` with ``body`` asks for a streamed answer."""
         return self.wants_stream(body)
 
@@ -233,7 +234,7 @@ class Dialect:
         ``{"message": ..}``, ``{"detail": ..}``, or a list holding one such object."""
         return read_error(payload)
 
-    def profile(self, name: str | None = None, **overrides: Any) -> Profile:
+    def profile(self, name: str | None = None, **overrides: JSON) -> Profile:
         """The profile layers merged: dialect default -> vendor ``name`` -> route overrides."""
         base = self.profiles.get("default", Profile())
         if name is not None and name != "default":
@@ -249,8 +250,8 @@ class Dialect:
         return base.with_overrides(overrides) if overrides else base
 
     def strip_controls(
-        self, body: Mapping[str, Any], profile: Profile | None = None
-    ) -> tuple[dict[str, Any], dict[str, JSON]]:
+        self, body: Mapping[str, JSON], profile: Profile | None = None
+    ) -> tuple[JsonObject, dict[str, JSON]]:
         """``body`` without any control of the inventory (and the profile's vendor ones), and
         the removed values by dotted name. Copy-on-write: ``body`` is never changed."""
         paths = [c.path for c in self.controls if not c.header]
@@ -263,7 +264,7 @@ class Dialect:
         allowed = self.non_escalating
         return bool(removed) and all(k in allowed and allowed[k] == v for k, v in removed.items())
 
-    def validate_request(self, body: JSON) -> dict[str, Any]:
+    def validate_request(self, body: JSON) -> JsonObject:
         """The client body checked against :attr:`request_shape`, unknown fields dropped.
 
         Raises :class:`~reasonwire.wire.shape.ShapeError` naming the first violation's path.

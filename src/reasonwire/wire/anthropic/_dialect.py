@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import orjson
 
@@ -64,6 +63,7 @@ from reasonwire.wire.model import (
     JSON,
     Assistant,
     DialectName,
+    JsonObject,
     Message,
     RequestOptions,
     System,
@@ -156,13 +156,13 @@ class AnthropicDialect(Dialect):
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
 
     def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
         return _hidden.vault_entries(turn)
 
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
         return _hidden.reattach(body, lookup)
 
     def request_path(self, options: RequestOptions) -> str:
@@ -244,7 +244,7 @@ class AnthropicDialect(Dialect):
         return _assistant(kept)
 
 
-def _is_reasoning(block: Any) -> bool:
+def _is_reasoning(block: JSON) -> bool:
     return isinstance(block, dict) and block.get("type") in REASONING_BLOCKS
 
 

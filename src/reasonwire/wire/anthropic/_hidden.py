@@ -4,10 +4,9 @@ signature, which the client returns), and the carriers a request sends back (for
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import JSON, Turn
+from reasonwire.wire.model import JSON, JsonObject, Turn
 from reasonwire.wire.vault import Lookup, present, sized
 
 
@@ -21,7 +20,7 @@ def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
     ]
 
 
-def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+def reattach(body: JsonObject, lookup: Lookup) -> int:
     n = 0
     for msg in body.get("messages") or ():
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
@@ -29,7 +28,7 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
         content = msg.get("content")
         if not isinstance(content, list):
             continue
-        kept: list[Any] = []
+        kept: list[JSON] = []
         for block in content:
             if isinstance(block, dict) and block.get("type") == "thinking":
                 found = lookup("sig:" + str(block.get("signature")))
@@ -43,7 +42,7 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
     return n
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     for msg in body.get("messages") or ():
         if not isinstance(msg, dict) or msg.get("role") != "assistant":

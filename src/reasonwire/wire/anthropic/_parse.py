@@ -13,11 +13,10 @@ original order, interleaved with text and ``tool_use`` blocks as received.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 """Content block types that carry reasoning state (dropped by ``strip``)."""
@@ -38,7 +37,7 @@ def decode_body(body: bytes | str | JSON, what: str = "anthropic response") -> J
     return body
 
 
-def _int(value: Any) -> int | None:
+def _int(value: JSON) -> int | None:
     """A token count, or None when absent or not an integer (never invent a 0)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -69,7 +68,7 @@ def arguments_text(tool_input: JSON) -> str:
     return json.dumps(tool_input, separators=(",", ":"), ensure_ascii=False)
 
 
-def _str_field(block: dict[str, Any], key: str, path: str) -> str:
+def _str_field(block: JsonObject, key: str, path: str) -> str:
     value = block.get(key)
     if not isinstance(value, str):
         raise MalformedBody(
@@ -78,7 +77,7 @@ def _str_field(block: dict[str, Any], key: str, path: str) -> str:
     return value
 
 
-def carrier_for(block: dict[str, Any], path: str) -> Carrier | None:
+def carrier_for(block: JsonObject, path: str) -> Carrier | None:
     """The carrier a content block holds, or None for a non-reasoning block.
 
     Both reasoning block types are opaque: a thinking block's text is readable but only valid

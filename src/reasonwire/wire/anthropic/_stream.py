@@ -13,7 +13,7 @@ concatenation of the ``signature_delta`` pieces, unchanged. A signature-only thi
 (``thinking.display: "omitted"``) gets no ``thinking_delta`` and keeps its empty text.
 
 ``input_json_delta`` fragments are joined and decoded once at ``content_block_stop``, into the
-``input`` key the block was opened with (so the key keeps its place). Any block opened with an
+``input`` key the block was opened with (so the key keeps its place). Every block opened with an
 ``input`` object takes them: a client ``tool_use`` and a server tool's ``server_tool_use``
 (code execution, web search, the advisor tool) both stream their input this way. Only a
 ``tool_use`` is a call the agent runs (a :class:`ToolCallDelta`); a ``server_tool_use`` ran on
@@ -29,14 +29,15 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
 from reasonwire.wire.anthropic._parse import carrier_for, turn_from_message, usage_from
 from reasonwire.wire.model import (
+    JSON,
     CarrierComplete,
     Done,
+    JsonObject,
     ReasoningDelta,
     StreamError,
     StreamEvent,
@@ -78,8 +79,8 @@ class AnthropicStreamDecoder:
 
     def __init__(self) -> None:
         self._sse = SSEDecoder()
-        self._message: dict[str, Any] = {}
-        self._blocks: dict[int, dict[str, Any]] = {}
+        self._message: JsonObject = {}
+        self._blocks: dict[int, JsonObject] = {}
         self._closed_blocks: set[int] = set()
         self._json_parts: dict[int, list[str]] = {}
         self._tool_ordinal: dict[int, int] = {}
@@ -210,7 +211,7 @@ class AnthropicStreamDecoder:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _assembled(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    def _assembled(self, blocks: list[JsonObject]) -> JsonObject:
         """The message in the non-streaming body's shape, holding ``blocks``."""
         message = dict(self._message)
         message["content"] = blocks
@@ -235,7 +236,7 @@ class AnthropicStreamDecoder:
                 self._stop_block(index, "message_stop")
         return turn_from_message(self._assembled([self._blocks[i] for i in sorted(self._blocks)]))
 
-    def _on_event(self, event: RawEvent, loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+    def _on_event(self, event: RawEvent, loads: Callable[[bytes], JSON]) -> list[StreamEvent]:
         data, name, _, _ = event
         try:
             payload = loads(data)
@@ -251,7 +252,7 @@ class AnthropicStreamDecoder:
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         return handler(self, payload) if handler is not None else []
 
-    def _on_message_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_message_start(self, payload: JsonObject) -> list[StreamEvent]:
         message = payload.get("message")
         if not isinstance(message, dict):
             raise MalformedBody("anthropic stream: message_start without a message object")
@@ -259,13 +260,13 @@ class AnthropicStreamDecoder:
         usage = usage_from(message.get("usage"))
         return [UsageEvent(usage)] if usage is not None else []
 
-    def _block(self, payload: dict[str, Any], kind: str) -> tuple[int, dict[str, Any]]:
+    def _block(self, payload: JsonObject, kind: str) -> tuple[int, JsonObject]:
         index = payload.get("index")
         if not isinstance(index, int) or index not in self._blocks:
             raise MalformedBody(f"anthropic stream: {kind} for unknown content block {index!r}")
         return index, self._blocks[index]
 
-    def _on_block_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_block_start(self, payload: JsonObject) -> list[StreamEvent]:
         index = payload.get("index")
         block = payload.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
@@ -279,7 +280,7 @@ class AnthropicStreamDecoder:
         self._tool_ordinal[index] = ordinal
         return [ToolCallDelta(ordinal, block.get("id"), block.get("name"), "")]
 
-    def _on_block_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_block_delta(self, payload: JsonObject) -> list[StreamEvent]:
         index, block = self._block(payload, "content_block_delta")
         delta = payload.get("delta")
         if not isinstance(delta, dict):
@@ -346,11 +347,11 @@ class AnthropicStreamDecoder:
         carrier = carrier_for(block, f"content[{sorted(self._blocks).index(index)}]")
         return [CarrierComplete(carrier)] if carrier is not None else []
 
-    def _on_block_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_block_stop(self, payload: JsonObject) -> list[StreamEvent]:
         index, _ = self._block(payload, "content_block_stop")
         return self._stop_block(index, "content_block_stop")
 
-    def _on_message_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_message_delta(self, payload: JsonObject) -> list[StreamEvent]:
         delta = payload.get("delta")
         if isinstance(delta, dict):
             self._message.update(delta)
@@ -368,11 +369,11 @@ class AnthropicStreamDecoder:
         usage = usage_from(merged)
         return [UsageEvent(usage)] if usage is not None else []
 
-    def _on_message_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_message_stop(self, payload: JsonObject) -> list[StreamEvent]:
         self._finished = True
         return []
 
-    def _on_error(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_error(self, payload: JsonObject) -> list[StreamEvent]:
         err = payload.get("error")
         err = err if isinstance(err, dict) else {}
         message = f"{err.get('type', 'error')}: {err.get('message', '(no message)')}"
@@ -385,7 +386,7 @@ def _name(name: bytes | None) -> str:
     return name.decode("utf-8", "replace") if name else "message"
 
 
-def _text_payload(raw: bytes, name: bytes | None) -> Any:
+def _text_payload(raw: bytes, name: bytes | None) -> JSON:
     """The payload by the stdlib rules on the decoded text."""
     try:
         return json.loads(raw.decode("utf-8", "replace"))
@@ -395,7 +396,7 @@ def _text_payload(raw: bytes, name: bytes | None) -> Any:
         ) from None
 
 
-_HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, dict[str, Any]], list[StreamEvent]]] = {
+_HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, JsonObject], list[StreamEvent]]] = {
     "message_start": AnthropicStreamDecoder._on_message_start,
     "content_block_start": AnthropicStreamDecoder._on_block_start,
     "content_block_delta": AnthropicStreamDecoder._on_block_delta,

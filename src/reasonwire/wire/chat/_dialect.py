@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat import _facts, _hidden
@@ -34,6 +33,7 @@ from reasonwire.wire.model import (
     JSON,
     Assistant,
     DialectName,
+    JsonObject,
     Message,
     RequestOptions,
     System,
@@ -130,13 +130,13 @@ class ChatDialect(Dialect):
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
 
     def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
         return _hidden.vault_entries(turn)
 
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
         return _hidden.reattach(body, lookup)
 
 

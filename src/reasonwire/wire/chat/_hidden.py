@@ -8,12 +8,11 @@ hash of its text when it made no call. See :mod:`reasonwire.wire.vault` for the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
 from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, thinking_text
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import JSON, Turn
+from reasonwire.wire.model import JSON, JsonObject, Turn
 from reasonwire.wire.vault import Lookup, present, sized, text_key
 
 
@@ -57,7 +56,7 @@ def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
     return [(_key(ids, _visible(content) if content is not None else turn.text), fields)]
 
 
-def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+def reattach(body: JsonObject, lookup: Lookup) -> int:
     n = 0
     for msg in body.get("messages") or ():
         if not isinstance(msg, dict) or msg.get("role") != "assistant":
@@ -82,7 +81,7 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
     return n
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     for msg in body.get("messages") or ():
         if not isinstance(msg, dict) or msg.get("role") != "assistant":

@@ -26,12 +26,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 MESSAGE_PATH = "choices[0].message"
 THINKING_PART = "thinking"
@@ -40,7 +39,7 @@ _TEXT_FIELDS = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_KEYS = ("text", "summary")
 
 
-def load_body(body: bytes | str | JSON) -> dict[str, Any]:
+def load_body(body: bytes | str | JSON) -> JsonObject:
     """Decode a body given as bytes, text or JSON; it must be a JSON object."""
     if isinstance(body, bytes | bytearray):
         try:

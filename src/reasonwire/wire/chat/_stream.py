@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import itemgetter
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
@@ -51,6 +51,7 @@ from reasonwire.wire.model import (
     JSON,
     CarrierComplete,
     Done,
+    JsonObject,
     ReasoningDelta,
     StreamError,
     StreamEvent,
@@ -62,7 +63,7 @@ from reasonwire.wire.model import (
 from reasonwire.wire.runs import middles
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 
-_ABSENT: Any = object()  # a dict.get default no JSON value can be
+_ABSENT: Final = object()  # a dict.get default no JSON value can be
 _CONCAT_KEYS = frozenset({"text", "summary", "data"})
 _CONTROL: Final = bytes(range(32))
 _FIRST: Final = itemgetter(0)
@@ -73,7 +74,7 @@ _MAX_SHAPES: Final = 4  # a stream has two uniform shapes (text, reasoning); a f
 class _Shape:
     """A uniform event's bytes around its one string: ``prefix + s + suffix`` (``prefix``
     ends with the string's opening quote, ``suffix`` starts with its closing one), learned
-    from a payload this decoder parsed. Any payload with the same prefix and suffix and a
+    from a payload this decoder parsed. A payload with the same prefix and suffix and a
     middle free of quotes, backslashes and control bytes is that payload with another
     string: the same JSON but for ``field``'s piece."""
 
@@ -84,7 +85,7 @@ class _Shape:
     cut: slice  # the middle of a matching payload
 
 
-def _uniform_piece(payload: Any) -> tuple[str, str] | None:
+def _uniform_piece(payload: JSON) -> tuple[str, str] | None:
     """(field, piece) when ``payload`` takes :meth:`ChatStreamDecoder._events`'s inline path
     (the same tests, in the same order), else None."""
     if type(payload) is not dict or payload.get("error") is not None:
@@ -265,7 +266,7 @@ class ChatStreamDecoder:
         (:class:`_Shape`) is taken with a few C-level passes over its bytes: the passes
         prove each payload is its shape with a plain string in it (no quote, backslash or
         control byte in the middle, valid UTF-8), and the middles are joined onto the
-        field's pieces. Any other batch goes through the general path, unchanged. The state,
+        field's pieces. Every other batch goes through the general path, unchanged. The state,
         and so the turn, equals :meth:`feed`'s for any split."""
         loads = self._guard.loader(data)
         events = self._sse.feed_raw(data)
@@ -332,7 +333,7 @@ class ChatStreamDecoder:
     # -- internals ----------------------------------------------------------------------
 
     def _events(
-        self, events: list[RawEvent], loads: Callable[[bytes], Any], out: list[StreamEvent]
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], out: list[StreamEvent]
     ) -> None:
         """The hot path: orjson on the raw bytes; anything it cannot vouch for (``[DONE]``,
         blank or odd payloads, long digit runs) goes through :meth:`_text_payload`.
@@ -485,7 +486,7 @@ class ChatStreamDecoder:
             if len(self._shapes) >= _MAX_SHAPES:
                 return
 
-    def _text_payload(self, raw: bytes, name: bytes | None) -> Any:
+    def _text_payload(self, raw: bytes, name: bytes | None) -> JSON:
         """The payload by the stdlib rules on the decoded, stripped text; None to skip."""
         data = raw.decode("utf-8", "replace").strip()
         if not data:
@@ -501,13 +502,13 @@ class ChatStreamDecoder:
                 f"({exc.msg}): {data[:120]!r}"
             ) from None
 
-    def _not_object(self, payload: Any, name: bytes | None) -> None:
+    def _not_object(self, payload: JSON, name: bytes | None) -> None:
         if not isinstance(payload, dict):
             raise MalformedBody(
                 f"chat stream event #{self._events_seen} ({_name(name)!r}) is not a JSON object"
             )
 
-    def _payload(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
+    def _payload(self, payload: JsonObject, out: list[StreamEvent]) -> None:
         if payload.get("error") is not None:
             err = payload["error"]
             msg = err.get("message") if isinstance(err, dict) else err
@@ -534,7 +535,7 @@ class ChatStreamDecoder:
             if parsed is not None:
                 out.append(UsageEvent(parsed))
 
-    def _delta(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+    def _delta(self, delta: JsonObject, out: list[StreamEvent]) -> None:
         get = delta.get
         if self._role is None and isinstance(get("role"), str):
             self._role = delta["role"]
@@ -593,7 +594,7 @@ class ChatStreamDecoder:
             self._order.append(name)
         pieces.append(value)
 
-    def _tool_call(self, call: dict[str, Any], position: int) -> ToolCallDelta:
+    def _tool_call(self, call: JsonObject, position: int) -> ToolCallDelta:
         index = call.get("index", position)
         state = self._calls.get(index)
         if state is None:

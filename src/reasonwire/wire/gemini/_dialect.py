@@ -15,7 +15,7 @@ Replay rules:
   ``pai__test_google__test_google_instructions_only_with_tool_calls.yaml``).
 - :meth:`GeminiDialect.strip` drops thought parts and removes ``thoughtSignature`` from the
   remaining parts (copies of those parts; the received ones are never modified).
-- Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
+- Every other assistant turn (foreign or synthetic history) is built from its neutral fields:
   text carriers ``Carrier(kind="thought", value=str)`` become ``{"text": .., "thought": true}``
   parts, then the visible text, then one ``functionCall`` part per tool call. Gemini 3
   rejects a step whose first ``functionCall`` lacks a signature, and a foreign step has none,
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import orjson
 
@@ -163,7 +162,7 @@ class GeminiDialect(Dialect):
         m = _facts.MODEL_IN_PATH.search(path)
         return m.group(1) if m else None
 
-    def stream_requested(self, path: str, body: Mapping[str, Any]) -> bool:
+    def stream_requested(self, path: str, body: Mapping[str, JSON]) -> bool:
         return _facts.STREAM_PATH.search(path) is not None
 
     def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
@@ -174,11 +173,11 @@ class GeminiDialect(Dialect):
         )
         return {"error": {"code": status, "message": message, "status": kind or "INTERNAL"}}
 
-    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+    def wants_stream(self, body: Mapping[str, JSON]) -> bool:
         """Gemini says it in the path (``:streamGenerateContent``), never in the body."""
         return False
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
 
     def request_path(self, options: RequestOptions) -> str:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.model import JSON
 from reasonwire.wire.vault import present, sized
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     for content in body.get("contents") or ():
         if not isinstance(content, dict) or content.get("role") != "model":

@@ -22,11 +22,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 PARTS_PATH = "candidates[0].content.parts"
 
@@ -68,7 +67,7 @@ def _b64_bytes(s: str) -> bytes | None:
         return None
 
 
-def load_body(body: bytes | str | JSON) -> dict[str, Any]:
+def load_body(body: bytes | str | JSON) -> JsonObject:
     """Decode a body to a dict, or raise :class:`MalformedBody` saying what was wrong."""
     if isinstance(body, bytes | bytearray):
         try:
@@ -121,7 +120,7 @@ def parse_usage(meta: JSON) -> Usage | None:
     )
 
 
-def _count(meta: dict[str, Any], key: str) -> int | None:
+def _count(meta: JsonObject, key: str) -> int | None:
     v = meta.get(key)
     if v is None:
         return None
@@ -130,7 +129,7 @@ def _count(meta: dict[str, Any], key: str) -> int | None:
     return v
 
 
-def candidate_parts(body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[JSON]]:
+def candidate_parts(body: JsonObject) -> tuple[JsonObject | None, list[JSON]]:
     """``candidates[0]`` and its parts (``[]`` when absent, e.g. a blocked prompt)."""
     if "error" in body:
         err = body["error"]
@@ -160,7 +159,7 @@ def candidate_parts(body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[J
     return cand, parts
 
 
-def is_thought(part: dict[str, Any]) -> bool:
+def is_thought(part: JsonObject) -> bool:
     return part.get("thought") is True and isinstance(part.get("text"), str)
 
 

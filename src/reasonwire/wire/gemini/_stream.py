@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
@@ -61,6 +60,7 @@ from reasonwire.wire.model import (
     Carrier,
     CarrierComplete,
     Done,
+    JsonObject,
     ReasoningDelta,
     StreamError,
     StreamEvent,
@@ -77,7 +77,7 @@ _MERGE_TARGET_KEYS = frozenset({"text", "thought", "thoughtSignature"})
 _WS = b" \t\r\n"
 
 
-def _mergeable(part: dict[str, Any]) -> bool:
+def _mergeable(part: JsonObject) -> bool:
     return isinstance(part.get("text"), str) and part.keys() <= _PLAIN_TEXT_KEYS
 
 
@@ -89,9 +89,9 @@ class GeminiStreamDecoder:
         self._sse: SSEDecoder | None = None
         self._array: JSONArrayDecoder | None = None
         self._payloads = 0
-        self._parts: list[dict[str, Any]] = []
-        self._candidate: dict[str, Any] = {}
-        self._top: dict[str, Any] = {}
+        self._parts: list[JsonObject] = []
+        self._candidate: JsonObject = {}
+        self._top: JsonObject = {}
         self._finished = False
         self._errors: list[str] = []
         self._open_thoughts: list[int] = []  # assembled thought parts not yet announced
@@ -150,18 +150,18 @@ class GeminiStreamDecoder:
     def partial_turn(self) -> Turn:
         return parse_body(self.assembled())
 
-    def assembled(self) -> dict[str, Any]:
+    def assembled(self) -> JsonObject:
         """The state so far in the non-streaming body's shape (``Turn.raw`` of a stream)."""
         self._join()
-        cand: dict[str, Any] = {"content": {"parts": self._parts, "role": "model"}}
+        cand: JsonObject = {"content": {"parts": self._parts, "role": "model"}}
         cand.update((k, v) for k, v in self._candidate.items() if k != "content")
-        body: dict[str, Any] = {"candidates": [cand]}
+        body: JsonObject = {"candidates": [cand]}
         body.update((k, v) for k, v in self._top.items() if k != "candidates")
         return body
 
     # -- payloads ----------------------------------------------------------------------------
 
-    def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+    def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], JSON]) -> list[StreamEvent]:
         """Each event through the learned shape where it fits (module docstring), else
         parsed and taken by :meth:`_chunk`; a uniform chunk that was parsed teaches the
         shape for the part it grows."""
@@ -214,7 +214,7 @@ class GeminiStreamDecoder:
         if cut is not None:
             self._shape = (*cut, bool(part.get("thought")))
 
-    def _parse(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], Any]) -> JSON:
+    def _parse(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], JSON]) -> JSON:
         """One SSE payload; None for a blank one or ``[DONE]``."""
         try:
             return loads(raw)
@@ -247,7 +247,7 @@ class GeminiStreamDecoder:
             )
         return self._chunk(payload)
 
-    def _chunk(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _chunk(self, payload: JsonObject) -> list[StreamEvent]:
         if "error" in payload:
             err = payload["error"]
             msg = err.get("message") if isinstance(err, dict) else None
@@ -276,7 +276,7 @@ class GeminiStreamDecoder:
                 out.append(UsageEvent(parsed))
         return out
 
-    def _candidate_in(self, cand: dict[str, Any]) -> list[StreamEvent]:
+    def _candidate_in(self, cand: JsonObject) -> list[StreamEvent]:
         self._candidate.update(cand)  # "content" is left out by assembled()
         if cand.get("finishReason") is not None:
             self._finished = True
@@ -295,9 +295,9 @@ class GeminiStreamDecoder:
             out.extend(self._part_in(part))
         return out
 
-    def _part_in(self, part: dict[str, Any]) -> list[StreamEvent]:
+    def _part_in(self, part: JsonObject) -> list[StreamEvent]:
         out: list[StreamEvent] = []
-        text: Any = part.get("text")
+        text: JSON = part.get("text")
         mergeable = _mergeable(part)
         if mergeable and text == "":
             return out  # rule 3

@@ -9,7 +9,7 @@ Replay rules:
   (``store: false``) it resends the whole history, signatures included.
 - :meth:`InteractionsDialect.strip` drops thought steps and removes ``signature`` from the
   remaining steps (copies; the received ones are never modified).
-- Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
+- Every other assistant turn (foreign or synthetic history) is built from its neutral fields:
   a ``model_output`` step for the text and one ``function_call`` step per call. A thought
   step needs its signature [THINK], so readable reasoning of other dialects is not sent.
 
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import orjson
 
@@ -128,7 +127,7 @@ class InteractionsDialect(Dialect):
         name = kind or "INTERNAL"
         return {"error": {"code": name, "message": message, "status": name}}
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
 
     def request_path(self, options: RequestOptions) -> str:

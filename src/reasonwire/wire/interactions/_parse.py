@@ -12,16 +12,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage, canonical_bytes
+from reasonwire.wire.model import (
+    JSON,
+    Carrier,
+    JsonObject,
+    Native,
+    ToolCall,
+    Turn,
+    Usage,
+    canonical_bytes,
+)
 
 DIALECT = "interactions"
 
 
-def _count(usage: dict[str, Any], key: str) -> int | None:
+def _count(usage: JsonObject, key: str) -> int | None:
     v = usage.get(key)
     if v is None:
         return None
@@ -61,7 +69,7 @@ def is_thought(step: JSON) -> bool:
     return isinstance(step, dict) and step.get("type") == "thought"
 
 
-def text_items(items: Any) -> list[dict[str, Any]]:
+def text_items(items: JSON) -> list[JsonObject]:
     """The ``{"type": "text", "text": str}`` items of a content or summary list."""
     if not isinstance(items, list):
         return []
@@ -72,11 +80,11 @@ def text_items(items: Any) -> list[dict[str, Any]]:
     ]
 
 
-def summary_texts(step: dict[str, Any]) -> list[str]:
+def summary_texts(step: JsonObject) -> list[str]:
     return [i["text"] for i in text_items(step.get("summary"))]
 
 
-def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) -> list[Carrier]:
+def step_carriers(step: JsonObject, i: int, call: ToolCall | None = None) -> list[Carrier]:
     """The carriers of answer step ``i``: a thought's signature and summary texts, a
     function call's own signature (when not empty)."""
     out: list[Carrier] = []
@@ -95,7 +103,7 @@ def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) ->
     return out
 
 
-def output_texts(step: dict[str, Any]) -> list[str]:
+def output_texts(step: JsonObject) -> list[str]:
     return [i["text"] for i in text_items(step.get("content"))]
 
 
@@ -121,7 +129,7 @@ def read_steps(steps: Sequence[JSON]) -> tuple[str, str, list[ToolCall], list[Ca
     return "".join(text), "".join(reasoning), calls, carriers
 
 
-def tool_call_of(step: dict[str, Any], i: int) -> ToolCall:
+def tool_call_of(step: JsonObject, i: int) -> ToolCall:
     call_id, name = step.get("id"), step.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         raise MalformedBody(f"interactions steps[{i}]: a function_call needs a string id and name")

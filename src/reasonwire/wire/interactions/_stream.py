@@ -21,7 +21,7 @@ replay sends every signature back on its step):
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
@@ -33,8 +33,10 @@ from reasonwire.wire.interactions._parse import (
     tool_call_of,
 )
 from reasonwire.wire.model import (
+    JSON,
     CarrierComplete,
     Done,
+    JsonObject,
     ReasoningDelta,
     StreamError,
     StreamEvent,
@@ -46,7 +48,7 @@ from reasonwire.wire.model import (
 from reasonwire.wire.sse import SSEDecoder
 
 
-def _open_text(items: list[Any]) -> int:
+def _open_text(items: list[JSON]) -> int:
     """The index of the text item deltas grow: the last item when it is text, else a new
     empty one appended."""
     last = items[-1] if items else None
@@ -63,8 +65,8 @@ class InteractionsStreamDecoder:
     def __init__(self) -> None:
         self._sse = SSEDecoder()
         self._guard = jsonload.StreamGuard()
-        self._top: dict[str, Any] = {}
-        self._steps: dict[int, dict[str, Any]] = {}
+        self._top: JsonObject = {}
+        self._steps: dict[int, JsonObject] = {}
         self._args: dict[int, list[str]] = {}
         # text pieces not yet joined: (step index, "content" | "summary") -> pieces
         # (joined once, at step.stop or on assembly: appending to one string is quadratic)
@@ -99,11 +101,11 @@ class InteractionsStreamDecoder:
     def partial_turn(self) -> Turn:
         return parse_body(self.assembled())
 
-    def assembled(self) -> dict[str, Any]:
+    def assembled(self) -> JsonObject:
         """The state so far in the whole answer's shape (``Turn.raw`` of a stream)."""
         body = {k: v for k, v in self._top.items() if k != "steps"}
         body.setdefault("status", "in_progress")
-        steps: list[dict[str, Any]] = []
+        steps: list[JsonObject] = []
         for i in sorted(self._steps):
             self._join(i, self._steps[i])
             try:
@@ -115,7 +117,9 @@ class InteractionsStreamDecoder:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _event(self, raw: bytes, name: bytes | None, loads: Any) -> list[StreamEvent]:
+    def _event(
+        self, raw: bytes, name: bytes | None, loads: Callable[[bytes], JSON]
+    ) -> list[StreamEvent]:
         try:
             payload = loads(raw)
         except ValueError:
@@ -164,7 +168,7 @@ class InteractionsStreamDecoder:
             return [StreamError(text, raw=payload)]
         return []
 
-    def _index(self, payload: dict[str, Any]) -> int:
+    def _index(self, payload: JsonObject) -> int:
         index = payload.get("index")
         if type(index) is not int or index < 0:
             raise MalformedBody(
@@ -173,7 +177,7 @@ class InteractionsStreamDecoder:
             )
         return index
 
-    def _open(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _open(self, payload: JsonObject) -> tuple[int, JsonObject]:
         index = self._index(payload)
         step = self._steps.get(index)
         if step is None:
@@ -182,7 +186,7 @@ class InteractionsStreamDecoder:
             )
         return index, step
 
-    def _start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _start(self, payload: JsonObject) -> list[StreamEvent]:
         index = self._index(payload)
         step = payload.get("step")
         if not isinstance(step, dict):
@@ -202,7 +206,7 @@ class InteractionsStreamDecoder:
             out.extend(TextDelta(t["text"]) for t in text_items(step.get("content")))
         return out
 
-    def _delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _delta(self, payload: JsonObject) -> list[StreamEvent]:
         index, step = self._open(payload)
         delta = payload.get("delta")
         if not isinstance(delta, dict):
@@ -228,7 +232,7 @@ class InteractionsStreamDecoder:
             return [ToolCallDelta(number, None, None, delta["arguments"])]
         return []
 
-    def _piece(self, index: int, step: dict[str, Any], key: str, text: str) -> None:
+    def _piece(self, index: int, step: JsonObject, key: str, text: str) -> None:
         grow = self._grow.get((index, key))
         if grow is not None:
             grow.append(text)
@@ -238,7 +242,7 @@ class InteractionsStreamDecoder:
         at = _open_text(items)
         self._grow[(index, key)] = [items[at]["text"], text]
 
-    def _join(self, index: int, step: dict[str, Any]) -> None:
+    def _join(self, index: int, step: JsonObject) -> None:
         """Write the pending pieces of step ``index`` into its last text item."""
         for key in ("content", "summary"):
             grow = self._grow.pop((index, key), None)
@@ -246,7 +250,7 @@ class InteractionsStreamDecoder:
                 items = step[key]
                 items[-1] = {**items[-1], "text": "".join(grow)}
 
-    def _stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _stop(self, payload: JsonObject) -> list[StreamEvent]:
         index, step = self._open(payload)
         self._join(index, step)
         step = self._steps[index] = self._finish_args(index, step)
@@ -256,7 +260,7 @@ class InteractionsStreamDecoder:
             return []
         return [CarrierComplete(c) for c in step_carriers(step, index, call)]
 
-    def _finish_args(self, index: int, step: dict[str, Any]) -> dict[str, Any]:
+    def _finish_args(self, index: int, step: JsonObject) -> JsonObject:
         pieces = self._args.get(index)
         if not pieces:
             return step

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
 
 import orjson
 
@@ -42,6 +41,7 @@ from reasonwire.wire.model import (
     JSON,
     Assistant,
     DialectName,
+    JsonObject,
     Message,
     RequestOptions,
     System,
@@ -144,7 +144,7 @@ class ResponsesDialect(Dialect):
         {n: Profile(n, request_defaults=MappingProxyType(dict(v))) for n, v in PROFILES.items()}
     )
 
-    def profile(self, name: str | None = None, **overrides: Any) -> Profile:
+    def profile(self, name: str | None = None, **overrides: JSON) -> Profile:
         """Responses profiles are alternatives (``bare`` asks for nothing), not layers."""
         found = self.profiles.get(name or "default")
         if found is None:
@@ -236,13 +236,13 @@ class ResponsesDialect(Dialect):
             )
         return info
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         return _hidden.request_carriers(body)
 
     def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
         return _hidden.vault_entries(turn)
 
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
         return _hidden.reattach(body, lookup)
 
 

@@ -26,13 +26,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload
 from reasonwire.wire.model import (
+    JSON,
     CarrierComplete,
     Done,
+    JsonObject,
     ReasoningDelta,
     StreamError,
     StreamEvent,
@@ -54,8 +55,8 @@ from reasonwire.wire.sse import RawEvent, SSEDecoder
 class _Slot:
     """One output item being assembled, by output_index."""
 
-    added: dict[str, Any]
-    done: dict[str, Any] | None = None
+    added: JsonObject
+    done: JsonObject | None = None
     # streamed pieces by part index, joined only when asked (joining on every delta would
     # make assembly quadratic in the answer's length)
     text: dict[int, list[str]] = field(default_factory=dict)
@@ -64,7 +65,7 @@ class _Slot:
     arguments: str = ""
     call_index: int | None = None
 
-    def partial_item(self) -> dict[str, Any] | None:
+    def partial_item(self) -> JsonObject | None:
         """The item as assembled so far; None for an unfinished reasoning item (its
         encrypted content cannot be trusted, so it must never be replayed)."""
         if self.done is not None:
@@ -93,7 +94,7 @@ class ResponsesStreamDecoder:
 
     def __init__(self) -> None:
         self._sse = SSEDecoder()
-        self._response: dict[str, Any] = {}
+        self._response: JsonObject = {}
         self._slots: dict[int, _Slot] = {}
         self._by_item_id: dict[str, int] = {}
         self._calls = 0
@@ -124,7 +125,7 @@ class ResponsesStreamDecoder:
     def partial_turn(self) -> Turn:
         if self._final is not None:
             return self._final
-        items: list[Any] = []
+        items: list[JSON] = []
         extra: list[str] = []
         for idx in sorted(self._slots):
             slot = self._slots[idx]
@@ -137,7 +138,7 @@ class ResponsesStreamDecoder:
 
     # -- events --------------------------------------------------------------------------
 
-    def _events(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+    def _events(self, events: list[RawEvent], loads: Callable[[bytes], JSON]) -> list[StreamEvent]:
         """The hot path: orjson on the raw bytes; what it cannot vouch for (``[DONE]``, odd
         payloads, long digit runs) goes through :meth:`_text_payload`.
 
@@ -192,7 +193,7 @@ class ResponsesStreamDecoder:
         return out
 
     @staticmethod
-    def _text_payload(raw: bytes, name: bytes | None) -> Any:
+    def _text_payload(raw: bytes, name: bytes | None) -> JSON:
         """The payload by the stdlib rules on the decoded text; None for ``[DONE]``."""
         data = raw.decode("utf-8", "replace")
         if data.strip() == "[DONE]":
@@ -204,13 +205,13 @@ class ResponsesStreamDecoder:
                 f"responses: payload of SSE event {_name(name)!r} is not JSON: {exc}"
             ) from None
 
-    def _on_response(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_response(self, p: JsonObject) -> list[StreamEvent]:
         resp = p.get("response")
         if isinstance(resp, dict):
             self._response = resp
         return []
 
-    def _slot_index(self, p: dict[str, Any]) -> int | None:
+    def _slot_index(self, p: JsonObject) -> int | None:
         idx = p.get("output_index")
         if isinstance(idx, int) and not isinstance(idx, bool):
             return idx
@@ -220,13 +221,13 @@ class ResponsesStreamDecoder:
             item_id = item.get("id") if isinstance(item, dict) else None
         return self._by_item_id.get(item_id) if isinstance(item_id, str) else None
 
-    def _item(self, p: dict[str, Any], what: str) -> dict[str, Any]:
+    def _item(self, p: JsonObject, what: str) -> JsonObject:
         item = p.get("item")
         if not isinstance(item, dict):
             raise MalformedBody(f"responses: {what} event without an item object")
         return item
 
-    def _on_added(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_added(self, p: JsonObject) -> list[StreamEvent]:
         item = self._item(p, "response.output_item.added")
         idx = self._slot_index(p)
         if idx is None:
@@ -239,7 +240,7 @@ class ResponsesStreamDecoder:
             return [self._open_call(slot, item)]
         return []
 
-    def _open_call(self, slot: _Slot, item: dict[str, Any]) -> ToolCallDelta:
+    def _open_call(self, slot: _Slot, item: JsonObject) -> ToolCallDelta:
         slot.call_index = self._calls
         self._calls += 1
         args = arguments_text(item.get("arguments"))
@@ -253,14 +254,14 @@ class ResponsesStreamDecoder:
             arguments=args,
         )
 
-    def _delta(self, p: dict[str, Any]) -> tuple[_Slot | None, str]:
+    def _delta(self, p: JsonObject) -> tuple[_Slot | None, str]:
         delta = p.get("delta")
         if not isinstance(delta, str):
             return None, ""
         idx = self._slot_index(p)
         return (self._slots.get(idx) if idx is not None else None), delta
 
-    def _piece(self, p: dict[str, Any], which: str, index_key: str) -> str:
+    def _piece(self, p: JsonObject, which: str, index_key: str) -> str:
         """Record one streamed text piece in its slot (if known); return the piece."""
         delta = p.get("delta")
         if type(delta) is not str:
@@ -282,26 +283,26 @@ class ResponsesStreamDecoder:
                 pieces.append(delta)
         return delta
 
-    def _on_summary_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_summary_delta(self, p: JsonObject) -> list[StreamEvent]:
         delta = self._piece(p, "summary", "summary_index")
         return [ReasoningDelta(delta)] if delta else []
 
-    def _on_reasoning_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_reasoning_delta(self, p: JsonObject) -> list[StreamEvent]:
         delta = self._piece(p, "content", "content_index")
         return [ReasoningDelta(delta)] if delta else []
 
-    def _on_text_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_text_delta(self, p: JsonObject) -> list[StreamEvent]:
         delta = self._piece(p, "text", "content_index")
         return [TextDelta(delta)] if delta else []
 
-    def _on_args_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_args_delta(self, p: JsonObject) -> list[StreamEvent]:
         slot, delta = self._delta(p)
         if slot is None or slot.call_index is None or not delta:
             return []
         slot.arguments += delta
         return [ToolCallDelta(index=slot.call_index, id=None, name=None, arguments=delta)]
 
-    def _on_done(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_done(self, p: JsonObject) -> list[StreamEvent]:
         item = self._item(p, "response.output_item.done")
         idx = self._slot_index(p)
         out: list[StreamEvent] = []
@@ -318,7 +319,7 @@ class ResponsesStreamDecoder:
             self._emitted_carriers.add(f"output[{idx}]")
         return out
 
-    def _on_terminal(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_terminal(self, p: JsonObject) -> list[StreamEvent]:
         typ = p.get("type")
         resp = p.get("response")
         resp = resp if isinstance(resp, dict) else {**self._response}
@@ -343,7 +344,7 @@ class ResponsesStreamDecoder:
         self._final = turn
         return out
 
-    def _on_error(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_error(self, p: JsonObject) -> list[StreamEvent]:
         err = p.get("error")
         src = err if isinstance(err, dict) else p
         msg = src.get("message")
@@ -360,7 +361,7 @@ def _name(name: bytes | None) -> str:
     return name.decode("utf-8", "replace") if name else "message"
 
 
-def _prefer_done(done: dict[str, Any] | None, final: Any) -> Any:
+def _prefer_done(done: JsonObject | None, final: JSON) -> JSON:
     """The ``output_item.done`` item when it is the same item (type and id) as ``final``.
 
     OpenAI re-encrypts ``encrypted_content`` each time it serialises an item, so the copy in
@@ -378,7 +379,7 @@ def _prefer_done(done: dict[str, Any] | None, final: Any) -> Any:
     return final
 
 
-def _failure(resp: dict[str, Any], default: str) -> str:
+def _failure(resp: JsonObject, default: str) -> str:
     err = resp.get("error")
     if isinstance(err, dict) and isinstance(err.get("message"), str):
         return str(err["message"])
