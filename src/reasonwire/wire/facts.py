@@ -9,6 +9,22 @@ from types import MappingProxyType
 
 from reasonwire.wire.model import JSON
 
+GOOGLE_RPC_STATUSES = frozenset(
+    {
+        "INVALID_ARGUMENT",
+        "FAILED_PRECONDITION",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "RESOURCE_EXHAUSTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DEADLINE_EXCEEDED",
+    }
+)
+"""The ``error.status`` names both Google APIs (Gemini ``generateContent`` and Interactions)
+send: names of the ``google.rpc.Code`` enum (googleapis ``google/rpc/code.proto``), the one
+error vocabulary of Google's JSON APIs, so each dialect's ``ERROR_TYPES`` is this set."""
+
 
 @dataclass(frozen=True, slots=True)
 class CarrierKind:
