@@ -74,6 +74,22 @@ class StreamDecoder(Protocol):
     def partial_turn(self) -> Turn: ...
 
 
+class SentCarriers(Protocol):
+    """Finds the reasoning carriers a request body sends back (a dialect's ``_hidden``
+    module)."""
+
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]: ...
+
+
+class CarrierVault(Protocol):
+    """Keeps the reasoning a governed client may not read and puts it back (a dialect's
+    ``_hidden`` module, where its answers carry such reasoning)."""
+
+    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]: ...
+
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int: ...
+
+
 class StreamProjector(Protocol):
     """Bytes of an upstream stream in, only what a governed client may see out.
 
@@ -157,18 +173,24 @@ class Dialect:
         """True when one JSON body or stream payload has this dialect's shape."""
         return False
 
+    sent_carriers: SentCarriers | None = None
+    """Where :meth:`request_carriers` looks (None: a request sends none back)."""
+    vault: CarrierVault | None = None
+    """Where :meth:`vault_entries` and :meth:`reattach` work (None: nothing is vaulted)."""
+
     def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         """Every reasoning carrier a request body sends back on its assistant turns."""
-        return []
+        found = self.sent_carriers
+        return found.request_carriers(body) if found is not None else []
 
     def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
         """(key, exact original) pairs of a finished turn's carriers a client cannot return."""
-        return []
+        return self.vault.vault_entries(turn) if self.vault is not None else []
 
     def reattach(self, body: JsonObject, lookup: Lookup) -> int:
         """Put vaulted carriers back into a request's history in place; drop reasoning the
         vault does not know (it cannot be genuine). Returns how many were re-attached."""
-        return 0
+        return self.vault.reattach(body, lookup) if self.vault is not None else 0
 
     stream_shape: Shape | None = None
     """Each stream event a governed client may see (allow-list); None: no stream projection."""

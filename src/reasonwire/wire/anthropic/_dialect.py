@@ -57,13 +57,11 @@ from reasonwire.wire.anthropic import _facts, _hidden
 from reasonwire.wire.anthropic._parse import REASONING_BLOCKS, parse_response
 from reasonwire.wire.anthropic._stream import AnthropicStreamDecoder
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
     DialectName,
-    JsonObject,
     Message,
     RequestOptions,
     System,
@@ -72,7 +70,6 @@ from reasonwire.wire.model import (
     User,
 )
 from reasonwire.wire.projection import encode_event
-from reasonwire.wire.vault import Lookup
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when the caller gives none (the API has no default)."""
@@ -136,6 +133,8 @@ class AnthropicDialect(Dialect):
     """The Anthropic Messages wire API."""
 
     name: DialectName = "anthropic"
+    sent_carriers = _hidden
+    vault = _hidden
     path_pattern = _facts.PATH
     gateway_path = "/v1/messages"
     carriers = _facts.CARRIERS
@@ -155,15 +154,6 @@ class AnthropicDialect(Dialect):
 
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
-
-    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
-
-    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
-        return _hidden.vault_entries(turn)
-
-    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
-        return _hidden.reattach(body, lookup)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/messages"

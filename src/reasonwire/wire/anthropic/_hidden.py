@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON, JsonObject, Turn
-from reasonwire.wire.vault import Lookup, present, sized
+from reasonwire.wire.vault import Lookup, present, sent_turns, sized
 
 
 def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
@@ -22,9 +22,7 @@ def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
 
 def reattach(body: JsonObject, lookup: Lookup) -> int:
     n = 0
-    for msg in body.get("messages") or ():
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
-            continue
+    for msg in sent_turns(body, "messages", "assistant"):
         content = msg.get("content")
         if not isinstance(content, list):
             continue
@@ -44,9 +42,7 @@ def reattach(body: JsonObject, lookup: Lookup) -> int:
 
 def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
-    for msg in body.get("messages") or ():
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
-            continue
+    for msg in sent_turns(body, "messages", "assistant"):
         content = msg.get("content")
         if not isinstance(content, list):
             continue

@@ -27,13 +27,11 @@ from reasonwire.wire.chat._parse import (
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
     DialectName,
-    JsonObject,
     Message,
     RequestOptions,
     System,
@@ -42,7 +40,6 @@ from reasonwire.wire.model import (
     User,
 )
 from reasonwire.wire.profile import Profile
-from reasonwire.wire.vault import Lookup
 
 _OFF = ("none",)
 
@@ -51,6 +48,8 @@ class ChatDialect(Dialect):
     """Chat Completions: request building, parsing, stream decoding and replay."""
 
     name: DialectName = "chat"
+    sent_carriers = _hidden
+    vault = _hidden
     path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
     gateway_path = "/v1/chat/completions"
     carriers = _facts.CARRIERS
@@ -129,15 +128,6 @@ class ChatDialect(Dialect):
 
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
-
-    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
-
-    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
-        return _hidden.vault_entries(turn)
-
-    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
-        return _hidden.reattach(body, lookup)
 
 
 def _as_assistant(message: Assistant | Turn) -> Assistant:

@@ -25,7 +25,7 @@ Carrier rules (documented here because replay depends on them):
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
@@ -162,17 +162,27 @@ def reasoning_text(carriers: tuple[Carrier, ...]) -> str:
     return ""
 
 
-def visible_text(content: JSON) -> str:
-    """The visible text of ``content``: a string, or the text parts of a part list."""
+def joined_text(content: JSON, keep: Callable[[JsonObject], bool]) -> str:
+    """A message ``content`` as text: a string as it is, or the string ``text`` of the parts
+    ``keep`` takes, joined in order ("" for anything else)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(
             p["text"]
             for p in content
-            if isinstance(p, dict) and not is_thinking_part(p) and isinstance(p.get("text"), str)
+            if isinstance(p, dict) and keep(p) and isinstance(p.get("text"), str)
         )
     return ""
+
+
+def visible_text(content: JSON) -> str:
+    """The visible text of ``content``: a string, or the text of its non-thinking parts."""
+    return joined_text(content, _not_thinking)
+
+
+def _not_thinking(part: JsonObject) -> bool:
+    return not is_thinking_part(part)
 
 
 def arguments_text(arguments: JSON) -> str:

@@ -32,7 +32,7 @@ import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo, SentCarrier
+from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo
 from reasonwire.wire.gemini import _facts, _hidden
 from reasonwire.wire.gemini._parse import (
     is_thought,
@@ -133,6 +133,7 @@ class GeminiDialect(Dialect):
     """The Gemini generateContent wire API."""
 
     name: DialectName = "gemini"
+    sent_carriers = _hidden
     path_pattern = _facts.PATH
     carriers = _facts.CARRIERS
     fold_where = _facts.FOLD_WHERE
@@ -176,9 +177,6 @@ class GeminiDialect(Dialect):
     def wants_stream(self, body: Mapping[str, JSON]) -> bool:
         """Gemini says it in the path (``:streamGenerateContent``), never in the body."""
         return False
-
-    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
 
     def request_path(self, options: RequestOptions) -> str:
         model = options.model.removeprefix("models/")

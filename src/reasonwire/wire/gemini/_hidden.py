@@ -6,14 +6,12 @@ from collections.abc import Mapping
 
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON
-from reasonwire.wire.vault import present, sized
+from reasonwire.wire.vault import present, sent_turns, sized
 
 
 def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
-    for content in body.get("contents") or ():
-        if not isinstance(content, dict) or content.get("role") != "model":
-            continue
+    for content in sent_turns(body, "contents", "model"):
         for part in content.get("parts") or ():
             if not isinstance(part, dict):
                 continue

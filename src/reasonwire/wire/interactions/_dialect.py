@@ -19,13 +19,13 @@ Facts and their sources are in :mod:`reasonwire.wire.interactions._facts`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo, SentCarrier
+from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo
 from reasonwire.wire.interactions import _facts, _hidden
 from reasonwire.wire.interactions._parse import DIALECT as NAME
 from reasonwire.wire.interactions._parse import is_thought, parse_body
@@ -98,6 +98,7 @@ class InteractionsDialect(Dialect):
     """The Gemini Interactions wire API."""
 
     name: DialectName = NAME
+    sent_carriers = _hidden
     path_pattern = _facts.PATH
     gateway_path = _facts.GATEWAY_PATH
     carriers = _facts.CARRIERS
@@ -126,9 +127,6 @@ class InteractionsDialect(Dialect):
         )
         name = kind or "INTERNAL"
         return {"error": {"code": name, "message": message, "status": name}}
-
-    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/interactions"

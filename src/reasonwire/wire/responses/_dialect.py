@@ -35,13 +35,12 @@ import orjson
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import ErrorInfo, SentCarrier
+from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
     Assistant,
     DialectName,
-    JsonObject,
     Message,
     RequestOptions,
     System,
@@ -55,7 +54,6 @@ from reasonwire.wire.projection import encode_event
 from reasonwire.wire.responses import _facts, _hidden
 from reasonwire.wire.responses._parse import decode_body, turn_from_response
 from reasonwire.wire.responses._stream import ResponsesStreamDecoder
-from reasonwire.wire.vault import Lookup
 
 PROFILES: Mapping[str, Mapping[str, JSON]] = {
     "default": {"include": ["reasoning.encrypted_content"]},
@@ -127,6 +125,8 @@ class ResponsesDialect(Dialect):
     """The Responses wire API (see the module docstring for the request choices)."""
 
     name: DialectName = "responses"
+    sent_carriers = _hidden
+    vault = _hidden
     path_pattern = _facts.PATH
     gateway_path = "/v1/responses"
     carriers = _facts.CARRIERS
@@ -235,15 +235,6 @@ class ResponsesDialect(Dialect):
                 msg if isinstance(msg, str) else None, None, code if isinstance(code, str) else None
             )
         return info
-
-    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
-
-    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
-        return _hidden.vault_entries(turn)
-
-    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
-        return _hidden.reattach(body, lookup)
 
 
 def _error_event(reason: str) -> bytes:
