@@ -15,26 +15,11 @@ from __future__ import annotations
 import json
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
+from reasonwire.wire.jsonbody import json_body
 from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 """Content block types that carry reasoning state (dropped by ``strip``)."""
-
-
-def decode_body(body: bytes | str | JSON, what: str = "anthropic response") -> JSON:
-    """Decode bytes or text as JSON; pass already-decoded values through."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"{what}: body is not UTF-8 ({exc})") from None
-    if isinstance(body, str):
-        try:
-            return jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(f"{what}: body is not valid JSON ({exc})") from None
-    return body
 
 
 def _int(value: JSON) -> int | None:
@@ -173,4 +158,4 @@ def turn_from_message(message: JSON) -> Turn:
 
 def parse_response(body: bytes | str | JSON) -> Turn:
     """Parse a non-streaming Messages response body."""
-    return turn_from_message(decode_body(body))
+    return turn_from_message(json_body(body, "anthropic response body"))

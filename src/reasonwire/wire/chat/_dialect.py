@@ -21,12 +21,12 @@ from reasonwire.wire.chat._facts import CARRIER_FIELDS, TEXT_KINDS, TOOL_CALL_CA
 from reasonwire.wire.chat._parse import (
     THINKING_PART,
     is_thinking_part,
-    load_body,
     turn_from_body,
 )
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
+from reasonwire.wire.jsonbody import json_object
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
@@ -109,7 +109,7 @@ class ChatDialect(Dialect):
     # -- responses ----------------------------------------------------------------------
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
-        return turn_from_body(load_body(body))
+        return turn_from_body(json_object(body, "chat response body"))
 
     def stream_decoder(self) -> ChatStreamDecoder:
         return ChatStreamDecoder()

@@ -28,7 +28,6 @@ import json
 from collections.abc import Callable, Mapping
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
 from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
@@ -37,25 +36,6 @@ THINKING_PART = "thinking"
 """The ``type`` (and carrier kind) of a Magistral thinking part in a ``content`` list."""
 _TEXT_FIELDS = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_KEYS = ("text", "summary")
-
-
-def load_body(body: bytes | str | JSON) -> JsonObject:
-    """Decode a body given as bytes, text or JSON; it must be a JSON object."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"chat response body is not UTF-8: {exc}") from None
-    if isinstance(body, str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(
-                f"chat response body is not JSON ({exc.msg} at char {exc.pos}): {body[:120]!r}"
-            ) from None
-    if not isinstance(body, dict):
-        raise MalformedBody(f"chat response body must be a JSON object, got {type(body).__name__}")
-    return body
 
 
 def detail_is_opaque(entry: JSON) -> bool:

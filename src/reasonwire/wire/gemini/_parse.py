@@ -24,7 +24,7 @@ import binascii
 import json
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
+from reasonwire.wire.jsonbody import json_object
 from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 PARTS_PATH = "candidates[0].content.parts"
@@ -65,27 +65,6 @@ def _b64_bytes(s: str) -> bytes | None:
         return base64.b64decode(t, validate=True)
     except (binascii.Error, ValueError):
         return None
-
-
-def load_body(body: bytes | str | JSON) -> JsonObject:
-    """Decode a body to a dict, or raise :class:`MalformedBody` saying what was wrong."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"gemini response body is not UTF-8: {exc}") from None
-    if isinstance(body, str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(
-                f"gemini response body is not JSON: {exc.msg} at {exc.pos}"
-            ) from None
-    if not isinstance(body, dict):
-        raise MalformedBody(
-            f"gemini response body must be a JSON object, got {type(body).__name__}"
-        )
-    return body
 
 
 def parse_usage(meta: JSON) -> Usage | None:
@@ -218,7 +197,7 @@ def tool_call_of(fc: JSON, index: int, path: str) -> ToolCall:
 
 def parse_body(body: bytes | str | JSON) -> Turn:
     """A non-streaming ``generateContent`` body (or an assembled stream state) -> Turn."""
-    data = load_body(body)
+    data = json_object(body, "gemini response body")
     cand, parts = candidate_parts(data)
     text, reasoning, calls, carriers = read_parts(parts)
     finish = cand.get("finishReason") if cand is not None else None

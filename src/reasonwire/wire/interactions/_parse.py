@@ -10,11 +10,10 @@ and read as neither text nor reasoning.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
+from reasonwire.wire.jsonbody import json_object
 from reasonwire.wire.model import (
     JSON,
     Carrier,
@@ -143,13 +142,7 @@ def tool_call_of(step: JsonObject, i: int) -> ToolCall:
 
 def parse_body(body: bytes | str | JSON) -> Turn:
     """A whole interaction (JSON body, or a stream's assembled state) -> Turn."""
-    if isinstance(body, bytes | str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(f"interactions body is not JSON: {exc.msg}") from None
-    if not isinstance(body, dict):
-        raise MalformedBody(f"interactions body must be a JSON object, got {type(body).__name__}")
+    body = json_object(body, "interactions body")
     if body.get("object") not in (None, "interaction") or "status" not in body:
         raise MalformedBody("not an interaction: no 'status' (or 'object' is not 'interaction')")
     steps = body.get("steps")

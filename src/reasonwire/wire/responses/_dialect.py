@@ -36,6 +36,7 @@ import orjson
 from reasonwire.errors import ConfigError
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo
+from reasonwire.wire.jsonbody import json_object
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
@@ -52,7 +53,7 @@ from reasonwire.wire.model import (
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.responses import _facts, _hidden
-from reasonwire.wire.responses._parse import decode_body, turn_from_response
+from reasonwire.wire.responses._parse import RESPONSE_BODY, turn_from_response
 from reasonwire.wire.responses._stream import ResponsesStreamDecoder
 
 PROFILES: Mapping[str, Mapping[str, JSON]] = {
@@ -200,7 +201,7 @@ class ResponsesDialect(Dialect):
         return out
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
-        return turn_from_response(decode_body(body))
+        return turn_from_response(json_object(body, RESPONSE_BODY))
 
     def stream_decoder(self) -> ResponsesStreamDecoder:
         return ResponsesStreamDecoder()

@@ -16,8 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
+from reasonwire.wire.jsonbody import json_object
+from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 CARRIER_KIND = "reasoning_item"
 """Carrier kind of a whole Responses reasoning item."""
@@ -25,22 +25,8 @@ CARRIER_KIND = "reasoning_item"
 TEXT_JOIN = "\n\n"
 """Separator between reasoning text parts (and between reasoning items) in readable text."""
 
-
-def decode_body(body: bytes | str | JSON, what: str = "response body") -> JsonObject:
-    """``body`` as a JSON object, or :class:`MalformedBody` saying what was wrong."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"responses: {what} is not UTF-8: {exc}") from None
-    if isinstance(body, str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(f"responses: {what} is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise MalformedBody(f"responses: {what} must be a JSON object, got {type(body).__name__}")
-    return body
+RESPONSE_BODY = "responses response body"
+"""How errors name a Responses body."""
 
 
 def error_message(body: bytes | str | JSON) -> str | None:
@@ -50,7 +36,7 @@ def error_message(body: bytes | str | JSON) -> str | None:
     an unreadable error body cannot hide the status that came with it.
     """
     try:
-        obj = decode_body(body)
+        obj = json_object(body, RESPONSE_BODY)
     except MalformedBody:
         return None
     err = obj.get("error")

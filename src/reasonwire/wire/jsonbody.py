@@ -1,0 +1,42 @@
+"""A whole response body as JSON: the first step of every dialect's non-streaming parser.
+
+A body arrives as bytes (off the wire), text (a recording) or an already decoded value (a
+stream's assembled state, a test). Every dialect reads it the same way, and says what was
+wrong the same way: :class:`~reasonwire.errors.MalformedBody` naming the body, for bytes that
+are not UTF-8, text that is not JSON, or (for :func:`json_object`) a value that is not an
+object.
+"""
+
+from __future__ import annotations
+
+import json
+
+from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload
+from reasonwire.wire.model import JSON, JsonObject
+
+
+def json_body(body: bytes | str | JSON, what: str) -> JSON:
+    """``body`` decoded (a decoded value passes as it is); ``what`` names it in errors."""
+    if isinstance(body, bytes | bytearray):
+        try:
+            body = bytes(body).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedBody(f"{what} is not UTF-8 ({exc})") from None
+    if isinstance(body, str):
+        try:
+            return jsonload.loads(body)
+        except json.JSONDecodeError as exc:
+            raise MalformedBody(f"{what} is not valid JSON ({exc})") from None
+    return body
+
+
+def json_object(body: bytes | str | JSON, what: str) -> JsonObject:
+    """:func:`json_body`, which must be a JSON object."""
+    value = json_body(body, what)
+    if not isinstance(value, dict):
+        raise MalformedBody(f"{what} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+__all__ = ["json_body", "json_object"]
