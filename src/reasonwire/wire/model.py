@@ -55,9 +55,15 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
+def canonical_text(value: JSON) -> str:
+    """Compact JSON text of ``value`` preserving key order and non-ASCII characters (the
+    form tool-call arguments are written in)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical_bytes(value: JSON) -> bytes:
     """Compact JSON bytes of ``value`` preserving key order, for sizes and hashes."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return canonical_text(value).encode("utf-8")
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,7 +29,16 @@ from collections.abc import Callable, Mapping
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
-from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import (
+    JSON,
+    Carrier,
+    JsonObject,
+    Native,
+    ToolCall,
+    Turn,
+    Usage,
+    canonical_text,
+)
 
 MESSAGE_PATH = "choices[0].message"
 THINKING_PART = "thinking"
@@ -167,11 +176,9 @@ def _not_thinking(part: JsonObject) -> bool:
 
 def arguments_text(arguments: JSON) -> str:
     """Tool-call arguments as JSON text: a string as received, an object compactly encoded."""
-    if isinstance(arguments, str):
-        return arguments
     if arguments is None:
         return "{}"
-    return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+    return arguments if isinstance(arguments, str) else canonical_text(arguments)
 
 
 def message_tool_calls(message: Mapping[str, JSON]) -> tuple[ToolCall, ...]:

@@ -21,11 +21,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 
 from reasonwire.errors import MalformedBody
+from reasonwire.wire.google_usage import UsageNames, google_usage
 from reasonwire.wire.jsonbody import json_object
-from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import (
+    JSON,
+    Carrier,
+    JsonObject,
+    Native,
+    ToolCall,
+    Turn,
+    Usage,
+    canonical_text,
+)
 
 PARTS_PATH = "candidates[0].content.parts"
 
@@ -41,7 +50,7 @@ def synthetic_call_id(name: str, part_index: int) -> str:
 
 def compact_json(value: JSON) -> str:
     """Arguments as JSON text: compact separators, non-ASCII kept (the contract's form)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return canonical_text(value)
 
 
 def same_signature(a: str, b: str) -> bool:
@@ -77,35 +86,17 @@ def parse_usage(meta: JSON) -> Usage | None:
     them apart (totalTokenCount = prompt + toolUse + candidates + thoughts); reasoning =
     ``thoughtsTokenCount``.
     """
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        raise MalformedBody("gemini usageMetadata must be an object")
-    prompt = _count(meta, "promptTokenCount")
-    cached = _count(meta, "cachedContentTokenCount")
-    tool_use = _count(meta, "toolUsePromptTokenCount")
-    cands = _count(meta, "candidatesTokenCount")
-    thoughts = _count(meta, "thoughtsTokenCount")
-    uncached: int | None = None
-    if prompt is not None or tool_use is not None:
-        uncached = (prompt or 0) - (cached or 0) + (tool_use or 0)
-    output = None if cands is None and thoughts is None else (cands or 0) + (thoughts or 0)
-    return Usage(
-        input_uncached=uncached,
-        cache_read=cached,
-        output=output,
-        reasoning=thoughts,
-        raw=meta,
-    )
+    return google_usage(meta, _USAGE)
 
 
-def _count(meta: JsonObject, key: str) -> int | None:
-    v = meta.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise MalformedBody(f"gemini usageMetadata.{key} must be an integer, got {v!r}")
-    return v
+_USAGE = UsageNames(
+    where="gemini usageMetadata",
+    input="promptTokenCount",
+    cached="cachedContentTokenCount",
+    tool_use="toolUsePromptTokenCount",
+    output="candidatesTokenCount",
+    thoughts="thoughtsTokenCount",
+)
 
 
 def candidate_parts(body: JsonObject) -> tuple[JsonObject | None, list[JSON]]:

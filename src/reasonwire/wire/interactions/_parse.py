@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reasonwire.errors import MalformedBody
+from reasonwire.wire.google_usage import UsageNames, google_usage
 from reasonwire.wire.jsonbody import json_object
 from reasonwire.wire.model import (
     JSON,
@@ -22,19 +23,10 @@ from reasonwire.wire.model import (
     ToolCall,
     Turn,
     Usage,
-    canonical_bytes,
+    canonical_text,
 )
 
 DIALECT = "interactions"
-
-
-def _count(usage: JsonObject, key: str) -> int | None:
-    v = usage.get(key)
-    if v is None:
-        return None
-    if type(v) is not int:
-        raise MalformedBody(f"interactions usage.{key} must be an integer, got {v!r}")
-    return v
 
 
 def parse_usage(usage: JSON) -> Usage | None:
@@ -46,22 +38,17 @@ def parse_usage(usage: JSON) -> Usage | None:
     up as ``total_tokens = total_input_tokens + total_output_tokens + total_thought_tokens``
     (109 = 53 + 15 + 41) [REC], so output = output + thought, reasoning = thought.
     """
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        raise MalformedBody("interactions usage must be an object")
-    given = _count(usage, "total_input_tokens")
-    cached = _count(usage, "total_cached_tokens")
-    tool_use = _count(usage, "total_tool_use_tokens")
-    out = _count(usage, "total_output_tokens")
-    thought = _count(usage, "total_thought_tokens")
-    uncached: int | None = None
-    if given is not None or tool_use is not None:
-        uncached = (given or 0) - (cached or 0) + (tool_use or 0)
-    output = None if out is None and thought is None else (out or 0) + (thought or 0)
-    return Usage(
-        input_uncached=uncached, cache_read=cached, output=output, reasoning=thought, raw=usage
-    )
+    return google_usage(usage, _USAGE)
+
+
+_USAGE = UsageNames(
+    where="interactions usage",
+    input="total_input_tokens",
+    cached="total_cached_tokens",
+    tool_use="total_tool_use_tokens",
+    output="total_output_tokens",
+    thoughts="total_thought_tokens",
+)
 
 
 def is_thought(step: JSON) -> bool:
@@ -137,7 +124,7 @@ def tool_call_of(step: JsonObject, i: int) -> ToolCall:
         args = {}
     if not isinstance(args, dict):
         raise MalformedBody(f"interactions steps[{i}].arguments must be a JSON object")
-    return ToolCall(call_id, name, canonical_bytes(args).decode("utf-8"))
+    return ToolCall(call_id, name, canonical_text(args))
 
 
 def parse_body(body: bytes | str | JSON) -> Turn:

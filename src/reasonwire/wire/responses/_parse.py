@@ -12,12 +12,11 @@ parts. Items of types reasonwire does not model (web search calls and the like) 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.jsonbody import json_object
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage, canonical_text
 
 CARRIER_KIND = "reasoning_item"
 """Carrier kind of a whole Responses reasoning item."""
@@ -84,11 +83,9 @@ def message_text(item: Mapping[str, JSON]) -> str:
 
 def arguments_text(value: JSON) -> str:
     """Function-call arguments as JSON text: a string as received, an object compact-encoded."""
-    if isinstance(value, str):
-        return value
     if value is None:
         return ""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return value if isinstance(value, str) else canonical_text(value)
 
 
 def tool_call(item: Mapping[str, JSON], where: str) -> ToolCall:
