@@ -20,7 +20,7 @@ this folder).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
 
@@ -160,8 +160,15 @@ class Dialect:
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         raise NotImplementedError
 
+    decoder: Callable[[], StreamDecoder] | None = None
+    """Makes the decoder of one stream (the decoder class); None: :meth:`stream_decoder` is
+    written by the dialect."""
+
     def stream_decoder(self) -> StreamDecoder:
-        raise NotImplementedError
+        """A new decoder for one streamed answer."""
+        if self.decoder is None:
+            raise NotImplementedError
+        return self.decoder()
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         raise NotImplementedError

@@ -134,6 +134,7 @@ class AnthropicDialect(Dialect):
 
     name: DialectName = "anthropic"
     sent_carriers = _hidden
+    decoder = AnthropicStreamDecoder
     vault = _hidden
     path_pattern = _facts.PATH
     gateway_path = "/v1/messages"
@@ -214,9 +215,6 @@ class AnthropicDialect(Dialect):
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_response(body)
-
-    def stream_decoder(self) -> AnthropicStreamDecoder:
-        return AnthropicStreamDecoder()
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """``[{"role": "assistant", "content": [...]}]`` with the received block objects."""

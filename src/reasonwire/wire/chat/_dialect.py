@@ -18,11 +18,7 @@ from collections.abc import Mapping, Sequence
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat import _facts, _hidden
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TEXT_KINDS, TOOL_CALL_CARRIER
-from reasonwire.wire.chat._parse import (
-    THINKING_PART,
-    is_thinking_part,
-    turn_from_body,
-)
+from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, turn_from_body
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
@@ -49,6 +45,7 @@ class ChatDialect(Dialect):
 
     name: DialectName = "chat"
     sent_carriers = _hidden
+    decoder = ChatStreamDecoder
     vault = _hidden
     path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
     gateway_path = "/v1/chat/completions"
@@ -110,9 +107,6 @@ class ChatDialect(Dialect):
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return turn_from_body(json_object(body, "chat response body"))
-
-    def stream_decoder(self) -> ChatStreamDecoder:
-        return ChatStreamDecoder()
 
     # -- replay -------------------------------------------------------------------------
 

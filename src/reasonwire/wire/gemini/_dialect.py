@@ -34,12 +34,7 @@ from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo
 from reasonwire.wire.gemini import _facts, _hidden
-from reasonwire.wire.gemini._parse import (
-    is_thought,
-    parse_body,
-    same_signature,
-    synthetic_call_id,
-)
+from reasonwire.wire.gemini._parse import is_thought, parse_body, synthetic_call_id
 from reasonwire.wire.gemini._stream import GeminiStreamDecoder
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
@@ -134,6 +129,7 @@ class GeminiDialect(Dialect):
 
     name: DialectName = "gemini"
     sent_carriers = _hidden
+    decoder = GeminiStreamDecoder
     path_pattern = _facts.PATH
     carriers = _facts.CARRIERS
     fold_where = _facts.FOLD_WHERE
@@ -253,9 +249,6 @@ class GeminiDialect(Dialect):
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_body(body)
 
-    def stream_decoder(self) -> GeminiStreamDecoder:
-        return GeminiStreamDecoder()
-
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """``[{"role": "model", "parts": [...]}]``: native parts as received (same objects)."""
         native = _native_parts(message)
@@ -282,13 +275,4 @@ def _error_event(reason: str) -> bytes:
 
 DIALECT = GeminiDialect()
 
-__all__ = [
-    "DIALECT",
-    "NO_EFFORT",
-    "SCHEMA_FIELD",
-    "STAND_IN_SIGNATURE",
-    "GeminiDialect",
-    "GeminiStreamDecoder",
-    "same_signature",
-    "synthetic_call_id",
-]
+__all__ = ["DIALECT", "NO_EFFORT", "SCHEMA_FIELD", "STAND_IN_SIGNATURE", "GeminiDialect"]

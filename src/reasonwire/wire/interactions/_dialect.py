@@ -99,6 +99,7 @@ class InteractionsDialect(Dialect):
 
     name: DialectName = NAME
     sent_carriers = _hidden
+    decoder = InteractionsStreamDecoder
     path_pattern = _facts.PATH
     gateway_path = _facts.GATEWAY_PATH
     carriers = _facts.CARRIERS
@@ -185,9 +186,6 @@ class InteractionsDialect(Dialect):
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_body(body)
-
-    def stream_decoder(self) -> InteractionsStreamDecoder:
-        return InteractionsStreamDecoder()
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """The answer steps as received (same objects), or steps built from neutral fields."""

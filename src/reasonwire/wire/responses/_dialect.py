@@ -127,6 +127,7 @@ class ResponsesDialect(Dialect):
 
     name: DialectName = "responses"
     sent_carriers = _hidden
+    decoder = ResponsesStreamDecoder
     vault = _hidden
     path_pattern = _facts.PATH
     gateway_path = "/v1/responses"
@@ -202,9 +203,6 @@ class ResponsesDialect(Dialect):
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return turn_from_response(json_object(body, RESPONSE_BODY))
-
-    def stream_decoder(self) -> ResponsesStreamDecoder:
-        return ResponsesStreamDecoder()
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         items = _native_items(message)
