@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire.jsonbody import json_body
+from reasonwire.wire.jsontext import json_body
 from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})

@@ -22,7 +22,7 @@ from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, turn_fr
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.jsonbody import json_object
+from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,

@@ -29,16 +29,8 @@ from collections.abc import Callable, Mapping
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
-from reasonwire.wire.model import (
-    JSON,
-    Carrier,
-    JsonObject,
-    Native,
-    ToolCall,
-    Turn,
-    Usage,
-    canonical_text,
-)
+from reasonwire.wire.jsontext import arguments_text
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 MESSAGE_PATH = "choices[0].message"
 THINKING_PART = "thinking"
@@ -172,13 +164,6 @@ def visible_text(content: JSON) -> str:
 
 def _not_thinking(part: JsonObject) -> bool:
     return not is_thinking_part(part)
-
-
-def arguments_text(arguments: JSON) -> str:
-    """Tool-call arguments as JSON text: a string as received, an object compactly encoded."""
-    if arguments is None:
-        return "{}"
-    return arguments if isinstance(arguments, str) else canonical_text(arguments)
 
 
 def message_tool_calls(message: Mapping[str, JSON]) -> tuple[ToolCall, ...]:

@@ -40,13 +40,13 @@ from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload, model
 from reasonwire.wire.chat._parse import (
     THINKING_PART,
-    arguments_text,
     details_text,
     is_thinking_part,
     parse_usage,
     thinking_text,
     turn_from_body,
 )
+from reasonwire.wire.jsontext import arguments_text
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
 from reasonwire.wire.runs import middles
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name

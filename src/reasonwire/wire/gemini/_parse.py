@@ -24,7 +24,7 @@ import binascii
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.google_usage import UsageNames, google_usage
-from reasonwire.wire.jsonbody import json_object
+from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.model import (
     JSON,
     Carrier,
@@ -46,11 +46,6 @@ def synthetic_call_id(name: str, part_index: int) -> str:
     answer, since the part index is.
     """
     return f"{name}-{part_index}"
-
-
-def compact_json(value: JSON) -> str:
-    """Arguments as JSON text: compact separators, non-ASCII kept (the contract's form)."""
-    return canonical_text(value)
 
 
 def same_signature(a: str, b: str) -> bool:
@@ -182,7 +177,7 @@ def tool_call_of(fc: JSON, index: int, path: str) -> ToolCall:
     return ToolCall(
         id=cid if isinstance(cid, str) and cid else synthetic_call_id(name, index),
         name=name,
-        arguments=compact_json({} if args is None else args),
+        arguments=canonical_text({} if args is None else args),
     )
 
 

@@ -48,7 +48,6 @@ from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload, model
 from reasonwire.wire.gemini._parse import (
     PARTS_PATH,
-    compact_json,
     is_thought,
     parse_body,
     parse_usage,
@@ -363,4 +362,4 @@ class GeminiStreamDecoder(StreamDecoderBase):
         return out
 
 
-__all__ = ["GeminiStreamDecoder", "compact_json"]
+__all__ = ["GeminiStreamDecoder"]

@@ -14,17 +14,8 @@ from collections.abc import Sequence
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.google_usage import UsageNames, google_usage
-from reasonwire.wire.jsonbody import json_object
-from reasonwire.wire.model import (
-    JSON,
-    Carrier,
-    JsonObject,
-    Native,
-    ToolCall,
-    Turn,
-    Usage,
-    canonical_text,
-)
+from reasonwire.wire.jsontext import arguments_text, json_object
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 DIALECT = "interactions"
 
@@ -124,7 +115,7 @@ def tool_call_of(step: JsonObject, i: int) -> ToolCall:
         args = {}
     if not isinstance(args, dict):
         raise MalformedBody(f"interactions steps[{i}].arguments must be a JSON object")
-    return ToolCall(call_id, name, canonical_text(args))
+    return ToolCall(call_id, name, arguments_text(args))
 
 
 def parse_body(body: bytes | str | JSON) -> Turn:

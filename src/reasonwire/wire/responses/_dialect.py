@@ -36,7 +36,7 @@ import orjson
 from reasonwire.errors import ConfigError
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo
-from reasonwire.wire.jsonbody import json_object
+from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire.jsonbody import json_object
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage, canonical_text
+from reasonwire.wire import jsontext
+from reasonwire.wire.jsontext import json_object
+from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 CARRIER_KIND = "reasoning_item"
 """Carrier kind of a whole Responses reasoning item."""
@@ -83,9 +84,7 @@ def message_text(item: Mapping[str, JSON]) -> str:
 
 def arguments_text(value: JSON) -> str:
     """Function-call arguments as JSON text: a string as received, an object compact-encoded."""
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else canonical_text(value)
+    return jsontext.arguments_text(value, absent="")
 
 
 def tool_call(item: Mapping[str, JSON], where: str) -> ToolCall:

@@ -1,10 +1,12 @@
-"""A whole response body as JSON: the first step of every dialect's non-streaming parser.
+"""JSON text in and out of the dialects: a whole response body read as JSON (the first step
+of every non-streaming parser), and tool-call arguments written as JSON text.
 
 A body arrives as bytes (off the wire), text (a recording) or an already decoded value (a
 stream's assembled state, a test). Every dialect reads it the same way, and says what was
 wrong the same way: :class:`~reasonwire.errors.MalformedBody` naming the body, for bytes that
 are not UTF-8, text that is not JSON, or (for :func:`json_object`) a value that is not an
-object.
+object. Arguments are kept as the provider wrote them when they came as text, else written
+compactly (:func:`~reasonwire.wire.model.canonical_text`: key order and non-ASCII kept).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, JsonObject
+from reasonwire.wire.model import JSON, JsonObject, canonical_text
 
 
 def json_body(body: bytes | str | JSON, what: str) -> JSON:
@@ -39,4 +41,12 @@ def json_object(body: bytes | str | JSON, what: str) -> JsonObject:
     return value
 
 
-__all__ = ["json_body", "json_object"]
+def arguments_text(value: JSON, absent: str = "{}") -> str:
+    """Tool-call arguments as JSON text: a string as received, ``absent`` for none (null or
+    missing), any other value compact."""
+    if value is None:
+        return absent
+    return value if isinstance(value, str) else canonical_text(value)
+
+
+__all__ = ["arguments_text", "json_body", "json_object"]
