@@ -15,7 +15,7 @@ import json
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, JsonObject, canonical_text
+from reasonwire.wire.model import JSON, JsonObject, ToolCall, canonical_text
 
 
 def json_body(body: bytes | str | JSON, what: str) -> JSON:
@@ -49,4 +49,20 @@ def arguments_text(value: JSON, absent: str = "{}") -> str:
     return value if isinstance(value, str) else canonical_text(value)
 
 
-__all__ = ["arguments_text", "json_body", "json_object"]
+def arguments_object(call: ToolCall, api: str) -> JsonObject:
+    """A tool call's arguments decoded, for an ``api`` that sends them as an object;
+    :class:`MalformedBody` when they are not JSON or not an object."""
+    try:
+        args = call.parsed_arguments()
+    except json.JSONDecodeError as exc:
+        raise MalformedBody(
+            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
+        ) from None
+    if not isinstance(args, dict):
+        raise MalformedBody(
+            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for {api}"
+        )
+    return args
+
+
+__all__ = ["arguments_object", "arguments_text", "json_body", "json_object"]

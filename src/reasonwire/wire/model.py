@@ -339,6 +339,13 @@ StreamEvent: TypeAlias = (
 )
 
 
+def native_items(message: Assistant | Turn, dialect: DialectName) -> tuple[JSON, ...] | None:
+    """The message's native payload when it came from ``dialect`` (what a replay to the same
+    dialect sends as received); None for a turn of another dialect or one built by hand."""
+    native = message.native
+    return native.items if native is not None and native.dialect == dialect else None
+
+
 def tool_results(messages: Sequence[Message]) -> list[ToolResult]:
     """The tool results in a transcript, in order (a small helper for dialect builders)."""
     return [m for m in messages if isinstance(m, ToolResult)]

@@ -68,6 +68,7 @@ from reasonwire.wire.model import (
     ToolResult,
     Turn,
     User,
+    native_items,
 )
 from reasonwire.wire.projection import encode_event
 
@@ -98,11 +99,6 @@ def thinking_fields(
     if limit <= budget:
         limit = budget + DEFAULT_MAX_TOKENS
     return {"max_tokens": limit, "thinking": {"type": "enabled", "budget_tokens": budget}}
-
-
-def _native_blocks(message: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = message.native
-    return native.items if native is not None and native.dialect == "anthropic" else None
 
 
 def _built_blocks(message: Assistant | Turn) -> list[JSON]:
@@ -218,12 +214,12 @@ class AnthropicDialect(Dialect):
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """``[{"role": "assistant", "content": [...]}]`` with the received block objects."""
-        blocks = _native_blocks(message)
+        blocks = native_items(message, "anthropic")
         return _assistant(blocks if blocks is not None else _built_blocks(message))
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
         """The replay without ``thinking`` and ``redacted_thinking`` blocks."""
-        blocks = _native_blocks(message)
+        blocks = native_items(message, "anthropic")
         if blocks is None:
             built = _built_blocks(message)
             kept = [b for b in built if b.get("type") not in REASONING_BLOCKS]

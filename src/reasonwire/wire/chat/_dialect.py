@@ -34,6 +34,7 @@ from reasonwire.wire.model import (
     ToolResult,
     Turn,
     User,
+    native_items,
 )
 from reasonwire.wire.profile import Profile
 
@@ -129,10 +130,9 @@ def _as_assistant(message: Assistant | Turn) -> Assistant:
 
 
 def _assistant(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
-    if msg.native is not None and msg.native.dialect == "chat" and msg.native.items:
-        source = msg.native.items[0]
-        if isinstance(source, dict):
-            return _from_native(source, prof, keep=keep)
+    items = native_items(msg, "chat")
+    if items and isinstance(items[0], dict):
+        return _from_native(items[0], prof, keep=keep)
     return _from_parts(msg, prof, keep=keep)
 
 

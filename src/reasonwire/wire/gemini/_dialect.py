@@ -25,7 +25,6 @@ Replay rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 
 import orjson
@@ -36,6 +35,7 @@ from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo
 from reasonwire.wire.gemini import _facts, _hidden
 from reasonwire.wire.gemini._parse import is_thought, parse_body, synthetic_call_id
 from reasonwire.wire.gemini._stream import GeminiStreamDecoder
+from reasonwire.wire.jsontext import arguments_object
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
@@ -44,10 +44,10 @@ from reasonwire.wire.model import (
     Message,
     RequestOptions,
     System,
-    ToolCall,
     ToolResult,
     Turn,
     User,
+    native_items,
 )
 from reasonwire.wire.projection import encode_event
 
@@ -68,27 +68,6 @@ SCHEMA_FIELD = "parametersJsonSchema"
 takes Gemini's OpenAPI subset and refuses e.g. ``additionalProperties``)."""
 
 
-def _native_parts(message: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = message.native
-    if native is not None and native.dialect == "gemini":
-        return native.items
-    return None
-
-
-def _call_args(call: ToolCall) -> JSON:
-    try:
-        args = call.parsed_arguments()
-    except json.JSONDecodeError as exc:
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
-        ) from None
-    if not isinstance(args, dict):
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for Gemini"
-        )
-    return args
-
-
 def _foreign_parts(message: Assistant | Turn, *, keep_carriers: bool) -> list[JSON]:
     parts: list[JSON] = []
     if keep_carriers:
@@ -99,7 +78,11 @@ def _foreign_parts(message: Assistant | Turn, *, keep_carriers: bool) -> list[JS
         parts.append({"text": message.text})
     for n, call in enumerate(message.tool_calls):
         part: dict[str, JSON] = {
-            "functionCall": {"name": call.name, "args": _call_args(call), "id": call.id}
+            "functionCall": {
+                "name": call.name,
+                "args": arguments_object(call, "Gemini"),
+                "id": call.id,
+            }
         }
         if n == 0:
             part["thoughtSignature"] = STAND_IN_SIGNATURE
@@ -211,7 +194,7 @@ class GeminiDialect(Dialect):
             elif isinstance(msg, User):
                 contents.append({"role": "user", "parts": [{"text": msg.text}]})
             elif isinstance(msg, Assistant):
-                native = _native_parts(msg)
+                native = native_items(msg, "gemini")
                 if native is not None:
                     for i, part in enumerate(native):
                         fc = part.get("functionCall") if isinstance(part, dict) else None
@@ -251,7 +234,7 @@ class GeminiDialect(Dialect):
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """``[{"role": "model", "parts": [...]}]``: native parts as received (same objects)."""
-        native = _native_parts(message)
+        native = native_items(message, "gemini")
         if native is not None:
             return _model_content(list(native))
         return _model_content(_foreign_parts(message, keep_carriers=True))
@@ -262,7 +245,7 @@ class GeminiDialect(Dialect):
         Foreign history keeps its :data:`STAND_IN_SIGNATURE`: it carries no reasoning and
         without it Gemini 3 refuses the step.
         """
-        native = _native_parts(message)
+        native = native_items(message, "gemini")
         if native is not None:
             return _model_content(_stripped_parts(native))
         return _model_content(_foreign_parts(message, keep_carriers=False))

@@ -18,7 +18,6 @@ Facts and their sources are in :mod:`reasonwire.wire.interactions._facts`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import orjson
@@ -30,6 +29,7 @@ from reasonwire.wire.interactions import _facts, _hidden
 from reasonwire.wire.interactions._parse import DIALECT as NAME
 from reasonwire.wire.interactions._parse import is_thought, parse_body
 from reasonwire.wire.interactions._stream import InteractionsStreamDecoder
+from reasonwire.wire.jsontext import arguments_object
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import (
     JSON,
@@ -38,33 +38,12 @@ from reasonwire.wire.model import (
     Message,
     RequestOptions,
     System,
-    ToolCall,
     ToolResult,
     Turn,
     User,
+    native_items,
 )
 from reasonwire.wire.projection import encode_event
-
-
-def _native_steps(message: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = message.native
-    if native is not None and native.dialect == NAME:
-        return native.items
-    return None
-
-
-def _call_args(call: ToolCall) -> JSON:
-    try:
-        args = call.parsed_arguments()
-    except json.JSONDecodeError as exc:
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
-        ) from None
-    if not isinstance(args, dict):
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for Interactions"
-        )
-    return args
 
 
 def _foreign_steps(message: Assistant | Turn) -> list[JSON]:
@@ -77,7 +56,7 @@ def _foreign_steps(message: Assistant | Turn) -> list[JSON]:
                 "type": "function_call",
                 "id": call.id,
                 "name": call.name,
-                "arguments": _call_args(call),
+                "arguments": arguments_object(call, "Interactions"),
             }
         )
     return steps
@@ -189,14 +168,14 @@ class InteractionsDialect(Dialect):
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """The answer steps as received (same objects), or steps built from neutral fields."""
-        native = _native_steps(message)
+        native = native_items(message, NAME)
         if native is not None:
             return list(native)
         return _foreign_steps(message)
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
         """The replay without thought steps and without ``signature`` keys."""
-        native = _native_steps(message)
+        native = native_items(message, NAME)
         if native is not None:
             return _stripped(native)
         return _foreign_steps(message)

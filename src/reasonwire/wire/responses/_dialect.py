@@ -49,6 +49,7 @@ from reasonwire.wire.model import (
     ToolSpec,
     Turn,
     User,
+    native_items,
 )
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
@@ -87,13 +88,6 @@ def tool_spec(tool: ToolSpec) -> dict[str, JSON]:
         "description": tool.description,
         "parameters": tool.parameters,
     }
-
-
-def _native_items(msg: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = msg.native
-    if native is not None and native.dialect == "responses":
-        return native.items
-    return None
 
 
 def _neutral_items(msg: Assistant | Turn, keep_carriers: bool) -> list[JSON]:
@@ -205,13 +199,13 @@ class ResponsesDialect(Dialect):
         return turn_from_response(json_object(body, RESPONSE_BODY))
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
-        items = _native_items(message)
+        items = native_items(message, "responses")
         if items is not None:
             return list(items)
         return _neutral_items(message, keep_carriers=True)
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
-        items = _native_items(message)
+        items = native_items(message, "responses")
         if items is not None:
             return [
                 _without_id(item)
