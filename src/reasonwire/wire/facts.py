@@ -9,22 +9,6 @@ from types import MappingProxyType
 
 from reasonwire.wire.model import JSON
 
-GOOGLE_RPC_STATUSES = frozenset(
-    {
-        "INVALID_ARGUMENT",
-        "FAILED_PRECONDITION",
-        "PERMISSION_DENIED",
-        "NOT_FOUND",
-        "RESOURCE_EXHAUSTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DEADLINE_EXCEEDED",
-    }
-)
-"""The ``error.status`` names both Google APIs (Gemini ``generateContent`` and Interactions)
-send: names of the ``google.rpc.Code`` enum (googleapis ``google/rpc/code.proto``), the one
-error vocabulary of Google's JSON APIs, so each dialect's ``ERROR_TYPES`` is this set."""
-
 
 @dataclass(frozen=True, slots=True)
 class CarrierKind:
@@ -126,6 +110,23 @@ GOOGLE_RPC_STATUS: Mapping[int, str] = MappingProxyType(
 """HTTP status -> the google.rpc code name Google's error bodies carry (Gemini's
 generateContent and Interactions APIs alike)."""
 
+GOOGLE_RPC_STATUSES = frozenset(
+    {
+        "INVALID_ARGUMENT",
+        "FAILED_PRECONDITION",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "RESOURCE_EXHAUSTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DEADLINE_EXCEEDED",
+    }
+)
+"""The ``error.status`` names (``google.rpc.Code``, googleapis ``google/rpc/code.proto``)
+the gateway passes on as written for both Google APIs, Gemini ``generateContent`` and
+Interactions: each one's ``ERROR_TYPES``. Any other status is derived from the HTTP status
+(:data:`GOOGLE_RPC_STATUS`)."""
+
 BASELINE = "none"
 """The variant without any carrier."""
 
@@ -142,6 +143,7 @@ class SentCarrier:
 __all__ = [
     "BASELINE",
     "GOOGLE_RPC_STATUS",
+    "GOOGLE_RPC_STATUSES",
     "CarrierKind",
     "CarrierSpec",
     "Control",
