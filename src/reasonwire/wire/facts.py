@@ -124,7 +124,7 @@ GOOGLE_RPC_STATUSES = frozenset(
 )
 """The ``error.status`` names (``google.rpc.Code``, googleapis ``google/rpc/code.proto``)
 the gateway passes on as written for both Google APIs, Gemini ``generateContent`` and
-Interactions: each one's ``ERROR_TYPES``. Any other status is derived from the HTTP status
+Interactions: each one's ``ERROR_TYPES``. Every other status is derived from the HTTP status
 (:data:`GOOGLE_RPC_STATUS`)."""
 
 BASELINE = "none"
