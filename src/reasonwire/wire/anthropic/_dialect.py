@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -58,19 +59,11 @@ from reasonwire.wire.anthropic._parse import REASONING_BLOCKS, parse_response
 from reasonwire.wire.anthropic._stream import AnthropicStreamDecoder
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    Turn,
-    User,
-    native_items,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, User, native_items
 from reasonwire.wire.projection import encode_event
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when the caller gives none (the API has no default)."""
@@ -128,7 +121,7 @@ def _assistant(blocks: Sequence[JSON]) -> list[JSON]:
 class AnthropicDialect(Dialect):
     """The Anthropic Messages wire API."""
 
-    name: DialectName = "anthropic"
+    name = "anthropic"
     sent_carriers = _hidden
     decoder = AnthropicStreamDecoder
     vault = _hidden

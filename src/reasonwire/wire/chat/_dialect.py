@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat import _facts, _hidden
@@ -24,19 +25,11 @@ from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    Turn,
-    User,
-    native_items,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, Turn, User, native_items
 from reasonwire.wire.profile import Profile
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions
 
 _OFF = ("none",)
 
@@ -44,7 +37,7 @@ _OFF = ("none",)
 class ChatDialect(Dialect):
     """Chat Completions: request building, parsing, stream decoding and replay."""
 
-    name: DialectName = "chat"
+    name = "chat"
     sent_carriers = _hidden
     decoder = ChatStreamDecoder
     vault = _hidden

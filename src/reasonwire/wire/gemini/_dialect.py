@@ -26,6 +26,7 @@ Replay rules:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -37,19 +38,11 @@ from reasonwire.wire.gemini._parse import is_thought, parse_body, synthetic_call
 from reasonwire.wire.gemini._stream import GeminiStreamDecoder
 from reasonwire.wire.jsontext import arguments_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    Turn,
-    User,
-    native_items,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, User, native_items
 from reasonwire.wire.projection import encode_event
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 STAND_IN_SIGNATURE = "skip_thought_signature_validator"
 """Signature put on the first ``functionCall`` of a step built from foreign/synthetic history.
@@ -110,7 +103,7 @@ def _model_content(parts: list[JSON]) -> list[JSON]:
 class GeminiDialect(Dialect):
     """The Gemini generateContent wire API."""
 
-    name: DialectName = "gemini"
+    name = "gemini"
     sent_carriers = _hidden
     decoder = GeminiStreamDecoder
     path_pattern = _facts.PATH

@@ -19,6 +19,7 @@ Facts and their sources are in :mod:`reasonwire.wire.interactions._facts`.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -31,19 +32,11 @@ from reasonwire.wire.interactions._parse import is_thought, parse_body
 from reasonwire.wire.interactions._stream import InteractionsStreamDecoder
 from reasonwire.wire.jsontext import arguments_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    Turn,
-    User,
-    native_items,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, User, native_items
 from reasonwire.wire.projection import encode_event
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 
 def _foreign_steps(message: Assistant | Turn) -> list[JSON]:
@@ -76,7 +69,7 @@ def _stripped(steps: Sequence[JSON]) -> list[JSON]:
 class InteractionsDialect(Dialect):
     """The Gemini Interactions wire API."""
 
-    name: DialectName = NAME
+    name = NAME
     sent_carriers = _hidden
     decoder = InteractionsStreamDecoder
     path_pattern = _facts.PATH

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -38,24 +39,15 @@ from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    ToolSpec,
-    Turn,
-    User,
-    native_items,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, ToolSpec, User, native_items
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.responses import _facts, _hidden
 from reasonwire.wire.responses._parse import RESPONSE_BODY, turn_from_response
 from reasonwire.wire.responses._stream import ResponsesStreamDecoder
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 PROFILES: Mapping[str, Mapping[str, JSON]] = {
     "default": {"include": ["reasoning.encrypted_content"]},
@@ -119,7 +111,7 @@ def _without_id(item: JSON) -> JSON:
 class ResponsesDialect(Dialect):
     """The Responses wire API (see the module docstring for the request choices)."""
 
-    name: DialectName = "responses"
+    name = "responses"
     sent_carriers = _hidden
     decoder = ResponsesStreamDecoder
     vault = _hidden
