@@ -218,9 +218,7 @@ class GeminiDialect(Dialect):
             config["thinkingConfig"] = {"includeThoughts": True, "thinkingLevel": options.effort}
         if config:
             body["generationConfig"] = config
-        if options.extra_body:
-            body = deep_merge(body, options.extra_body)
-        return body
+        return deep_merge(body, options.extra_body)  # merges in place; nothing when empty
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_body(body)

@@ -152,9 +152,7 @@ class InteractionsDialect(Dialect):
             body["generation_config"] = config
         if options.stream:
             body["stream"] = True
-        if options.extra_body:
-            body = deep_merge(body, options.extra_body)
-        return body
+        return deep_merge(body, options.extra_body)  # merges in place; nothing when empty
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_body(body)
