@@ -22,20 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import orjson
 
 from reasonwire.wire.controls import strip_paths
 from reasonwire.wire.count_tokens import CountSpec
-from reasonwire.wire.facts import (
-    CarrierKind,
-    Control,
-    ErrorInfo,
-    SentCarrier,
-    ServerState,
-    Variants,
-)
+from reasonwire.wire.facts import CarrierKind, Control, ErrorInfo, ServerState, Variants
 from reasonwire.wire.model import (
     JSON,
     Assistant,
@@ -52,6 +45,9 @@ from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import SSEProjector, encode_event
 from reasonwire.wire.shape import Shape, ShapeError, TextFilter, project, validate
 from reasonwire.wire.vault import Lookup
+
+if TYPE_CHECKING:
+    from reasonwire.wire.facts import SentCarrier
 
 
 @runtime_checkable
