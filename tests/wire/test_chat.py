@@ -343,7 +343,7 @@ def test_tool_call_arguments_object_is_encoded_compactly() -> None:
 @pytest.mark.parametrize(
     ("body", "match"),
     [
-        (b"{not json", "not JSON"),
+        (b"{not json", "not valid JSON"),
         (b"\xff\xfe", "not UTF-8"),
         ("[1, 2]", "must be a JSON object"),
         ({"choices": []}, "no choices"),

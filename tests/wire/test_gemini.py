@@ -303,7 +303,7 @@ def test_parse_blocked_prompt_and_absent_usage() -> None:
 @pytest.mark.parametrize(
     ("body", "match"),
     [
-        (b"{oops", "not JSON"),
+        (b"{oops", "not valid JSON"),
         (b"\xff\xfe", "not UTF-8"),
         ("[1]", "must be a JSON object"),
         ({"candidates": {}}, "must be a list"),

@@ -8,22 +8,21 @@ A control is a path of keys into the request body. ``("chat_template_kwargs",
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
-from reasonwire.wire.model import JSON
+from reasonwire.wire.model import JSON, JsonObject
 
 ControlPath = tuple[str, ...]
 
 
 def strip_paths(
-    body: Mapping[str, Any], paths: Iterable[ControlPath]
-) -> tuple[dict[str, Any], dict[str, JSON]]:
+    body: Mapping[str, JSON], paths: Iterable[ControlPath]
+) -> tuple[JsonObject, dict[str, JSON]]:
     """``body`` without the values at ``paths``, and the removed values by dotted name.
 
     Only the dicts along a removed path are copied (copy-on-write): the caller's body is never
     changed and a large history is not deep-copied.
     """
-    out: dict[str, Any] = dict(body)
+    out: JsonObject = dict(body)
     removed: dict[str, JSON] = {}
     for path in paths:
         found, value = _pop_path(out, path)
@@ -32,14 +31,14 @@ def strip_paths(
     return out, removed
 
 
-def _pop_path(body: dict[str, Any], path: ControlPath) -> tuple[bool, JSON]:
-    node: Any = body
+def _pop_path(body: JsonObject, path: ControlPath) -> tuple[bool, JSON]:
+    node: JSON = body
     for key in path[:-1]:
         node = node.get(key) if isinstance(node, dict) else None
     if not isinstance(node, dict) or path[-1] not in node:
         return False, None
     # Present: copy each parent on the way down (copy-on-write), delete, prune emptied parents.
-    parents: list[tuple[dict[str, Any], str]] = []
+    parents: list[tuple[JsonObject, str]] = []
     node = body
     for key in path[:-1]:
         child = dict(node[key])

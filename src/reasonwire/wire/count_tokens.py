@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.jsonload import loads
@@ -49,7 +48,7 @@ def count_body(spec: CountSpec, body: Mapping[str, JSON]) -> dict[str, JSON]:
 def parse_count(spec: CountSpec, raw: bytes | str) -> int:
     """The count in an endpoint's answer; :class:`MalformedBody` when it has none."""
     try:
-        data: Any = loads(raw)
+        data: JSON = loads(raw)
     except ValueError as exc:
         raise MalformedBody(f"count answer is not JSON: {exc}") from None
     value = data.get(spec.result) if isinstance(data, dict) else None

@@ -20,9 +20,9 @@ this folder).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import orjson
 
@@ -44,6 +44,7 @@ from reasonwire.wire.model import (
     Assistant,
     Carrier,
     DialectName,
+    JsonObject,
     Message,
     RequestOptions,
     StreamEvent,
@@ -54,6 +55,9 @@ from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import SSEProjector, encode_event
 from reasonwire.wire.shape import Shape, TextFilter, project, validate
 from reasonwire.wire.vault import Lookup
+
+if TYPE_CHECKING:
+    from reasonwire.wire.facts import SentCarrier
 
 
 @runtime_checkable
@@ -74,6 +78,22 @@ class StreamDecoder(Protocol):
     def close(self) -> list[StreamEvent]: ...
 
     def partial_turn(self) -> Turn: ...
+
+
+class SentCarriers(Protocol):
+    """Finds the reasoning carriers a request body sends back (a dialect's ``_hidden``
+    module)."""
+
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]: ...
+
+
+class CarrierVault(Protocol):
+    """Keeps the reasoning a governed client may not read and puts it back (a dialect's
+    ``_hidden`` module, where its answers carry such reasoning)."""
+
+    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]: ...
+
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int: ...
 
 
 class StreamProjector(Protocol):
@@ -148,8 +168,15 @@ class Dialect:
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         raise NotImplementedError
 
+    decoder: Callable[[], StreamDecoder] | None = None
+    """Makes the decoder of one stream (the decoder class); None: :meth:`stream_decoder` is
+    written by the dialect."""
+
     def stream_decoder(self) -> StreamDecoder:
-        raise NotImplementedError
+        """A new decoder for one streamed answer."""
+        if self.decoder is None:
+            raise NotImplementedError
+        return self.decoder()
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         raise NotImplementedError
@@ -161,18 +188,24 @@ class Dialect:
         """True when one JSON body or stream payload has this dialect's shape."""
         return False
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
+    sent_carriers: SentCarriers | None = None
+    """Where :meth:`request_carriers` looks (None: a request sends none back)."""
+    vault: CarrierVault | None = None
+    """Where :meth:`vault_entries` and :meth:`reattach` work (None: nothing is vaulted)."""
+
+    def request_carriers(self, body: Mapping[str, JSON]) -> list[SentCarrier]:
         """Every reasoning carrier a request body sends back on its assistant turns."""
-        return []
+        found = self.sent_carriers
+        return found.request_carriers(body) if found is not None else []
 
     def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
         """(key, exact original) pairs of a finished turn's carriers a client cannot return."""
-        return []
+        return self.vault.vault_entries(turn) if self.vault is not None else []
 
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
+    def reattach(self, body: JsonObject, lookup: Lookup) -> int:
         """Put vaulted carriers back into a request's history in place; drop reasoning the
         vault does not know (it cannot be genuine). Returns how many were re-attached."""
-        return 0
+        return self.vault.reattach(body, lookup) if self.vault is not None else 0
 
     stream_shape: Shape | None = None
     """Each stream event a governed client may see (allow-list); None: no stream projection."""
@@ -221,10 +254,10 @@ class Dialect:
             return str(body["model"])
         return None
 
-    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+    def wants_stream(self, body: Mapping[str, JSON]) -> bool:
         return body.get("stream") is True
 
-    def stream_requested(self, path: str, body: Mapping[str, Any]) -> bool:
+    def stream_requested(self, path: str, body: Mapping[str, JSON]) -> bool:
         """Whether a request to ``path`` with ``body`` asks for a streamed answer."""
         return self.wants_stream(body)
 
@@ -238,7 +271,7 @@ class Dialect:
         ``{"message": ..}``, ``{"detail": ..}``, or a list holding one such object."""
         return read_error(payload)
 
-    def profile(self, name: str | None = None, **overrides: Any) -> Profile:
+    def profile(self, name: str | None = None, **overrides: JSON) -> Profile:
         """The profile layers merged: dialect default -> vendor ``name`` -> route overrides."""
         base = self.profiles.get("default", Profile())
         if name is not None and name != "default":
@@ -254,8 +287,8 @@ class Dialect:
         return base.with_overrides(overrides) if overrides else base
 
     def strip_controls(
-        self, body: Mapping[str, Any], profile: Profile | None = None
-    ) -> tuple[dict[str, Any], dict[str, JSON]]:
+        self, body: Mapping[str, JSON], profile: Profile | None = None
+    ) -> tuple[JsonObject, dict[str, JSON]]:
         """``body`` without any control of the inventory (and the profile's vendor ones), and
         the removed values by dotted name. Copy-on-write: ``body`` is never changed."""
         paths = [c.path for c in self.controls if not c.header]
@@ -268,7 +301,7 @@ class Dialect:
         allowed = self.non_escalating
         return bool(removed) and all(k in allowed and allowed[k] == v for k, v in removed.items())
 
-    def validate_request(self, body: JSON) -> dict[str, Any]:
+    def validate_request(self, body: JSON) -> JsonObject:
         """The client body checked against :attr:`request_shape`, unknown fields dropped.
 
         Raises :class:`~reasonwire.wire.shape.ShapeError` naming the first violation's path.

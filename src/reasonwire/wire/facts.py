@@ -111,6 +111,23 @@ GOOGLE_RPC_STATUS: Mapping[int, str] = MappingProxyType(
 """HTTP status -> the google.rpc code name Google's error bodies carry (Gemini's
 generateContent and Interactions APIs alike)."""
 
+GOOGLE_RPC_STATUSES = frozenset(
+    {
+        "INVALID_ARGUMENT",
+        "FAILED_PRECONDITION",
+        "PERMISSION_DENIED",
+        "NOT_FOUND",
+        "RESOURCE_EXHAUSTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DEADLINE_EXCEEDED",
+    }
+)
+"""The ``error.status`` names (``google.rpc.Code``, googleapis ``google/rpc/code.proto``)
+the gateway passes on as written for both Google APIs, Gemini ``generateContent`` and
+Interactions: each one's ``ERROR_TYPES``. Every other status is derived from the HTTP status
+(:data:`GOOGLE_RPC_STATUS`)."""
+
 BASELINE = "none"
 """The variant without any carrier."""
 
@@ -177,6 +194,7 @@ UNKNOWN_EARLIER_TURNS = EarlierTurns("unknown", "no documented rule for this dia
 __all__ = [
     "BASELINE",
     "GOOGLE_RPC_STATUS",
+    "GOOGLE_RPC_STATUSES",
     "UNKNOWN_EARLIER_TURNS",
     "CarrierKind",
     "CarrierSpec",

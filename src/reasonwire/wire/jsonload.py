@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any
 
 import orjson
 
 from reasonwire.errors import FastLoadRefused
+from reasonwire.wire.model import JSON
 
 _orjson_loads = orjson.loads
 _json_loads = json.loads
@@ -40,7 +40,7 @@ def _long_digits(data: bytes | str) -> bool:
     return _RUN in data.translate(_DIGITS)
 
 
-def loads(data: bytes | str) -> Any:
+def loads(data: bytes | str) -> JSON:
     """Parse one JSON document exactly as ``json.loads`` would (same values, same errors)."""
     if _long_digits(data):
         return _json_loads(data)
@@ -50,7 +50,7 @@ def loads(data: bytes | str) -> Any:
         return _json_loads(data)
 
 
-def _checked(data: bytes) -> Any:
+def _checked(data: bytes) -> JSON:
     if _RUN in data.translate(_DIGITS):
         raise FastLoadRefused("19 or more consecutive digits")
     return _orjson_loads(data)
@@ -73,7 +73,7 @@ class StreamGuard:
         self._tail = b""
         self._exact = False
 
-    def loader(self, chunk: bytes) -> Callable[[bytes], Any]:
+    def loader(self, chunk: bytes) -> Callable[[bytes], JSON]:
         if self._exact:
             return _checked
         joined = self._tail + chunk[:32]  # a run may straddle chunk borders

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+
+from reasonwire.wire.model import JSON, JsonObject
 
 
-def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> dict[str, Any]:
+def deep_merge(base: JsonObject, extra: Mapping[str, JSON]) -> JsonObject:
     """Merge ``extra`` into ``base`` in place and return ``base``.
 
     Mappings merge key by key; anything else replaces. Nested dicts of ``base`` are copied

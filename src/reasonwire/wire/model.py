@@ -55,9 +55,15 @@ class _Absent:
 ABSENT: Any = _Absent()
 
 
+def canonical_text(value: JSON) -> str:
+    """Compact JSON text of ``value`` preserving key order and non-ASCII characters (the
+    form tool-call arguments are written in)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def canonical_bytes(value: JSON) -> bytes:
     """Compact JSON bytes of ``value`` preserving key order, for sizes and hashes."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return canonical_text(value).encode("utf-8")
 
 
 # --------------------------------------------------------------------------------------------
@@ -331,6 +337,13 @@ class Done:
 StreamEvent: TypeAlias = (
     TextDelta | ReasoningDelta | ToolCallDelta | CarrierComplete | UsageEvent | StreamError | Done
 )
+
+
+def native_items(message: Assistant | Turn, dialect: DialectName) -> tuple[JSON, ...] | None:
+    """The message's native payload when it came from ``dialect`` (what a replay to the same
+    dialect sends as received); None for a turn of another dialect or one built by hand."""
+    native = message.native
+    return native.items if native is not None and native.dialect == dialect else None
 
 
 def tool_results(messages: Sequence[Message]) -> list[ToolResult]:

@@ -18,7 +18,7 @@ from typing import Any
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.facts import Control
-from reasonwire.wire.model import JSON
+from reasonwire.wire.model import JSON, JsonObject
 
 LEVEL = "<level>"
 """Placeholder in :attr:`Profile.effort_value`: replaced by the effort level as written."""
@@ -100,6 +100,8 @@ class Profile:
 
     def layer(self, over: Profile) -> Profile:
         """This profile with ``over``'s explicitly set fields on top (controls accumulate)."""
+        # field name -> another profile's value for it: as heterogeneous as the fields, so
+        # typed as the keyword arguments of ``dataclasses.replace`` are
         changes: dict[str, Any] = {}
         # Effort is one fact, a path and the value put there: a layer that sets either sets
         # both (``effort_path=()`` with a dict value merges at the body's root; a ``None``
@@ -119,11 +121,11 @@ class Profile:
                 changes[f.name] = value
         return dataclasses.replace(self, **changes)
 
-    def with_overrides(self, overrides: Mapping[str, Any]) -> Profile:
+    def with_overrides(self, overrides: Mapping[str, JSON]) -> Profile:
         """The route layer: field -> value from a route record or TOML file (lists become
         tuples). Unknown fields are a :class:`~reasonwire.errors.ConfigError`."""
         known = {f.name for f in dataclasses.fields(Profile)} - {"controls", "name"}
-        changes: dict[str, Any] = {}
+        changes: JsonObject = {}
         for key, value in overrides.items():
             if key not in known:
                 raise ConfigError(
@@ -143,7 +145,7 @@ def _fill(template: JSON, level: str) -> JSON:
 
 _EFFORT_FIELDS = ("effort_path", "effort_value")
 
-_DEFAULTS: dict[str, Any] = {
+_DEFAULTS: dict[str, object] = {
     f.name: getattr(Profile(), f.name) for f in dataclasses.fields(Profile)
 }
 """Each field's class default: a layer that leaves a field at it inherits the field."""

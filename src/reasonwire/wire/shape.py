@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Final
 
 from reasonwire.errors import ShapeError
+from reasonwire.wire.model import JSON, JsonObject
 
 MAX_DEPTH = 64
 """Deepest nesting a shape walk follows; deeper values are a :class:`ShapeError` (validate)
@@ -50,7 +51,7 @@ class Int(Shape):
 
 @dataclass(frozen=True, slots=True)
 class Num(Shape):
-    """Any JSON number (not a bool)."""
+    """A JSON number of any value (not a bool)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ class Scalar(Shape):
 
 @dataclass(frozen=True, slots=True)
 class Anything(Shape):
-    """Any JSON value of bounded depth: tool parameters, schemas, tool inputs, metadata."""
+    """A JSON value of bounded depth: tool parameters, schemas, tool inputs, metadata."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,35 +125,35 @@ class OneOf(Shape):
 TextFilter = Callable[[str, str], str]
 """(path, text) -> visible text; applied to :class:`Str` nodes with ``text=True``."""
 
-_DROP: Any = object()
+_DROP: Final = object()
 
 
-def validate(shape: Shape, value: Any) -> Any:
+def validate(shape: Shape, value: JSON) -> JSON:
     """``value`` checked against ``shape``; unknown object keys and unknown tags dropped."""
     return _walk(shape, value, "$", 0, True, None)
 
 
-def project(shape: Shape, value: Any, text_filter: TextFilter | None = None) -> Any:
+def project(shape: Shape, value: JSON, text_filter: TextFilter | None = None) -> JSON:
     """``value`` reduced to ``shape`` (``{}`` when nothing of it fits)."""
     out = _walk(shape, value, "$", 0, False, text_filter)
     return {} if out is _DROP else out
 
 
-def _bad(strict: bool, path: str, problem: str) -> Any:
+def _bad(strict: bool, path: str, problem: str) -> JSON:
     if strict:
         raise ShapeError(path, problem)
     return _DROP
 
 
-def _kind(value: Any) -> str:
+def _kind(value: JSON) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
         type(value), "null" if value is None else "number"
     )
 
 
 def _walk(
-    shape: Shape, value: Any, path: str, depth: int, strict: bool, tf: TextFilter | None
-) -> Any:
+    shape: Shape, value: JSON, path: str, depth: int, strict: bool, tf: TextFilter | None
+) -> JSON:
     if depth > MAX_DEPTH:
         return _bad(strict, path, f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(shape, Str):
@@ -166,7 +167,7 @@ def _walk(
     if isinstance(shape, Obj):
         if not isinstance(value, dict):
             return _bad(strict, path, f"expected an object, got {_kind(value)}")
-        out: dict[str, Any] = {}
+        out: JsonObject = {}
         for key, item in value.items():
             sub = shape.fields.get(key)
             if sub is None:
@@ -238,7 +239,7 @@ def _walk(
     raise TypeError(f"unknown shape node {type(shape).__name__}")
 
 
-def _fits(shape: Shape, value: Any) -> bool:
+def _fits(shape: Shape, value: JSON) -> bool:
     """Whether ``value``'s JSON type is the one ``shape`` describes (for :class:`OneOf`)."""
     if isinstance(shape, Str | Const | Blank):
         return isinstance(value, str)
@@ -255,10 +256,10 @@ def _fits(shape: Shape, value: Any) -> bool:
     return True
 
 
-def _depth(value: Any, start: int) -> int:
+def _depth(value: JSON, start: int) -> int:
     """Nesting depth of ``value`` (iterative: a hostile body cannot exhaust the stack)."""
     deepest = start
-    stack: list[tuple[Any, int]] = [(value, start)]
+    stack: list[tuple[JSON, int]] = [(value, start)]
     while stack:
         node, d = stack.pop()
         if d > deepest:

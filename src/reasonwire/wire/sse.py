@@ -65,28 +65,12 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         """Decode ``chunk`` and return the events it completed (possibly none)."""
-        return [
-            SSEEvent(
-                data.decode("utf-8", "replace"),
-                name.decode("utf-8", "replace") if name else "message",
-                id_,
-                retry,
-            )
-            for data, name, id_, retry in self.feed_raw(chunk)
-        ]
+        return _decoded(self.feed_raw(chunk))
 
     def close(self) -> list[SSEEvent]:
         """Flush at end of stream. A pending event without its blank line is still dispatched
         (servers often omit the last blank line); a partial line is treated as complete."""
-        return [
-            SSEEvent(
-                data.decode("utf-8", "replace"),
-                name.decode("utf-8", "replace") if name else "message",
-                id_,
-                retry,
-            )
-            for data, name, id_, retry in self.close_raw()
-        ]
+        return _decoded(self.close_raw())
 
     def feed_raw(self, chunk: bytes) -> list[RawEvent]:
         """Like :meth:`feed`, but each event is a ``(data, event, id, retry)`` tuple with
@@ -252,6 +236,18 @@ class SSEDecoder:
                 self._retry = int(value)
 
 
+def event_name(name: bytes | None) -> str:
+    """The name of a raw event as text: ``message`` when it has none (the spec's default)."""
+    return name.decode("utf-8", "replace") if name else "message"
+
+
+def _decoded(events: list[RawEvent]) -> list[SSEEvent]:
+    return [
+        SSEEvent(data.decode("utf-8", "replace"), event_name(name), id_, retry)
+        for data, name, id_, retry in events
+    ]
+
+
 def iter_sse(chunks: Iterable[bytes]) -> Iterator[SSEEvent]:
     """Decode an iterable of byte chunks into events."""
     dec = SSEDecoder()
@@ -270,4 +266,12 @@ async def aiter_sse(chunks: AsyncIterable[bytes]) -> AsyncIterator[SSEEvent]:
         yield ev
 
 
-__all__ = ["RawEvent", "SSEDecoder", "SSEEvent", "TruncatedStream", "aiter_sse", "iter_sse"]
+__all__ = [
+    "RawEvent",
+    "SSEDecoder",
+    "SSEEvent",
+    "TruncatedStream",
+    "aiter_sse",
+    "event_name",
+    "iter_sse",
+]

@@ -20,11 +20,10 @@ to ``{type, name, description, parameters}``, ``max_tokens`` / ``max_completion_
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import orjson
 
-from reasonwire.wire.model import JSON
+from reasonwire.wire.model import JSON, JsonObject
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.sse import SSEDecoder
 from reasonwire.wire.vault import Lookup, text_key
@@ -39,7 +38,7 @@ def _key(call_ids: list[str], text: str) -> str:
     return "tr:" + call_ids[0] if call_ids else "tr" + text_key(text)
 
 
-def _text_of(content: Any) -> str:
+def _text_of(content: JSON) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -49,7 +48,7 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def _user_content(content: Any) -> Any:
+def _user_content(content: JSON) -> JSON:
     if not isinstance(content, list):
         return content if isinstance(content, str) else ""
     parts: list[JSON] = []
@@ -65,7 +64,7 @@ def _user_content(content: Any) -> Any:
     return parts
 
 
-def _assistant_items(msg: Mapping[str, Any]) -> list[JSON]:
+def _assistant_items(msg: Mapping[str, JSON]) -> list[JSON]:
     """An assistant message built as Responses items (history the vault does not know)."""
     items: list[JSON] = []
     text = _text_of(msg.get("content"))
@@ -84,7 +83,7 @@ def _assistant_items(msg: Mapping[str, Any]) -> list[JSON]:
     return items
 
 
-def _tool(tool: Any) -> JSON:
+def _tool(tool: JSON) -> JSON:
     fn = tool.get("function") if isinstance(tool, dict) else None
     if not isinstance(fn, dict):
         return tool
@@ -95,13 +94,13 @@ def _tool(tool: Any) -> JSON:
     return out
 
 
-def _tool_choice(choice: Any) -> Any:
+def _tool_choice(choice: JSON) -> JSON:
     if isinstance(choice, dict) and isinstance(choice.get("function"), dict):
         return {"type": "function", "name": choice["function"].get("name")}
     return choice
 
 
-def chat_to_responses(body: Mapping[str, Any], lookup: Lookup) -> tuple[dict[str, Any], int]:
+def chat_to_responses(body: Mapping[str, JSON], lookup: Lookup) -> tuple[JsonObject, int]:
     """The Responses request for a (validated) Chat Completions ``body``, and how many
     assistant turns were replaced by their vaulted output items."""
     items: list[JSON] = []
@@ -125,7 +124,7 @@ def chat_to_responses(body: Mapping[str, Any], lookup: Lookup) -> tuple[dict[str
                 reattached += 1
             else:
                 items.extend(_assistant_items(msg))
-    out: dict[str, Any] = {"model": body.get("model"), "input": items}
+    out: JsonObject = {"model": body.get("model"), "input": items}
     if body.get("tools"):
         out["tools"] = [_tool(t) for t in body["tools"]]
     if "tool_choice" in body:
@@ -141,7 +140,7 @@ def chat_to_responses(body: Mapping[str, Any], lookup: Lookup) -> tuple[dict[str
     return out, reattached
 
 
-def _usage(usage: Any) -> JSON:
+def _usage(usage: JSON) -> JSON:
     if not isinstance(usage, dict):
         return None
     out: dict[str, JSON] = {
@@ -158,7 +157,7 @@ def _usage(usage: Any) -> JSON:
     return out
 
 
-def _finish(response: Mapping[str, Any], has_calls: bool) -> str:
+def _finish(response: Mapping[str, JSON], has_calls: bool) -> str:
     if has_calls:
         return "tool_calls"
     details = response.get("incomplete_details")
@@ -167,7 +166,7 @@ def _finish(response: Mapping[str, Any], has_calls: bool) -> str:
     return "stop"
 
 
-def responses_to_chat(response: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, JSON]]:
+def responses_to_chat(response: Mapping[str, JSON]) -> tuple[JsonObject, tuple[str, JSON]]:
     """A Chat Completions answer for a Responses ``response``, and the vault entry (key, the
     turn's output items) that lets the next request put the reasoning back."""
     output = [i for i in response.get("output") or () if isinstance(i, dict)]
@@ -187,7 +186,7 @@ def responses_to_chat(response: Mapping[str, Any]) -> tuple[dict[str, Any], tupl
     message: dict[str, JSON] = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
         message["tool_calls"] = calls
-    answer: dict[str, Any] = {
+    answer: JsonObject = {
         "id": response.get("id"),
         "object": "chat.completion",
         "created": int(response.get("created_at") or 0),
@@ -217,7 +216,7 @@ class ResponsesToChatStream:
         self._id = ""
         self._model = ""
         self._created = 0
-        self.completed: dict[str, Any] | None = None
+        self.completed: JsonObject | None = None
 
     def feed(self, chunk: bytes) -> bytes:
         return b"".join(self._on(ev.data) for ev in self._sse.feed(chunk))
@@ -291,13 +290,13 @@ class ChatToResponses:
     client = "chat"
     upstream = "responses"
 
-    def request(self, body: Mapping[str, Any], lookup: Lookup) -> tuple[dict[str, Any], int]:
+    def request(self, body: Mapping[str, JSON], lookup: Lookup) -> tuple[JsonObject, int]:
         return chat_to_responses(body, lookup)
 
-    def answer(self, response: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, JSON]]:
+    def answer(self, response: Mapping[str, JSON]) -> tuple[JsonObject, tuple[str, JSON]]:
         return responses_to_chat(response)
 
-    def stream(self, client_body: Mapping[str, Any]) -> ResponsesToChatStream:
+    def stream(self, client_body: Mapping[str, JSON]) -> ResponsesToChatStream:
         opts = client_body.get("stream_options")
         return ResponsesToChatStream(isinstance(opts, dict) and opts.get("include_usage") is True)
 

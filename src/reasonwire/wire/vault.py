@@ -15,9 +15,9 @@ Each dialect object says where its keys are (``vault_entries`` / ``reattach``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 
-from reasonwire.wire.model import JSON, canonical_bytes
+from reasonwire.wire.model import JSON, JsonObject, canonical_bytes
 
 Lookup = Callable[[str], JSON | None]
 """key -> the exact original carrier value, or None."""
@@ -32,6 +32,14 @@ def present(value: JSON) -> bool:
     return value is not None and value != ""
 
 
+def sent_turns(body: Mapping[str, JSON], key: str, role: str) -> Iterator[JsonObject]:
+    """The model's own turns a request sends back: the objects of the history ``body[key]``
+    whose ``role`` is ``role`` (anything else in the history is passed over)."""
+    for msg in body.get(key) or ():
+        if isinstance(msg, dict) and msg.get("role") == role:
+            yield msg
+
+
 def sized(value: JSON) -> int:
     """UTF-8 bytes of a string carrier as sent; compact JSON bytes of any other value."""
     if isinstance(value, str):
@@ -39,4 +47,4 @@ def sized(value: JSON) -> int:
     return len(canonical_bytes(value))
 
 
-__all__ = ["Lookup", "present", "sized", "text_key"]
+__all__ = ["Lookup", "present", "sent_turns", "sized", "text_key"]

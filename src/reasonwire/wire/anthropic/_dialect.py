@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -58,21 +58,12 @@ from reasonwire.wire.anthropic import _facts, _hidden
 from reasonwire.wire.anthropic._parse import REASONING_BLOCKS, parse_response
 from reasonwire.wire.anthropic._stream import AnthropicStreamDecoder
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    Turn,
-    User,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, User, native_items
 from reasonwire.wire.projection import encode_event
-from reasonwire.wire.vault import Lookup
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` sent when the caller gives none (the API has no default)."""
@@ -103,11 +94,6 @@ def thinking_fields(
     return {"max_tokens": limit, "thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-def _native_blocks(message: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = message.native
-    return native.items if native is not None and native.dialect == "anthropic" else None
-
-
 def _built_blocks(message: Assistant | Turn) -> list[JSON]:
     """Content blocks for a turn without an Anthropic native payload (see module doc)."""
     blocks: list[JSON] = [
@@ -135,7 +121,10 @@ def _assistant(blocks: Sequence[JSON]) -> list[JSON]:
 class AnthropicDialect(Dialect):
     """The Anthropic Messages wire API."""
 
-    name: DialectName = "anthropic"
+    name = "anthropic"
+    sent_carriers = _hidden
+    decoder = AnthropicStreamDecoder
+    vault = _hidden
     path_pattern = _facts.PATH
     gateway_path = "/v1/messages"
     carriers = _facts.CARRIERS
@@ -156,15 +145,6 @@ class AnthropicDialect(Dialect):
 
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
-
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
-
-    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
-        return _hidden.vault_entries(turn)
-
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
-        return _hidden.reattach(body, lookup)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/messages"
@@ -226,17 +206,14 @@ class AnthropicDialect(Dialect):
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_response(body)
 
-    def stream_decoder(self) -> AnthropicStreamDecoder:
-        return AnthropicStreamDecoder()
-
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """``[{"role": "assistant", "content": [...]}]`` with the received block objects."""
-        blocks = _native_blocks(message)
+        blocks = native_items(message, "anthropic")
         return _assistant(blocks if blocks is not None else _built_blocks(message))
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
         """The replay without ``thinking`` and ``redacted_thinking`` blocks."""
-        blocks = _native_blocks(message)
+        blocks = native_items(message, "anthropic")
         if blocks is None:
             built = _built_blocks(message)
             kept = [b for b in built if b.get("type") not in REASONING_BLOCKS]
@@ -245,7 +222,7 @@ class AnthropicDialect(Dialect):
         return _assistant(kept)
 
 
-def _is_reasoning(block: Any) -> bool:
+def _is_reasoning(block: JSON) -> bool:
     return isinstance(block, dict) and block.get("type") in REASONING_BLOCKS
 
 

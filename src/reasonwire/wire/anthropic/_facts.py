@@ -25,23 +25,10 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from reasonwire.wire import shape as sh
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import CarrierKind, Control, EarlierTurns, Variants
 from reasonwire.wire.model import JSON
-from reasonwire.wire.shape import (
-    Anything,
-    Blank,
-    Bool,
-    Const,
-    Int,
-    ListOf,
-    Nullable,
-    Num,
-    Obj,
-    OneOf,
-    Str,
-    Tagged,
-)
 
 CARRIERS = (
     CarrierKind("thinking", False, "content[i](type=thinking).thinking"),
@@ -138,62 +125,64 @@ COUNT = CountSpec(
 
 # -- request shape --------------------------------------------------------------------------
 
-_CACHE = Anything()
-_TEXT_IN = Obj({"type": Str(), "text": Str(), "cache_control": _CACHE, "citations": Anything()})
-_IMAGE_IN = Obj({"type": Str(), "source": Anything(), "cache_control": _CACHE})
-_DOCUMENT_IN = Obj(
+_CACHE = sh.Anything()
+_TEXT_IN = sh.Obj(
+    {"type": sh.Str(), "text": sh.Str(), "cache_control": _CACHE, "citations": sh.Anything()}
+)
+_IMAGE_IN = sh.Obj({"type": sh.Str(), "source": sh.Anything(), "cache_control": _CACHE})
+_DOCUMENT_IN = sh.Obj(
     {
-        "type": Str(),
-        "source": Anything(),
-        "title": Str(),
-        "context": Str(),
-        "citations": Anything(),
+        "type": sh.Str(),
+        "source": sh.Anything(),
+        "title": sh.Str(),
+        "context": sh.Str(),
+        "citations": sh.Anything(),
         "cache_control": _CACHE,
     }
 )
-_TOOL_RESULT_PART = Tagged(
+_TOOL_RESULT_PART = sh.Tagged(
     {
         "text": _TEXT_IN,
         "image": _IMAGE_IN,
         "document": _DOCUMENT_IN,
-        "search_result": Obj(
+        "search_result": sh.Obj(
             {
-                "type": Str(),
-                "source": Str(),
-                "title": Str(),
-                "content": ListOf(Tagged({"text": _TEXT_IN})),
-                "citations": Anything(),
+                "type": sh.Str(),
+                "source": sh.Str(),
+                "title": sh.Str(),
+                "content": sh.ListOf(sh.Tagged({"text": _TEXT_IN})),
+                "citations": sh.Anything(),
                 "cache_control": _CACHE,
             }
         ),
     }
 )
-_USER_BLOCKS: dict[str, Obj] = {
+_USER_BLOCKS: dict[str, sh.Obj] = {
     "text": _TEXT_IN,
     "image": _IMAGE_IN,
     "document": _DOCUMENT_IN,
-    "tool_use": Obj(
+    "tool_use": sh.Obj(
         {
-            "type": Str(),
-            "id": Str(),
-            "name": Str(),
-            "input": Anything(),
+            "type": sh.Str(),
+            "id": sh.Str(),
+            "name": sh.Str(),
+            "input": sh.Anything(),
             "cache_control": _CACHE,
         },
         frozenset({"id", "name"}),
     ),
-    "tool_result": Obj(
+    "tool_result": sh.Obj(
         {
-            "type": Str(),
-            "tool_use_id": Str(),
-            "content": OneOf((Str(), ListOf(_TOOL_RESULT_PART))),
-            "is_error": Bool(),
+            "type": sh.Str(),
+            "tool_use_id": sh.Str(),
+            "content": sh.OneOf((sh.Str(), sh.ListOf(_TOOL_RESULT_PART))),
+            "is_error": sh.Bool(),
             "cache_control": _CACHE,
         },
         frozenset({"tool_use_id"}),
     ),
 }
-_BLOCK_USER = Tagged(_USER_BLOCKS)
+_BLOCK_USER = sh.Tagged(_USER_BLOCKS)
 
 # -- server tools ---------------------------------------------------------------------------
 # Blocks of tools Anthropic runs itself: a ``server_tool_use`` (its input streams as
@@ -223,81 +212,89 @@ SERVER_TOOL_BLOCKS = (
 web search and the older code execution tool (not recorded here: the anthropic SDK 2.16.0
 types ``WebSearchToolResultBlock``, ``CodeExecutionToolResultBlock``)."""
 
-_CALLER = Obj({"type": Str(), "tool_id": Str()})
-_ERROR = Obj({"type": Str(), "error_code": Str()})
-_SERVER_TOOL_USE = Obj(
-    {"type": Str(), "id": Str(), "name": Str(), "input": Anything(), "caller": _CALLER},
+_CALLER = sh.Obj({"type": sh.Str(), "tool_id": sh.Str()})
+_ERROR = sh.Obj({"type": sh.Str(), "error_code": sh.Str()})
+_SERVER_TOOL_USE = sh.Obj(
+    {"type": sh.Str(), "id": sh.Str(), "name": sh.Str(), "input": sh.Anything(), "caller": _CALLER},
     frozenset({"id", "name"}),
 )
-_BASH_RESULT = Tagged(
+_BASH_RESULT = sh.Tagged(
     {
-        "bash_code_execution_result": Obj(
+        "bash_code_execution_result": sh.Obj(
             {
-                "type": Str(),
-                "stdout": Str(),
-                "stderr": Str(),
-                "return_code": Int(),
-                "content": ListOf(
-                    Tagged({"bash_code_execution_output": Obj({"type": Str(), "file_id": Str()})})
+                "type": sh.Str(),
+                "stdout": sh.Str(),
+                "stderr": sh.Str(),
+                "return_code": sh.Int(),
+                "content": sh.ListOf(
+                    sh.Tagged(
+                        {
+                            "bash_code_execution_output": sh.Obj(
+                                {"type": sh.Str(), "file_id": sh.Str()}
+                            )
+                        }
+                    )
                 ),
             }
         ),
         "bash_code_execution_tool_result_error": _ERROR,
     }
 )
-_ADVISOR_RESULT = Tagged(
+_ADVISOR_RESULT = sh.Tagged(
     {
         # The advisor model's answer to the executor: visible model text, not its reasoning.
-        "advisor_result": Obj(
-            {"type": Str(), "text": Str(text=True), "stop_reason": Nullable(Str())}
+        "advisor_result": sh.Obj(
+            {"type": sh.Str(), "text": sh.Str(text=True), "stop_reason": sh.Nullable(sh.Str())}
         ),
-        "advisor_redacted_result": Obj(
-            {"type": Str(), "encrypted_content": Str(), "stop_reason": Nullable(Str())}
+        "advisor_redacted_result": sh.Obj(
+            {"type": sh.Str(), "encrypted_content": sh.Str(), "stop_reason": sh.Nullable(sh.Str())}
         ),
         "advisor_tool_result_error": _ERROR,
     }
 )
 
 
-_WEB_SEARCH_RESULT = OneOf(
+_WEB_SEARCH_RESULT = sh.OneOf(
     (
-        ListOf(
-            Tagged(
+        sh.ListOf(
+            sh.Tagged(
                 {
-                    "web_search_result": Obj(
+                    "web_search_result": sh.Obj(
                         {
-                            "type": Str(),
-                            "url": Str(),
-                            "title": Str(),
+                            "type": sh.Str(),
+                            "url": sh.Str(),
+                            "title": sh.Str(),
                             # Opaque: the page text the model read, returned for replay.
-                            "encrypted_content": Str(),
-                            "page_age": Nullable(Str()),
+                            "encrypted_content": sh.Str(),
+                            "page_age": sh.Nullable(sh.Str()),
                         }
                     )
                 }
             )
         ),
-        Tagged({"web_search_tool_result_error": _ERROR}),
+        sh.Tagged({"web_search_tool_result_error": _ERROR}),
     )
 )
-_OUTPUT = ListOf(Tagged({"code_execution_output": Obj({"type": Str(), "file_id": Str()})}))
-_CODE_RESULT = Tagged(
+_OUTPUT = sh.ListOf(
+    sh.Tagged({"code_execution_output": sh.Obj({"type": sh.Str(), "file_id": sh.Str()})})
+)
+_CODE_RESULT = sh.Tagged(
     {
-        "code_execution_result": Obj(
+        "code_execution_result": sh.Obj(
             {
-                "type": Str(),
-                "stdout": Str(),
-                "stderr": Str(),
-                "return_code": Int(),
+                "type": sh.Str(),
+                "stdout": sh.Str(),
+                "stderr": sh.Str(),
+                "return_code": sh.Int(),
                 "content": _OUTPUT,
             }
         ),
-        "encrypted_code_execution_result": Obj(
+        "encrypted_code_execution_result": sh.Obj(
             {
-                "type": Str(),
-                "encrypted_stdout": Str(),
-                "stderr": Str(),
-                "return_code": Int(),
+                "type": sh.Str(),
+                "encrypted_stdout": sh.Str(),
+                "stderr": sh.Str(),
+                "return_code": sh.Int(),
                 "content": _OUTPUT,
             }
         ),
@@ -306,21 +303,21 @@ _CODE_RESULT = Tagged(
 )
 
 
-def _result(content: Tagged | OneOf) -> Obj:
-    return Obj(
-        {"type": Str(), "tool_use_id": Str(), "content": content},
+def _result(content: sh.Tagged | sh.OneOf) -> sh.Obj:
+    return sh.Obj(
+        {"type": sh.Str(), "tool_use_id": sh.Str(), "content": content},
         frozenset({"tool_use_id", "content"}),
     )
 
 
-_SERVER_BLOCKS: dict[str, Obj] = {
+_SERVER_BLOCKS: dict[str, sh.Obj] = {
     "server_tool_use": _SERVER_TOOL_USE,
     "bash_code_execution_tool_result": _result(_BASH_RESULT),
     "advisor_tool_result": _result(_ADVISOR_RESULT),
-    "web_search_tool_result": Obj(
+    "web_search_tool_result": sh.Obj(
         {
-            "type": Str(),
-            "tool_use_id": Str(),
+            "type": sh.Str(),
+            "tool_use_id": sh.Str(),
             "content": _WEB_SEARCH_RESULT,
             "caller": _CALLER,
         },
@@ -329,97 +326,103 @@ _SERVER_BLOCKS: dict[str, Obj] = {
     "code_execution_tool_result": _result(_CODE_RESULT),
 }
 assert tuple(_SERVER_BLOCKS) == SERVER_TOOL_BLOCKS
-_CONTAINER = Obj({"id": Str(), "expires_at": Str()})
+_CONTAINER = sh.Obj({"id": sh.Str(), "expires_at": sh.Str()})
 """The code-execution container of a message (recorded in the stream's ``message_delta``);
 a client reuses it by id in its next request (the SDK's ``container`` parameter)."""
 
-_BLOCK_ASSISTANT = Tagged(
+_BLOCK_ASSISTANT = sh.Tagged(
     {
         **_USER_BLOCKS,
         **_SERVER_BLOCKS,
         # Looked up in the vault by signature; never forwarded as the client sent it.
-        "thinking": Obj({"type": Str(), "thinking": Str(), "signature": Str()}),
-        "redacted_thinking": Obj({"type": Str(), "data": Str()}),
+        "thinking": sh.Obj({"type": sh.Str(), "thinking": sh.Str(), "signature": sh.Str()}),
+        "redacted_thinking": sh.Obj({"type": sh.Str(), "data": sh.Str()}),
     }
 )
-_MESSAGE = Tagged(
+_MESSAGE = sh.Tagged(
     {
-        "user": Obj(
-            {"role": Str(), "content": OneOf((Str(), ListOf(_BLOCK_USER)))}, frozenset({"content"})
+        "user": sh.Obj(
+            {"role": sh.Str(), "content": sh.OneOf((sh.Str(), sh.ListOf(_BLOCK_USER)))},
+            frozenset({"content"}),
         ),
-        "assistant": Obj(
-            {"role": Str(), "content": OneOf((Str(), ListOf(_BLOCK_ASSISTANT)))},
+        "assistant": sh.Obj(
+            {"role": sh.Str(), "content": sh.OneOf((sh.Str(), sh.ListOf(_BLOCK_ASSISTANT)))},
             frozenset({"content"}),
         ),
     },
     key="role",
     closed=True,
 )
-REQUEST = Obj(
+REQUEST = sh.Obj(
     {
-        "model": Str(),
-        "messages": ListOf(_MESSAGE),
-        "system": OneOf((Str(), ListOf(_BLOCK_USER))),
-        "max_tokens": Int(lo=1),
-        "tools": ListOf(Anything()),
-        "tool_choice": Anything(),
-        "temperature": Num(),
-        "top_p": Num(),
-        "top_k": Int(lo=0),
-        "stop_sequences": ListOf(Str()),
-        "stream": Bool(),
-        "metadata": Anything(),
-        "service_tier": Str(),
-        "thinking": Anything(),
-        "output_config": Obj({"effort": Anything(), "format": Anything()}),
+        "model": sh.Str(),
+        "messages": sh.ListOf(_MESSAGE),
+        "system": sh.OneOf((sh.Str(), sh.ListOf(_BLOCK_USER))),
+        "max_tokens": sh.Int(lo=1),
+        "tools": sh.ListOf(sh.Anything()),
+        "tool_choice": sh.Anything(),
+        "temperature": sh.Num(),
+        "top_p": sh.Num(),
+        "top_k": sh.Int(lo=0),
+        "stop_sequences": sh.ListOf(sh.Str()),
+        "stream": sh.Bool(),
+        "metadata": sh.Anything(),
+        "service_tier": sh.Str(),
+        "thinking": sh.Anything(),
+        "output_config": sh.Obj({"effort": sh.Anything(), "format": sh.Anything()}),
         # A container id to reuse (the SDK's ``MessageCreateParamsContainerParam``: a string,
         # or container params); not a reasoning control.
-        "container": OneOf((Str(), Obj({"id": Str(), "skills": Anything()}))),
+        "container": sh.OneOf((sh.Str(), sh.Obj({"id": sh.Str(), "skills": sh.Anything()}))),
     },
     frozenset({"model", "messages", "max_tokens"}),
 )
 
 # -- visible projection ---------------------------------------------------------------------
 
-_BLOCK_OUT = Tagged(
+_BLOCK_OUT = sh.Tagged(
     {
-        "text": Obj({"type": Str(), "text": Str(text=True), "citations": Anything()}),
-        "tool_use": Obj({"type": Str(), "id": Str(), "name": Str(), "input": Anything()}),
+        "text": sh.Obj({"type": sh.Str(), "text": sh.Str(text=True), "citations": sh.Anything()}),
+        "tool_use": sh.Obj(
+            {"type": sh.Str(), "id": sh.Str(), "name": sh.Str(), "input": sh.Anything()}
+        ),
         # Opaque parts only: the signature stays, the text is never present.
-        "thinking": Obj({"type": Str(), "thinking": Blank(), "signature": Str()}),
-        "redacted_thinking": Obj({"type": Str(), "data": Str()}),
+        "thinking": sh.Obj({"type": sh.Str(), "thinking": sh.Blank(), "signature": sh.Str()}),
+        "redacted_thinking": sh.Obj({"type": sh.Str(), "data": sh.Str()}),
         **_SERVER_BLOCKS,
     }
 )
-_USAGE = Obj(
+_USAGE = sh.Obj(
     {
-        "input_tokens": Nullable(Int()),
-        "output_tokens": Int(),
-        "cache_read_input_tokens": Nullable(Int()),
-        "cache_creation_input_tokens": Nullable(Int()),
-        "cache_creation": Obj(
+        "input_tokens": sh.Nullable(sh.Int()),
+        "output_tokens": sh.Int(),
+        "cache_read_input_tokens": sh.Nullable(sh.Int()),
+        "cache_creation_input_tokens": sh.Nullable(sh.Int()),
+        "cache_creation": sh.Obj(
             {
-                "ephemeral_5m_input_tokens": Nullable(Int()),
-                "ephemeral_1h_input_tokens": Nullable(Int()),
+                "ephemeral_5m_input_tokens": sh.Nullable(sh.Int()),
+                "ephemeral_1h_input_tokens": sh.Nullable(sh.Int()),
             }
         ),
-        "service_tier": Nullable(Str()),
-        "server_tool_use": Obj(
-            {"web_search_requests": Nullable(Int()), "web_fetch_requests": Nullable(Int())}
+        "service_tier": sh.Nullable(sh.Str()),
+        "server_tool_use": sh.Obj(
+            {
+                "web_search_requests": sh.Nullable(sh.Int()),
+                "web_fetch_requests": sh.Nullable(sh.Int()),
+            }
         ),
     }
 )
-VISIBLE = Obj(
+VISIBLE = sh.Obj(
     {
-        "id": Str(),
-        "type": Str(),
-        "role": Str(),
-        "model": Str(),
-        "content": ListOf(_BLOCK_OUT),
-        "stop_reason": Nullable(Str()),
-        "stop_sequence": Nullable(Str()),
+        "id": sh.Str(),
+        "type": sh.Str(),
+        "role": sh.Str(),
+        "model": sh.Str(),
+        "content": sh.ListOf(_BLOCK_OUT),
+        "stop_reason": sh.Nullable(sh.Str()),
+        "stop_sequence": sh.Nullable(sh.Str()),
         "usage": _USAGE,
-        "container": Nullable(_CONTAINER),
+        "container": sh.Nullable(_CONTAINER),
     }
 )
 """What a governed client sees of a message: text, tool_use, thinking blocks as signature
@@ -439,41 +442,41 @@ ERROR_TYPES = frozenset(
     }
 )
 
-_DELTA = Tagged(
+_DELTA = sh.Tagged(
     {
-        "text_delta": Obj({"type": Str(), "text": Str(text=True)}),
-        "input_json_delta": Obj({"type": Str(), "partial_json": Str()}),
-        "signature_delta": Obj({"type": Str(), "signature": Str()}),
-        "citations_delta": Obj({"type": Str(), "citation": Anything()}),
+        "text_delta": sh.Obj({"type": sh.Str(), "text": sh.Str(text=True)}),
+        "input_json_delta": sh.Obj({"type": sh.Str(), "partial_json": sh.Str()}),
+        "signature_delta": sh.Obj({"type": sh.Str(), "signature": sh.Str()}),
+        "citations_delta": sh.Obj({"type": sh.Str(), "citation": sh.Anything()}),
     }
 )
-STREAM_EVENT = Tagged(
+STREAM_EVENT = sh.Tagged(
     {
-        "message_start": Obj({"type": Str(), "message": VISIBLE}, frozenset({"message"})),
-        "content_block_start": Obj(
-            {"type": Str(), "index": Int(), "content_block": _BLOCK_OUT},
+        "message_start": sh.Obj({"type": sh.Str(), "message": VISIBLE}, frozenset({"message"})),
+        "content_block_start": sh.Obj(
+            {"type": sh.Str(), "index": sh.Int(), "content_block": _BLOCK_OUT},
             frozenset({"content_block"}),
         ),
-        "content_block_delta": Obj(
-            {"type": Str(), "index": Int(), "delta": _DELTA}, frozenset({"delta"})
+        "content_block_delta": sh.Obj(
+            {"type": sh.Str(), "index": sh.Int(), "delta": _DELTA}, frozenset({"delta"})
         ),
-        "content_block_stop": Obj({"type": Str(), "index": Int()}),
-        "message_delta": Obj(
+        "content_block_stop": sh.Obj({"type": sh.Str(), "index": sh.Int()}),
+        "message_delta": sh.Obj(
             {
-                "type": Str(),
-                "delta": Obj(
+                "type": sh.Str(),
+                "delta": sh.Obj(
                     {
-                        "stop_reason": Nullable(Str()),
-                        "stop_sequence": Nullable(Str()),
-                        "container": Nullable(_CONTAINER),
+                        "stop_reason": sh.Nullable(sh.Str()),
+                        "stop_sequence": sh.Nullable(sh.Str()),
+                        "container": sh.Nullable(_CONTAINER),
                     }
                 ),
                 "usage": _USAGE,
             }
         ),
-        "message_stop": Obj({"type": Str()}),
-        "ping": Obj({"type": Str()}),
-        "error": Obj({"type": Str(), "error": Obj({"type": Const(ERROR_TYPES)})}),
+        "message_stop": sh.Obj({"type": sh.Str()}),
+        "ping": sh.Obj({"type": sh.Str()}),
+        "error": sh.Obj({"type": sh.Str(), "error": sh.Obj({"type": sh.Const(ERROR_TYPES)})}),
     }
 )
 """Every stream event a governed client may receive; ``thinking_delta`` (and any delta or

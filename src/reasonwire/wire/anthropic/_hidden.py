@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import JSON, Turn
-from reasonwire.wire.vault import Lookup, present, sized
+from reasonwire.wire.model import JSON, JsonObject, Turn
+from reasonwire.wire.vault import Lookup, present, sent_turns, sized
 
 
 def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
@@ -22,15 +21,13 @@ def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
     ]
 
 
-def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+def reattach(body: JsonObject, lookup: Lookup) -> int:
     n = 0
-    for msg in body.get("messages") or ():
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
-            continue
+    for msg in sent_turns(body, "messages", "assistant"):
         content = msg.get("content")
         if not isinstance(content, list):
             continue
-        kept: list[Any] = []
+        kept: list[JSON] = []
         for block in content:
             if isinstance(block, dict) and block.get("type") == "thinking":
                 found = lookup("sig:" + str(block.get("signature")))
@@ -44,7 +41,7 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
     return n
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     messages = body.get("messages") or ()
     last_user = max((i for i, m in enumerate(messages) if _starts_turn(m)), default=-1)
@@ -70,7 +67,7 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
     return out
 
 
-def _starts_turn(msg: Any) -> bool:
+def _starts_turn(msg: JSON) -> bool:
     """A user message with content other than tool results (a new turn)."""
     if not isinstance(msg, dict) or msg.get("role") != "user":
         return False

@@ -13,32 +13,16 @@ original order, interleaved with text and ``tool_use`` blocks as received.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.jsontext import json_body
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 """Content block types that carry reasoning state (dropped by ``strip``)."""
 
 
-def decode_body(body: bytes | str | JSON, what: str = "anthropic response") -> JSON:
-    """Decode bytes or text as JSON; pass already-decoded values through."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"{what}: body is not UTF-8 ({exc})") from None
-    if isinstance(body, str):
-        try:
-            return jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(f"{what}: body is not valid JSON ({exc})") from None
-    return body
-
-
-def _int(value: Any) -> int | None:
+def _int(value: JSON) -> int | None:
     """A token count, or None when absent or not an integer (never invent a 0)."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -69,7 +53,7 @@ def arguments_text(tool_input: JSON) -> str:
     return json.dumps(tool_input, separators=(",", ":"), ensure_ascii=False)
 
 
-def _str_field(block: dict[str, Any], key: str, path: str) -> str:
+def _str_field(block: JsonObject, key: str, path: str) -> str:
     value = block.get(key)
     if not isinstance(value, str):
         raise MalformedBody(
@@ -78,7 +62,7 @@ def _str_field(block: dict[str, Any], key: str, path: str) -> str:
     return value
 
 
-def carrier_for(block: dict[str, Any], path: str) -> Carrier | None:
+def carrier_for(block: JsonObject, path: str) -> Carrier | None:
     """The carrier a content block holds, or None for a non-reasoning block.
 
     Both reasoning block types are opaque: a thinking block's text is readable but only valid
@@ -174,4 +158,4 @@ def turn_from_message(message: JSON) -> Turn:
 
 def parse_response(body: bytes | str | JSON) -> Turn:
     """Parse a non-streaming Messages response body."""
-    return turn_from_message(decode_body(body))
+    return turn_from_message(json_body(body, "anthropic response body"))

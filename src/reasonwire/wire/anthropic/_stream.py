@@ -13,7 +13,7 @@ concatenation of the ``signature_delta`` pieces, unchanged. A signature-only thi
 (``thinking.display: "omitted"``) gets no ``thinking_delta`` and keeps its empty text.
 
 ``input_json_delta`` fragments are joined and decoded once at ``content_block_stop``, into the
-``input`` key the block was opened with (so the key keeps its place). Any block opened with an
+``input`` key the block was opened with (so the key keeps its place). Every block opened with an
 ``input`` object takes them: a client ``tool_use`` and a server tool's ``server_tool_use``
 (code execution, web search, the advisor tool) both stream their input this way. Only a
 ``tool_use`` is a call the agent runs (a :class:`ToolCallDelta`); a ``server_tool_use`` ran on
@@ -29,27 +29,17 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.wire import jsonload
+from reasonwire.wire import jsonload, model
 from reasonwire.wire.anthropic._parse import carrier_for, turn_from_message, usage_from
-from reasonwire.wire.model import (
-    CarrierComplete,
-    Done,
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    Turn,
-    UsageEvent,
-)
+from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
 from reasonwire.wire.runs import cut_around, middles
-from reasonwire.wire.sse import RawEvent, SSEDecoder
+from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
+from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
 _DELTA_FIELDS = {"thinking_delta": "thinking", "signature_delta": "signature", "text_delta": "text"}
-_RUN_DELTAS: dict[str, Callable[[str], StreamEvent]] = {
+_RUN_DELTAS: dict[str, Callable[[str], model.StreamEvent]] = {
     "thinking_delta": ReasoningDelta,
     "text_delta": TextDelta,
 }
@@ -65,10 +55,10 @@ class _Run:
     suffix: bytes
     index: int
     key: str
-    delta: Callable[[str], StreamEvent]
+    delta: Callable[[str], model.StreamEvent]
 
 
-class AnthropicStreamDecoder:
+class AnthropicStreamDecoder(StreamDecoderBase):
     """Bytes of one streamed Messages response in, neutral events out.
 
     ``UsageEvent`` carries the running usage (``message_start`` figures, then merged with each
@@ -78,20 +68,20 @@ class AnthropicStreamDecoder:
 
     def __init__(self) -> None:
         self._sse = SSEDecoder()
-        self._message: dict[str, Any] = {}
-        self._blocks: dict[int, dict[str, Any]] = {}
+        self._message: model.JsonObject = {}
+        self._blocks: dict[int, model.JsonObject] = {}
         self._closed_blocks: set[int] = set()
         self._json_parts: dict[int, list[str]] = {}
         self._tool_ordinal: dict[int, int] = {}
         self._finished = False
-        self._error: StreamError | None = None
+        self._error: model.StreamError | None = None
         self._pieces: dict[int, dict[str, list[str]]] = {}
         self._guard = jsonload.StreamGuard()
         self._runs: list[_Run] = []
 
     # -- protocol --------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes) -> Events:
         """Events of ``data``. A batch whose events are all one learned delta shape (the long
         runs of thinking, then of text, that make up an answer) is taken by :meth:`_run`;
         any other batch event by event, the shapes learned again from its last events."""
@@ -99,7 +89,7 @@ class AnthropicStreamDecoder:
         events = self._sse.feed_raw(data)
         if not events:
             return []
-        out: list[StreamEvent] = []
+        out: Events = []
         if self._run(events, out):
             return out
         for event in events:
@@ -107,7 +97,7 @@ class AnthropicStreamDecoder:
         self._learn(events[-2:])
         return out
 
-    def _run(self, events: list[RawEvent], out: list[StreamEvent]) -> bool:
+    def _run(self, events: list[RawEvent], out: Events) -> bool:
         """Take a batch whose payloads all have one learned shape at once, with the pieces
         and deltas :meth:`_on_block_delta` would give; False to decline. Proof as for the
         chat decoder's runs: every payload starts with the prefix and ends with the suffix,
@@ -160,8 +150,8 @@ class AnthropicStreamDecoder:
                 _Run(prefix, suffix, payload["index"], key, _RUN_DELTAS[delta["type"]])
             )
 
-    def close(self) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
+    def _drain(self) -> Events:
+        out: Events = []
         loads = self._guard.loader(b"")
         for event in self._sse.close_raw():
             try:
@@ -175,19 +165,19 @@ class AnthropicStreamDecoder:
                     f"anthropic stream: cut off inside its last event ({exc})",
                     partial=self.partial_turn(),
                 ) from None
-        if not self._finished:
-            why = (
-                f"the provider reported an error ({self._error.message})"
-                if self._error is not None
-                else "the stream ended"
-            )
-            raise TruncatedStream(
-                f"anthropic stream: {why} before message_stop", partial=self.partial_turn()
-            )
-        out.append(Done(self._final_turn()))
         return out
 
-    def partial_turn(self) -> Turn:
+    def _unfinished(self) -> str | None:
+        if self._finished:
+            return None
+        why = (
+            f"the provider reported an error ({self._error.message})"
+            if self._error is not None
+            else "the stream ended"
+        )
+        return f"anthropic stream: {why} before message_stop"
+
+    def partial_turn(self) -> model.Turn:
         """What has arrived so far.
 
         Only finished blocks go into ``native``, ``carriers`` and ``tool_calls`` (a thinking
@@ -210,7 +200,7 @@ class AnthropicStreamDecoder:
 
     # -- internals -------------------------------------------------------------------------
 
-    def _assembled(self, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    def _assembled(self, blocks: list[model.JsonObject]) -> model.JsonObject:
         """The message in the non-streaming body's shape, holding ``blocks``."""
         message = dict(self._message)
         message["content"] = blocks
@@ -228,44 +218,46 @@ class AnthropicStreamDecoder:
         for index in list(self._pieces):
             self._join(index)
 
-    def _final_turn(self) -> Turn:
+    def _final_turn(self) -> model.Turn:
         self._join_all()
         for index in sorted(self._blocks):
             if index not in self._closed_blocks:
                 self._stop_block(index, "message_stop")
         return turn_from_message(self._assembled([self._blocks[i] for i in sorted(self._blocks)]))
 
-    def _on_event(self, event: RawEvent, loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+    def _on_event(self, event: RawEvent, loads: Callable[[bytes], JSON]) -> Events:
         data, name, _, _ = event
         try:
             payload = loads(data)
         except ValueError:
             payload = _text_payload(data, name)
         if type(payload) is not dict:
-            raise MalformedBody(f"anthropic stream: {_name(name)!r} event data is not an object")
+            raise MalformedBody(
+                f"anthropic stream: {event_name(name)!r} event data is not an object"
+            )
         kind = payload.get("type")
         if kind is None and "type" not in payload:
-            kind = _name(name)
+            kind = event_name(name)
         if self._finished:
             return []
         handler = _HANDLERS.get(kind) if type(kind) is str else None
         return handler(self, payload) if handler is not None else []
 
-    def _on_message_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_message_start(self, payload: model.JsonObject) -> Events:
         message = payload.get("message")
         if not isinstance(message, dict):
             raise MalformedBody("anthropic stream: message_start without a message object")
         self._message = message
         usage = usage_from(message.get("usage"))
-        return [UsageEvent(usage)] if usage is not None else []
+        return [model.UsageEvent(usage)] if usage is not None else []
 
-    def _block(self, payload: dict[str, Any], kind: str) -> tuple[int, dict[str, Any]]:
+    def _block(self, payload: model.JsonObject, kind: str) -> tuple[int, model.JsonObject]:
         index = payload.get("index")
         if not isinstance(index, int) or index not in self._blocks:
             raise MalformedBody(f"anthropic stream: {kind} for unknown content block {index!r}")
         return index, self._blocks[index]
 
-    def _on_block_start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_block_start(self, payload: model.JsonObject) -> Events:
         index = payload.get("index")
         block = payload.get("content_block")
         if not isinstance(index, int) or not isinstance(block, dict):
@@ -279,7 +271,7 @@ class AnthropicStreamDecoder:
         self._tool_ordinal[index] = ordinal
         return [ToolCallDelta(ordinal, block.get("id"), block.get("name"), "")]
 
-    def _on_block_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_block_delta(self, payload: model.JsonObject) -> Events:
         index, block = self._block(payload, "content_block_delta")
         delta = payload.get("delta")
         if not isinstance(delta, dict):
@@ -328,7 +320,7 @@ class AnthropicStreamDecoder:
             citations.append(delta["citation"])
         return []
 
-    def _stop_block(self, index: int, where: str) -> list[StreamEvent]:
+    def _stop_block(self, index: int, where: str) -> Events:
         self._join(index)
         block = self._blocks[index]
         self._closed_blocks.add(index)
@@ -346,11 +338,11 @@ class AnthropicStreamDecoder:
         carrier = carrier_for(block, f"content[{sorted(self._blocks).index(index)}]")
         return [CarrierComplete(carrier)] if carrier is not None else []
 
-    def _on_block_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_block_stop(self, payload: model.JsonObject) -> Events:
         index, _ = self._block(payload, "content_block_stop")
         return self._stop_block(index, "content_block_stop")
 
-    def _on_message_delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_message_delta(self, payload: model.JsonObject) -> Events:
         delta = payload.get("delta")
         if isinstance(delta, dict):
             self._message.update(delta)
@@ -366,36 +358,31 @@ class AnthropicStreamDecoder:
         merged.update({k: v for k, v in extra.items() if v is not None})
         self._message["usage"] = merged
         usage = usage_from(merged)
-        return [UsageEvent(usage)] if usage is not None else []
+        return [model.UsageEvent(usage)] if usage is not None else []
 
-    def _on_message_stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_message_stop(self, payload: model.JsonObject) -> Events:
         self._finished = True
         return []
 
-    def _on_error(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _on_error(self, payload: model.JsonObject) -> Events:
         err = payload.get("error")
         err = err if isinstance(err, dict) else {}
         message = f"{err.get('type', 'error')}: {err.get('message', '(no message)')}"
-        self._error = StreamError(message, raw=payload)
+        self._error = model.StreamError(message, raw=payload)
         return [self._error]
 
 
-def _name(name: bytes | None) -> str:
-    """An SSE event name as text."""
-    return name.decode("utf-8", "replace") if name else "message"
-
-
-def _text_payload(raw: bytes, name: bytes | None) -> Any:
+def _text_payload(raw: bytes, name: bytes | None) -> JSON:
     """The payload by the stdlib rules on the decoded text."""
     try:
         return json.loads(raw.decode("utf-8", "replace"))
     except json.JSONDecodeError as exc:
         raise MalformedBody(
-            f"anthropic stream: {_name(name)!r} event data is not valid JSON ({exc})"
+            f"anthropic stream: {event_name(name)!r} event data is not valid JSON ({exc})"
         ) from None
 
 
-_HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, dict[str, Any]], list[StreamEvent]]] = {
+_HANDLERS: dict[str, Callable[[AnthropicStreamDecoder, model.JsonObject], Events]] = {
     "message_start": AnthropicStreamDecoder._on_message_start,
     "content_block_start": AnthropicStreamDecoder._on_block_start,
     "content_block_delta": AnthropicStreamDecoder._on_block_delta,

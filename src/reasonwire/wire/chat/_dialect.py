@@ -14,35 +14,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.chat import _facts, _hidden
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TEXT_KINDS, TOOL_CALL_CARRIER
-from reasonwire.wire.chat._parse import (
-    THINKING_PART,
-    is_thinking_part,
-    load_body,
-    turn_from_body,
-)
+from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, turn_from_body
 from reasonwire.wire.chat._profiles import CHAT_PROFILES, ChatProfile, get_profile
 from reasonwire.wire.chat._stream import ChatStreamDecoder
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    Turn,
-    User,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, Turn, User, native_items
 from reasonwire.wire.profile import Profile
-from reasonwire.wire.vault import Lookup
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions
 
 _OFF = ("none",)
 
@@ -50,7 +37,10 @@ _OFF = ("none",)
 class ChatDialect(Dialect):
     """Chat Completions: request building, parsing, stream decoding and replay."""
 
-    name: DialectName = "chat"
+    name = "chat"
+    sent_carriers = _hidden
+    decoder = ChatStreamDecoder
+    vault = _hidden
     path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
     gateway_path = "/v1/chat/completions"
     carriers = _facts.CARRIERS
@@ -111,10 +101,7 @@ class ChatDialect(Dialect):
     # -- responses ----------------------------------------------------------------------
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
-        return turn_from_body(load_body(body))
-
-    def stream_decoder(self) -> ChatStreamDecoder:
-        return ChatStreamDecoder()
+        return turn_from_body(json_object(body, "chat response body"))
 
     # -- replay -------------------------------------------------------------------------
 
@@ -131,25 +118,15 @@ class ChatDialect(Dialect):
     def detects(self, payload: JSON) -> bool:
         return _facts.detects(payload)
 
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
-
-    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
-        return _hidden.vault_entries(turn)
-
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
-        return _hidden.reattach(body, lookup)
-
 
 def _as_assistant(message: Assistant | Turn) -> Assistant:
     return message.as_message() if isinstance(message, Turn) else message
 
 
 def _assistant(msg: Assistant, prof: ChatProfile, *, keep: bool) -> dict[str, JSON]:
-    if msg.native is not None and msg.native.dialect == "chat" and msg.native.items:
-        source = msg.native.items[0]
-        if isinstance(source, dict):
-            return _from_native(source, prof, keep=keep)
+    items = native_items(msg, "chat")
+    if items and isinstance(items[0], dict):
+        return _from_native(items[0], prof, keep=keep)
     return _from_parts(msg, prof, keep=keep)
 
 

@@ -16,21 +16,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
+from reasonwire.wire import shape as sh
 from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, EarlierTurns, Variants
 from reasonwire.wire.model import JSON
-from reasonwire.wire.shape import (
-    Anything,
-    Bool,
-    Int,
-    ListOf,
-    Nullable,
-    Num,
-    Obj,
-    OneOf,
-    Shape,
-    Str,
-    Tagged,
-)
 
 CARRIER_FIELDS: tuple[str, ...] = ("reasoning_content", "reasoning", "reasoning_details")
 """Carrier fields that sit on the assistant message itself, in replay order."""
@@ -121,72 +109,72 @@ STREAM_USAGE: dict[str, JSON] = {"stream_options": {"include_usage": True}}
 
 # -- request shape: what a client may send ---------------------------------------------------
 
-_TEXT_PART = Obj({"type": Str(), "text": Str()}, frozenset({"text"}))
-_PARTS = Tagged(
+_TEXT_PART = sh.Obj({"type": sh.Str(), "text": sh.Str()}, frozenset({"text"}))
+_PARTS = sh.Tagged(
     {
         "text": _TEXT_PART,
-        "image_url": Obj({"type": Str(), "image_url": Anything()}),
-        "input_audio": Obj({"type": Str(), "input_audio": Anything()}),
-        "file": Obj({"type": Str(), "file": Anything()}),
-        "refusal": Obj({"type": Str(), "refusal": Str()}),
+        "image_url": sh.Obj({"type": sh.Str(), "image_url": sh.Anything()}),
+        "input_audio": sh.Obj({"type": sh.Str(), "input_audio": sh.Anything()}),
+        "file": sh.Obj({"type": sh.Str(), "file": sh.Anything()}),
+        "refusal": sh.Obj({"type": sh.Str(), "refusal": sh.Str()}),
     }
 )
-_CONTENT = Nullable(OneOf((Str(), ListOf(_PARTS))))
-_CALL = Obj(
+_CONTENT = sh.Nullable(sh.OneOf((sh.Str(), sh.ListOf(_PARTS))))
+_CALL = sh.Obj(
     {
-        "id": Str(),
-        "type": Str(),
-        "index": Int(),
-        "function": Obj({"name": Str(), "arguments": Str()}),
-        TOOL_CALL_CARRIER: Anything(),
+        "id": sh.Str(),
+        "type": sh.Str(),
+        "index": sh.Int(),
+        "function": sh.Obj({"name": sh.Str(), "arguments": sh.Str()}),
+        TOOL_CALL_CARRIER: sh.Anything(),
     }
 )
-_MESSAGE_FIELDS: dict[str, Shape] = {
-    "role": Str(),
+_MESSAGE_FIELDS: dict[str, sh.Shape] = {
+    "role": sh.Str(),
     "content": _CONTENT,
-    "name": Str(),
-    "tool_calls": ListOf(_CALL),
-    "tool_call_id": Str(),
-    "refusal": Nullable(Str()),
+    "name": sh.Str(),
+    "tool_calls": sh.ListOf(_CALL),
+    "tool_call_id": sh.Str(),
+    "refusal": sh.Nullable(sh.Str()),
 }
-_PLAIN_MESSAGE = Obj(_MESSAGE_FIELDS)
-_MESSAGE = Tagged(
+_PLAIN_MESSAGE = sh.Obj(_MESSAGE_FIELDS)
+_MESSAGE = sh.Tagged(
     {
         **{role: _PLAIN_MESSAGE for role in ("system", "developer", "user", "tool")},
         # Reasoning a client replays: only looked up in the vault, never forwarded as sent;
         # only an assistant turn can carry it (the vault re-attaches it there).
-        "assistant": Obj({**_MESSAGE_FIELDS, **{f: Anything() for f in CARRIER_FIELDS}}),
+        "assistant": sh.Obj({**_MESSAGE_FIELDS, **{f: sh.Anything() for f in CARRIER_FIELDS}}),
     },
     key="role",
     closed=True,
 )
-REQUEST = Obj(
+REQUEST = sh.Obj(
     {
-        "model": Str(),
-        "messages": ListOf(_MESSAGE),
-        "tools": ListOf(Obj({"type": Str(), "function": Anything()})),
-        "tool_choice": OneOf((Str(), Obj({"type": Str(), "function": Anything()}))),
-        "parallel_tool_calls": Bool(),
-        "stream": Bool(),
-        "stream_options": Obj({"include_usage": Bool()}),
-        "max_tokens": Int(lo=1),
-        "max_completion_tokens": Int(lo=1),
-        "temperature": Num(),
-        "top_p": Num(),
-        "n": Int(lo=1, hi=1),
-        "stop": OneOf((Str(), ListOf(Str()))),
-        "presence_penalty": Num(),
-        "frequency_penalty": Num(),
-        "seed": Int(),
-        "response_format": Anything(),
-        "logprobs": Bool(),
-        "top_logprobs": Int(lo=0),
-        "user": Str(),
-        "metadata": Anything(),
-        "service_tier": Str(),
-        "verbosity": Str(),
+        "model": sh.Str(),
+        "messages": sh.ListOf(_MESSAGE),
+        "tools": sh.ListOf(sh.Obj({"type": sh.Str(), "function": sh.Anything()})),
+        "tool_choice": sh.OneOf((sh.Str(), sh.Obj({"type": sh.Str(), "function": sh.Anything()}))),
+        "parallel_tool_calls": sh.Bool(),
+        "stream": sh.Bool(),
+        "stream_options": sh.Obj({"include_usage": sh.Bool()}),
+        "max_tokens": sh.Int(lo=1),
+        "max_completion_tokens": sh.Int(lo=1),
+        "temperature": sh.Num(),
+        "top_p": sh.Num(),
+        "n": sh.Int(lo=1, hi=1),
+        "stop": sh.OneOf((sh.Str(), sh.ListOf(sh.Str()))),
+        "presence_penalty": sh.Num(),
+        "frequency_penalty": sh.Num(),
+        "seed": sh.Int(),
+        "response_format": sh.Anything(),
+        "logprobs": sh.Bool(),
+        "top_logprobs": sh.Int(lo=0),
+        "user": sh.Str(),
+        "metadata": sh.Anything(),
+        "service_tier": sh.Str(),
+        "verbosity": sh.Str(),
         # Controls: removed after validation, but typed so that a wrong type is a 400 too.
-        **{c.path[0]: Anything() for c in CONTROLS},
+        **{c.path[0]: sh.Anything() for c in CONTROLS},
     },
     frozenset({"model", "messages"}),
 )
@@ -195,60 +183,60 @@ fields; ``n`` is 1 because the gateway keeps one answer)."""
 
 # -- visible projection ---------------------------------------------------------------------
 
-_VISIBLE_PART = Tagged({"text": Obj({"type": Str(), "text": Str(text=True)})})
-_VISIBLE_CALL = Obj(
+_VISIBLE_PART = sh.Tagged({"text": sh.Obj({"type": sh.Str(), "text": sh.Str(text=True)})})
+_VISIBLE_CALL = sh.Obj(
     {
-        "id": Str(),
-        "type": Str(),
-        "index": Int(),
-        "function": Obj({"name": Str(), "arguments": Str()}),
+        "id": sh.Str(),
+        "type": sh.Str(),
+        "index": sh.Int(),
+        "function": sh.Obj({"name": sh.Str(), "arguments": sh.Str()}),
         # Opaque thought signature (Gemini's compatibility layer): returned byte for byte.
-        TOOL_CALL_CARRIER: Obj({"google": Obj({"thought_signature": Str()})}),
+        TOOL_CALL_CARRIER: sh.Obj({"google": sh.Obj({"thought_signature": sh.Str()})}),
     }
 )
-_VISIBLE_MESSAGE = Obj(
+_VISIBLE_MESSAGE = sh.Obj(
     {
-        "role": Str(),
-        "content": Nullable(OneOf((Str(text=True), ListOf(_VISIBLE_PART)))),
-        "refusal": Nullable(Str()),
-        "tool_calls": ListOf(_VISIBLE_CALL),
+        "role": sh.Str(),
+        "content": sh.Nullable(sh.OneOf((sh.Str(text=True), sh.ListOf(_VISIBLE_PART)))),
+        "refusal": sh.Nullable(sh.Str()),
+        "tool_calls": sh.ListOf(_VISIBLE_CALL),
     }
 )
-_USAGE = Obj(
+_USAGE = sh.Obj(
     {
-        "prompt_tokens": Int(),
-        "completion_tokens": Int(),
-        "total_tokens": Int(),
-        "prompt_tokens_details": Obj({"cached_tokens": Int(), "audio_tokens": Int()}),
-        "completion_tokens_details": Obj(
+        "prompt_tokens": sh.Int(),
+        "completion_tokens": sh.Int(),
+        "total_tokens": sh.Int(),
+        "prompt_tokens_details": sh.Obj({"cached_tokens": sh.Int(), "audio_tokens": sh.Int()}),
+        "completion_tokens_details": sh.Obj(
             {
-                "reasoning_tokens": Int(),
-                "audio_tokens": Int(),
-                "accepted_prediction_tokens": Int(),
-                "rejected_prediction_tokens": Int(),
+                "reasoning_tokens": sh.Int(),
+                "audio_tokens": sh.Int(),
+                "accepted_prediction_tokens": sh.Int(),
+                "rejected_prediction_tokens": sh.Int(),
             }
         ),
-        "cost": Num(),
+        "cost": sh.Num(),
     }
 )
-_CHOICE = Obj(
+_CHOICE = sh.Obj(
     {
-        "index": Int(),
-        "finish_reason": Nullable(Str()),
+        "index": sh.Int(),
+        "finish_reason": sh.Nullable(sh.Str()),
         "message": _VISIBLE_MESSAGE,
         "delta": _VISIBLE_MESSAGE,
     }
 )
-VISIBLE = Obj(
+VISIBLE = sh.Obj(
     {
-        "id": Str(),
-        "object": Str(),
-        "created": Int(),
-        "model": Str(),
-        "system_fingerprint": Nullable(Str()),
-        "service_tier": Nullable(Str()),
-        "choices": ListOf(_CHOICE),
-        "usage": Nullable(_USAGE),
+        "id": sh.Str(),
+        "object": sh.Str(),
+        "created": sh.Int(),
+        "model": sh.Str(),
+        "system_fingerprint": sh.Nullable(sh.Str()),
+        "service_tier": sh.Nullable(sh.Str()),
+        "choices": sh.ListOf(_CHOICE),
+        "usage": sh.Nullable(_USAGE),
     }
 )
 """What a governed client sees of an answer or a stream chunk: ids, text, tool calls (with

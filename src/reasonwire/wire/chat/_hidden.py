@@ -9,13 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
-from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, thinking_text
+from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, joined_text, thinking_text
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import JSON, Turn
-from reasonwire.wire.vault import Lookup, present, sized, text_key
+from reasonwire.wire.model import JSON, JsonObject, Turn
+from reasonwire.wire.vault import Lookup, present, sent_turns, sized, text_key
 
 
 def _key(tool_call_ids: list[str], text: str) -> str:
@@ -23,16 +22,13 @@ def _key(tool_call_ids: list[str], text: str) -> str:
 
 
 def _visible(content: JSON) -> str:
-    """The visible text of a message content: the string, or its text parts joined."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(
-            p["text"]
-            for p in content
-            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
-        )
-    return ""
+    """The visible text of a message content, the vault key's text: the string, or its
+    ``text``-typed parts joined."""
+    return joined_text(content, _is_text_part)
+
+
+def _is_text_part(part: JsonObject) -> bool:
+    return part.get("type") == "text"
 
 
 def _native_content(turn: Turn) -> JSON:
@@ -58,11 +54,9 @@ def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
     return [(_key(ids, _visible(content) if content is not None else turn.text), fields)]
 
 
-def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+def reattach(body: JsonObject, lookup: Lookup) -> int:
     n = 0
-    for msg in body.get("messages") or ():
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
-            continue
+    for msg in sent_turns(body, "messages", "assistant"):
         for f in CARRIER_FIELDS:
             msg.pop(f, None)
         content = msg.get("content")
@@ -83,7 +77,7 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
     return n
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     messages = body.get("messages") or ()
     last_user = max(

@@ -25,38 +25,18 @@ Carrier rules (documented here because replay depends on them):
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.jsontext import arguments_text
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 MESSAGE_PATH = "choices[0].message"
 THINKING_PART = "thinking"
 """The ``type`` (and carrier kind) of a Magistral thinking part in a ``content`` list."""
 _TEXT_FIELDS = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_KEYS = ("text", "summary")
-
-
-def load_body(body: bytes | str | JSON) -> dict[str, Any]:
-    """Decode a body given as bytes, text or JSON; it must be a JSON object."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"chat response body is not UTF-8: {exc}") from None
-    if isinstance(body, str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(
-                f"chat response body is not JSON ({exc.msg} at char {exc.pos}): {body[:120]!r}"
-            ) from None
-    if not isinstance(body, dict):
-        raise MalformedBody(f"chat response body must be a JSON object, got {type(body).__name__}")
-    return body
 
 
 def detail_is_opaque(entry: JSON) -> bool:
@@ -163,26 +143,27 @@ def reasoning_text(carriers: tuple[Carrier, ...]) -> str:
     return ""
 
 
-def visible_text(content: JSON) -> str:
-    """The visible text of ``content``: a string, or the text parts of a part list."""
+def joined_text(content: JSON, keep: Callable[[JsonObject], bool]) -> str:
+    """A message ``content`` as text: a string as it is, or the string ``text`` of the parts
+    ``keep`` takes, joined in order ("" for anything else)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
         return "".join(
             p["text"]
             for p in content
-            if isinstance(p, dict) and not is_thinking_part(p) and isinstance(p.get("text"), str)
+            if isinstance(p, dict) and keep(p) and isinstance(p.get("text"), str)
         )
     return ""
 
 
-def arguments_text(arguments: JSON) -> str:
-    """Tool-call arguments as JSON text: a string as received, an object compactly encoded."""
-    if isinstance(arguments, str):
-        return arguments
-    if arguments is None:
-        return "{}"
-    return json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
+def visible_text(content: JSON) -> str:
+    """The visible text of ``content``: a string, or the text of its non-thinking parts."""
+    return joined_text(content, _not_thinking)
+
+
+def _not_thinking(part: JsonObject) -> bool:
+    return not is_thinking_part(part)
 
 
 def message_tool_calls(message: Mapping[str, JSON]) -> tuple[ToolCall, ...]:

@@ -32,37 +32,27 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import compress, repeat
 from operator import itemgetter
-from typing import Any, Final
+from typing import Final
 
 import orjson
 
-from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.wire import jsonload
+from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload, model
 from reasonwire.wire.chat._parse import (
     THINKING_PART,
-    arguments_text,
     details_text,
     is_thinking_part,
     parse_usage,
     thinking_text,
     turn_from_body,
 )
-from reasonwire.wire.model import (
-    JSON,
-    CarrierComplete,
-    Done,
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    Turn,
-    UsageEvent,
-)
+from reasonwire.wire.jsontext import arguments_text
+from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
 from reasonwire.wire.runs import middles
-from reasonwire.wire.sse import RawEvent, SSEDecoder
+from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
+from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
-_ABSENT: Any = object()  # a dict.get default no JSON value can be
+_ABSENT: Final = object()  # a dict.get default no JSON value can be
 _CONCAT_KEYS = frozenset({"text", "summary", "data"})
 _CONTROL: Final = bytes(range(32))
 _FIRST: Final = itemgetter(0)
@@ -73,7 +63,7 @@ _MAX_SHAPES: Final = 4  # a stream has two uniform shapes (text, reasoning); a f
 class _Shape:
     """A uniform event's bytes around its one string: ``prefix + s + suffix`` (``prefix``
     ends with the string's opening quote, ``suffix`` starts with its closing one), learned
-    from a payload this decoder parsed. Any payload with the same prefix and suffix and a
+    from a payload this decoder parsed. A payload with the same prefix and suffix and a
     middle free of quotes, backslashes and control bytes is that payload with another
     string: the same JSON but for ``field``'s piece."""
 
@@ -84,7 +74,7 @@ class _Shape:
     cut: slice  # the middle of a matching payload
 
 
-def _uniform_piece(payload: Any) -> tuple[str, str] | None:
+def _uniform_piece(payload: JSON) -> tuple[str, str] | None:
     """(field, piece) when ``payload`` takes :meth:`ChatStreamDecoder._events`'s inline path
     (the same tests, in the same order), else None."""
     if type(payload) is not dict or payload.get("error") is not None:
@@ -186,11 +176,6 @@ def merge_reasoning_details(fragments: list[JSON]) -> list[JSON]:
     return merger.entries
 
 
-def _name(name: bytes | None) -> str:
-    """An SSE event name as text (for messages)."""
-    return name.decode("utf-8", "replace") if name else "message"
-
-
 def _hashable(value: JSON) -> JSON:
     return value if isinstance(value, str | int | float | bool) or value is None else repr(value)
 
@@ -218,7 +203,7 @@ class _ToolCallState:
         return out
 
 
-class ChatStreamDecoder:
+class ChatStreamDecoder(StreamDecoderBase):
     """Feed SSE bytes of one streamed chat completion; see the module doc for the rules."""
 
     def __init__(self) -> None:
@@ -235,7 +220,7 @@ class ChatStreamDecoder:
         self._finish: JSON = None
         self._usage: JSON = None
         self._done = False
-        self._errors: list[StreamError] = []
+        self._errors: list[model.StreamError] = []
         self._guard = jsonload.StreamGuard()
         self._shapes: list[_Shape] = []
         self.bulk_events = 0
@@ -243,11 +228,11 @@ class ChatStreamDecoder:
 
     # -- public -------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes) -> Events:
         """Events of ``data``. A batch whose events all have one learned shape (the long runs
         of reasoning, then of text, that make up an answer) is taken by :meth:`_run`; any
         other batch by the general path, which also learns the shapes."""
-        out: list[StreamEvent] = []
+        out: Events = []
         loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
         if not events or self._run(events, out):
@@ -265,7 +250,7 @@ class ChatStreamDecoder:
         (:class:`_Shape`) is taken with a few C-level passes over its bytes: the passes
         prove each payload is its shape with a plain string in it (no quote, backslash or
         control byte in the middle, valid UTF-8), and the middles are joined onto the
-        field's pieces. Any other batch goes through the general path, unchanged. The state,
+        field's pieces. Every other batch goes through the general path, unchanged. The state,
         and so the turn, equals :meth:`feed`'s for any split."""
         loads = self._guard.loader(data)
         events = self._sse.feed_raw(data)
@@ -275,25 +260,22 @@ class ChatStreamDecoder:
         if len(self._shapes) < _MAX_SHAPES and self._top is not None:
             self._learn(events)
 
-    def close(self) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
+    def _drain(self) -> Events:
+        out: Events = []
         self._events(self._sse.close_raw(), self._guard.loader(b""), out)
-        if self._errors:
-            raise TruncatedStream(
-                f"chat stream reported an error: {self._errors[0].message}",
-                partial=self.partial_turn(),
-            )
-        if not self._done and self._finish is None:
-            raise TruncatedStream(
-                "chat stream ended without [DONE] and without a finish_reason",
-                partial=self.partial_turn(),
-            )
-        turn = self.partial_turn()
-        out.extend(CarrierComplete(c) for c in turn.carriers)
-        out.append(Done(turn))
         return out
 
-    def partial_turn(self) -> Turn:
+    def _unfinished(self) -> str | None:
+        if self._errors:
+            return f"chat stream reported an error: {self._errors[0].message}"
+        if not self._done and self._finish is None:
+            return "chat stream ended without [DONE] and without a finish_reason"
+        return None
+
+    def _closing(self, turn: model.Turn) -> Events:
+        return [CarrierComplete(c) for c in turn.carriers]
+
+    def partial_turn(self) -> model.Turn:
         return turn_from_body(self.assembled())
 
     def assembled(self) -> dict[str, JSON]:
@@ -331,9 +313,7 @@ class ChatStreamDecoder:
 
     # -- internals ----------------------------------------------------------------------
 
-    def _events(
-        self, events: list[RawEvent], loads: Callable[[bytes], Any], out: list[StreamEvent]
-    ) -> None:
+    def _events(self, events: list[RawEvent], loads: Callable[[bytes], JSON], out: Events) -> None:
         """The hot path: orjson on the raw bytes; anything it cannot vouch for (``[DONE]``,
         blank or odd payloads, long digit runs) goes through :meth:`_text_payload`.
 
@@ -399,7 +379,7 @@ class ChatStreamDecoder:
             thought = self._reasoning.get("reasoning_content")
         self._events_seen = base + len(events)
 
-    def _run(self, events: list[RawEvent], out: list[StreamEvent]) -> bool:
+    def _run(self, events: list[RawEvent], out: Events) -> bool:
         """Take a batch whose payloads are all one learned shape, with its events in order
         (the pieces and deltas :meth:`_events` would give); False to decline. The proof, for
         one shape: :func:`reasonwire.wire.runs.middles`."""
@@ -415,7 +395,7 @@ class ChatStreamDecoder:
             return False
         if shape.field == "content":
             target = self._content
-            delta: Callable[[str], StreamEvent] = TextDelta
+            delta: Callable[[str], model.StreamEvent] = TextDelta
         else:
             target = self._reasoning.get(shape.field)
             delta = ReasoningDelta
@@ -485,7 +465,7 @@ class ChatStreamDecoder:
             if len(self._shapes) >= _MAX_SHAPES:
                 return
 
-    def _text_payload(self, raw: bytes, name: bytes | None) -> Any:
+    def _text_payload(self, raw: bytes, name: bytes | None) -> JSON:
         """The payload by the stdlib rules on the decoded, stripped text; None to skip."""
         data = raw.decode("utf-8", "replace").strip()
         if not data:
@@ -497,21 +477,22 @@ class ChatStreamDecoder:
             return json.loads(data)
         except json.JSONDecodeError as exc:
             raise MalformedBody(
-                f"chat stream event #{self._events_seen} ({_name(name)!r}) is not JSON "
+                f"chat stream event #{self._events_seen} ({event_name(name)!r}) is not JSON "
                 f"({exc.msg}): {data[:120]!r}"
             ) from None
 
-    def _not_object(self, payload: Any, name: bytes | None) -> None:
+    def _not_object(self, payload: JSON, name: bytes | None) -> None:
         if not isinstance(payload, dict):
             raise MalformedBody(
-                f"chat stream event #{self._events_seen} ({_name(name)!r}) is not a JSON object"
+                f"chat stream event #{self._events_seen} ({event_name(name)!r}) "
+                "is not a JSON object"
             )
 
-    def _payload(self, payload: dict[str, Any], out: list[StreamEvent]) -> None:
+    def _payload(self, payload: model.JsonObject, out: Events) -> None:
         if payload.get("error") is not None:
             err = payload["error"]
             msg = err.get("message") if isinstance(err, dict) else err
-            ev = StreamError(str(msg) if msg is not None else json.dumps(err), raw=payload)
+            ev = model.StreamError(str(msg) if msg is not None else json.dumps(err), raw=payload)
             self._errors.append(ev)
             out.append(ev)
             return
@@ -532,9 +513,9 @@ class ChatStreamDecoder:
             self._usage = usage
             parsed = parse_usage(usage)
             if parsed is not None:
-                out.append(UsageEvent(parsed))
+                out.append(model.UsageEvent(parsed))
 
-    def _delta(self, delta: dict[str, Any], out: list[StreamEvent]) -> None:
+    def _delta(self, delta: model.JsonObject, out: Events) -> None:
         get = delta.get
         if self._role is None and isinstance(get("role"), str):
             self._role = delta["role"]
@@ -579,7 +560,7 @@ class ChatStreamDecoder:
                 if isinstance(call, dict):
                     out.append(self._tool_call(call, position))
 
-    def _text_piece(self, content: str, out: list[StreamEvent]) -> None:
+    def _text_piece(self, content: str, out: Events) -> None:
         if self._content is None:
             self._content = []
         self._content.append(content)
@@ -593,7 +574,7 @@ class ChatStreamDecoder:
             self._order.append(name)
         pieces.append(value)
 
-    def _tool_call(self, call: dict[str, Any], position: int) -> ToolCallDelta:
+    def _tool_call(self, call: model.JsonObject, position: int) -> ToolCallDelta:
         index = call.get("index", position)
         state = self._calls.get(index)
         if state is None:

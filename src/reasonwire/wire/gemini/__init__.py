@@ -6,9 +6,8 @@ from reasonwire.wire.gemini._dialect import (
     SCHEMA_FIELD,
     STAND_IN_SIGNATURE,
     GeminiDialect,
-    same_signature,
-    synthetic_call_id,
 )
+from reasonwire.wire.gemini._parse import same_signature, synthetic_call_id
 from reasonwire.wire.gemini._stream import GeminiStreamDecoder
 
 __all__ = [

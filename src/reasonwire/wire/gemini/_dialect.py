@@ -15,7 +15,7 @@ Replay rules:
   ``pai__test_google__test_google_instructions_only_with_tool_calls.yaml``).
 - :meth:`GeminiDialect.strip` drops thought parts and removes ``thoughtSignature`` from the
   remaining parts (copies of those parts; the received ones are never modified).
-- Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
+- Every other assistant turn (foreign or synthetic history) is built from its neutral fields:
   text carriers ``Carrier(kind="thought", value=str)`` become ``{"text": .., "thought": true}``
   parts, then the visible text, then one ``functionCall`` part per tool call. Gemini 3
   rejects a step whose first ``functionCall`` lacks a signature, and a foreign step has none,
@@ -25,37 +25,24 @@ Replay rules:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo, SentCarrier
+from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo
 from reasonwire.wire.gemini import _facts, _hidden
-from reasonwire.wire.gemini._parse import (
-    is_thought,
-    parse_body,
-    same_signature,
-    synthetic_call_id,
-)
+from reasonwire.wire.gemini._parse import is_thought, parse_body, synthetic_call_id
 from reasonwire.wire.gemini._stream import GeminiStreamDecoder
+from reasonwire.wire.jsontext import arguments_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolCall,
-    ToolResult,
-    Turn,
-    User,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, User, native_items
 from reasonwire.wire.projection import encode_event
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 STAND_IN_SIGNATURE = "skip_thought_signature_validator"
 """Signature put on the first ``functionCall`` of a step built from foreign/synthetic history.
@@ -74,27 +61,6 @@ SCHEMA_FIELD = "parametersJsonSchema"
 takes Gemini's OpenAPI subset and refuses e.g. ``additionalProperties``)."""
 
 
-def _native_parts(message: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = message.native
-    if native is not None and native.dialect == "gemini":
-        return native.items
-    return None
-
-
-def _call_args(call: ToolCall) -> JSON:
-    try:
-        args = call.parsed_arguments()
-    except json.JSONDecodeError as exc:
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
-        ) from None
-    if not isinstance(args, dict):
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for Gemini"
-        )
-    return args
-
-
 def _foreign_parts(message: Assistant | Turn, *, keep_carriers: bool) -> list[JSON]:
     parts: list[JSON] = []
     if keep_carriers:
@@ -105,7 +71,11 @@ def _foreign_parts(message: Assistant | Turn, *, keep_carriers: bool) -> list[JS
         parts.append({"text": message.text})
     for n, call in enumerate(message.tool_calls):
         part: dict[str, JSON] = {
-            "functionCall": {"name": call.name, "args": _call_args(call), "id": call.id}
+            "functionCall": {
+                "name": call.name,
+                "args": arguments_object(call, "Gemini"),
+                "id": call.id,
+            }
         }
         if n == 0:
             part["thoughtSignature"] = STAND_IN_SIGNATURE
@@ -133,7 +103,9 @@ def _model_content(parts: list[JSON]) -> list[JSON]:
 class GeminiDialect(Dialect):
     """The Gemini generateContent wire API."""
 
-    name: DialectName = "gemini"
+    name = "gemini"
+    sent_carriers = _hidden
+    decoder = GeminiStreamDecoder
     path_pattern = _facts.PATH
     carriers = _facts.CARRIERS
     earlier_turns = _facts.EARLIER_TURNS
@@ -164,7 +136,7 @@ class GeminiDialect(Dialect):
         m = _facts.MODEL_IN_PATH.search(path)
         return m.group(1) if m else None
 
-    def stream_requested(self, path: str, body: Mapping[str, Any]) -> bool:
+    def stream_requested(self, path: str, body: Mapping[str, JSON]) -> bool:
         return _facts.STREAM_PATH.search(path) is not None
 
     def error_body(self, status: int, reason: str, message: str, info: ErrorInfo | None) -> JSON:
@@ -175,12 +147,9 @@ class GeminiDialect(Dialect):
         )
         return {"error": {"code": status, "message": message, "status": kind or "INTERNAL"}}
 
-    def wants_stream(self, body: Mapping[str, Any]) -> bool:
+    def wants_stream(self, body: Mapping[str, JSON]) -> bool:
         """Gemini says it in the path (``:streamGenerateContent``), never in the body."""
         return False
-
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
 
     def request_path(self, options: RequestOptions) -> str:
         model = options.model.removeprefix("models/")
@@ -219,7 +188,7 @@ class GeminiDialect(Dialect):
             elif isinstance(msg, User):
                 contents.append({"role": "user", "parts": [{"text": msg.text}]})
             elif isinstance(msg, Assistant):
-                native = _native_parts(msg)
+                native = native_items(msg, "gemini")
                 if native is not None:
                     for i, part in enumerate(native):
                         fc = part.get("functionCall") if isinstance(part, dict) else None
@@ -250,19 +219,14 @@ class GeminiDialect(Dialect):
             config["thinkingConfig"] = {"includeThoughts": True, "thinkingLevel": options.effort}
         if config:
             body["generationConfig"] = config
-        if options.extra_body:
-            body = deep_merge(body, options.extra_body)
-        return body
+        return deep_merge(body, options.extra_body)  # merges in place; nothing when empty
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_body(body)
 
-    def stream_decoder(self) -> GeminiStreamDecoder:
-        return GeminiStreamDecoder()
-
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """``[{"role": "model", "parts": [...]}]``: native parts as received (same objects)."""
-        native = _native_parts(message)
+        native = native_items(message, "gemini")
         if native is not None:
             return _model_content(list(native))
         return _model_content(_foreign_parts(message, keep_carriers=True))
@@ -273,7 +237,7 @@ class GeminiDialect(Dialect):
         Foreign history keeps its :data:`STAND_IN_SIGNATURE`: it carries no reasoning and
         without it Gemini 3 refuses the step.
         """
-        native = _native_parts(message)
+        native = native_items(message, "gemini")
         if native is not None:
             return _model_content(_stripped_parts(native))
         return _model_content(_foreign_parts(message, keep_carriers=False))
@@ -286,13 +250,4 @@ def _error_event(reason: str) -> bytes:
 
 DIALECT = GeminiDialect()
 
-__all__ = [
-    "DIALECT",
-    "NO_EFFORT",
-    "SCHEMA_FIELD",
-    "STAND_IN_SIGNATURE",
-    "GeminiDialect",
-    "GeminiStreamDecoder",
-    "same_signature",
-    "synthetic_call_id",
-]
+__all__ = ["DIALECT", "NO_EFFORT", "SCHEMA_FIELD", "STAND_IN_SIGNATURE", "GeminiDialect"]

@@ -11,20 +11,17 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from reasonwire.wire import shape as sh
 from reasonwire.wire.count_tokens import CountSpec
-from reasonwire.wire.facts import CarrierKind, CarrierSpec, Control, EarlierTurns, Variants
-from reasonwire.wire.model import JSON
-from reasonwire.wire.shape import (
-    Anything,
-    Const,
-    Int,
-    ListOf,
-    Nullable,
-    Num,
-    Obj,
-    Str,
-    Tagged,
+from reasonwire.wire.facts import (
+    GOOGLE_RPC_STATUSES,
+    CarrierKind,
+    CarrierSpec,
+    Control,
+    EarlierTurns,
+    Variants,
 )
+from reasonwire.wire.model import JSON
 
 CARRIERS = (
     CarrierKind("thought", False, "candidates[0].content.parts[i](thought=true).text"),
@@ -54,31 +51,31 @@ generateContentRequest); a with/without difference needs nothing else."""
 
 # -- request shape: what a governed client may send ---------------------------------------
 
-_IN_PART = Tagged(
+_IN_PART = sh.Tagged(
     {},
     key="thought",
     # A part marked ``thought`` is reasoning text a client replays: dropped (Gemini needs the
     # signatures, which ride on the other parts, not the thought summaries).
-    untagged=Obj(
+    untagged=sh.Obj(
         {
-            "text": Str(),
-            "functionCall": Anything(),
-            "function_call": Anything(),
-            "functionResponse": Anything(),
-            "function_response": Anything(),
-            "inlineData": Anything(),
-            "inline_data": Anything(),
-            "fileData": Anything(),
-            "file_data": Anything(),
-            "thoughtSignature": Str(),
-            "thought_signature": Str(),
+            "text": sh.Str(),
+            "functionCall": sh.Anything(),
+            "function_call": sh.Anything(),
+            "functionResponse": sh.Anything(),
+            "function_response": sh.Anything(),
+            "inlineData": sh.Anything(),
+            "inline_data": sh.Anything(),
+            "fileData": sh.Anything(),
+            "file_data": sh.Anything(),
+            "thoughtSignature": sh.Str(),
+            "thought_signature": sh.Str(),
         }
     ),
 )
-_CONTENT = Obj({"role": Const(frozenset({"user", "model"})), "parts": ListOf(_IN_PART)})
-_GEN_CONFIG = Obj(
+_CONTENT = sh.Obj({"role": sh.Const(frozenset({"user", "model"})), "parts": sh.ListOf(_IN_PART)})
+_GEN_CONFIG = sh.Obj(
     {
-        key: Anything()
+        key: sh.Anything()
         for key in (
             "temperature", "topP", "top_p", "topK", "top_k", "maxOutputTokens",
             "max_output_tokens", "candidateCount", "candidate_count", "stopSequences",
@@ -90,21 +87,21 @@ _GEN_CONFIG = Obj(
         )
     }
 )  # fmt: skip
-REQUEST = Obj(
+REQUEST = sh.Obj(
     {
-        "contents": ListOf(_CONTENT),
-        "systemInstruction": Anything(),
-        "system_instruction": Anything(),
-        "tools": ListOf(Anything()),
-        "toolConfig": Anything(),
-        "tool_config": Anything(),
-        "safetySettings": ListOf(Anything()),
-        "safety_settings": ListOf(Anything()),
+        "contents": sh.ListOf(_CONTENT),
+        "systemInstruction": sh.Anything(),
+        "system_instruction": sh.Anything(),
+        "tools": sh.ListOf(sh.Anything()),
+        "toolConfig": sh.Anything(),
+        "tool_config": sh.Anything(),
+        "safetySettings": sh.ListOf(sh.Anything()),
+        "safety_settings": sh.ListOf(sh.Anything()),
         "generationConfig": _GEN_CONFIG,
         "generation_config": _GEN_CONFIG,
-        "cachedContent": Str(),
-        "cached_content": Str(),
-        "labels": Anything(),
+        "cachedContent": sh.Str(),
+        "cached_content": sh.Str(),
+        "labels": sh.Anything(),
     },
     frozenset({"contents"}),
 )
@@ -116,63 +113,52 @@ STREAM_PATH = re.compile(r":streamGenerateContent$")
 
 # -- visible projection ---------------------------------------------------------------------
 
-_CALL = Obj({"name": Str(), "args": Anything(), "id": Str()})
-_PART = Tagged(
+_CALL = sh.Obj({"name": sh.Str(), "args": sh.Anything(), "id": sh.Str()})
+_PART = sh.Tagged(
     {},
     key="thought",
     # Parts without ``thought``: text, function calls, their opaque signatures.
-    untagged=Obj(
+    untagged=sh.Obj(
         {
-            "text": Str(text=True),
+            "text": sh.Str(text=True),
             "functionCall": _CALL,
             "function_call": _CALL,
-            "thoughtSignature": Str(),
-            "thought_signature": Str(),
+            "thoughtSignature": sh.Str(),
+            "thought_signature": sh.Str(),
         }
     ),
 )
 """A part marked ``thought`` (any value) is dropped whole; others keep text, calls and the
 signature that rides on them."""
-_USAGE = Obj(
+_USAGE = sh.Obj(
     {
-        "promptTokenCount": Int(),
-        "candidatesTokenCount": Int(),
-        "thoughtsTokenCount": Int(),
-        "cachedContentTokenCount": Int(),
-        "totalTokenCount": Int(),
+        "promptTokenCount": sh.Int(),
+        "candidatesTokenCount": sh.Int(),
+        "thoughtsTokenCount": sh.Int(),
+        "cachedContentTokenCount": sh.Int(),
+        "totalTokenCount": sh.Int(),
     }
 )
-VISIBLE = Obj(
+VISIBLE = sh.Obj(
     {
-        "candidates": ListOf(
-            Obj(
+        "candidates": sh.ListOf(
+            sh.Obj(
                 {
-                    "content": Obj({"role": Str(), "parts": ListOf(_PART)}),
-                    "finishReason": Str(),
-                    "index": Int(),
+                    "content": sh.Obj({"role": sh.Str(), "parts": sh.ListOf(_PART)}),
+                    "finishReason": sh.Str(),
+                    "index": sh.Int(),
                 }
             )
         ),
         "usageMetadata": _USAGE,
-        "modelVersion": Str(),
-        "responseId": Str(),
-        "createTime": Str(),
-        "avgLogprobs": Nullable(Num()),
+        "modelVersion": sh.Str(),
+        "responseId": sh.Str(),
+        "createTime": sh.Str(),
+        "avgLogprobs": sh.Nullable(sh.Num()),
     }
 )
 
-ERROR_TYPES = frozenset(
-    {
-        "INVALID_ARGUMENT",
-        "FAILED_PRECONDITION",
-        "PERMISSION_DENIED",
-        "NOT_FOUND",
-        "RESOURCE_EXHAUSTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DEADLINE_EXCEEDED",
-    }
-)
+ERROR_TYPES = GOOGLE_RPC_STATUSES
 
 
 def _text(trace: str) -> JSON:

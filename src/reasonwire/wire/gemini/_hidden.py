@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
+from reasonwire.wire.model import JSON
 from reasonwire.wire.vault import present, sized
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     contents = body.get("contents") or ()
     last_user = max((i for i, c in enumerate(contents) if _starts_turn(c)), default=-1)
@@ -31,7 +31,7 @@ def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
     return out
 
 
-def _starts_turn(content: Any) -> bool:
+def _starts_turn(content: JSON) -> bool:
     """A user content with text (a new turn), not only function responses."""
     if not isinstance(content, dict) or content.get("role", "user") != "user":
         return False

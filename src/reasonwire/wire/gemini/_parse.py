@@ -21,12 +21,20 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-from typing import Any
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.google_usage import UsageNames, google_usage
+from reasonwire.wire.jsontext import json_object
+from reasonwire.wire.model import (
+    JSON,
+    Carrier,
+    JsonObject,
+    Native,
+    ToolCall,
+    Turn,
+    Usage,
+    canonical_text,
+)
 
 PARTS_PATH = "candidates[0].content.parts"
 
@@ -38,11 +46,6 @@ def synthetic_call_id(name: str, part_index: int) -> str:
     answer, since the part index is.
     """
     return f"{name}-{part_index}"
-
-
-def compact_json(value: JSON) -> str:
-    """Arguments as JSON text: compact separators, non-ASCII kept (the contract's form)."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def same_signature(a: str, b: str) -> bool:
@@ -68,27 +71,6 @@ def _b64_bytes(s: str) -> bytes | None:
         return None
 
 
-def load_body(body: bytes | str | JSON) -> dict[str, Any]:
-    """Decode a body to a dict, or raise :class:`MalformedBody` saying what was wrong."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"gemini response body is not UTF-8: {exc}") from None
-    if isinstance(body, str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(
-                f"gemini response body is not JSON: {exc.msg} at {exc.pos}"
-            ) from None
-    if not isinstance(body, dict):
-        raise MalformedBody(
-            f"gemini response body must be a JSON object, got {type(body).__name__}"
-        )
-    return body
-
-
 def parse_usage(meta: JSON) -> Usage | None:
     """``usageMetadata`` -> :class:`Usage`.
 
@@ -99,38 +81,20 @@ def parse_usage(meta: JSON) -> Usage | None:
     them apart (totalTokenCount = prompt + toolUse + candidates + thoughts); reasoning =
     ``thoughtsTokenCount``.
     """
-    if meta is None:
-        return None
-    if not isinstance(meta, dict):
-        raise MalformedBody("gemini usageMetadata must be an object")
-    prompt = _count(meta, "promptTokenCount")
-    cached = _count(meta, "cachedContentTokenCount")
-    tool_use = _count(meta, "toolUsePromptTokenCount")
-    cands = _count(meta, "candidatesTokenCount")
-    thoughts = _count(meta, "thoughtsTokenCount")
-    uncached: int | None = None
-    if prompt is not None or tool_use is not None:
-        uncached = (prompt or 0) - (cached or 0) + (tool_use or 0)
-    output = None if cands is None and thoughts is None else (cands or 0) + (thoughts or 0)
-    return Usage(
-        input_uncached=uncached,
-        cache_read=cached,
-        output=output,
-        reasoning=thoughts,
-        raw=meta,
-    )
+    return google_usage(meta, _USAGE)
 
 
-def _count(meta: dict[str, Any], key: str) -> int | None:
-    v = meta.get(key)
-    if v is None:
-        return None
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise MalformedBody(f"gemini usageMetadata.{key} must be an integer, got {v!r}")
-    return v
+_USAGE = UsageNames(
+    where="gemini usageMetadata",
+    input="promptTokenCount",
+    cached="cachedContentTokenCount",
+    tool_use="toolUsePromptTokenCount",
+    output="candidatesTokenCount",
+    thoughts="thoughtsTokenCount",
+)
 
 
-def candidate_parts(body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[JSON]]:
+def candidate_parts(body: JsonObject) -> tuple[JsonObject | None, list[JSON]]:
     """``candidates[0]`` and its parts (``[]`` when absent, e.g. a blocked prompt)."""
     if "error" in body:
         err = body["error"]
@@ -160,7 +124,7 @@ def candidate_parts(body: dict[str, Any]) -> tuple[dict[str, Any] | None, list[J
     return cand, parts
 
 
-def is_thought(part: dict[str, Any]) -> bool:
+def is_thought(part: JsonObject) -> bool:
     return part.get("thought") is True and isinstance(part.get("text"), str)
 
 
@@ -213,13 +177,13 @@ def tool_call_of(fc: JSON, index: int, path: str) -> ToolCall:
     return ToolCall(
         id=cid if isinstance(cid, str) and cid else synthetic_call_id(name, index),
         name=name,
-        arguments=compact_json({} if args is None else args),
+        arguments=canonical_text({} if args is None else args),
     )
 
 
 def parse_body(body: bytes | str | JSON) -> Turn:
     """A non-streaming ``generateContent`` body (or an assembled stream state) -> Turn."""
-    data = load_body(body)
+    data = json_object(body, "gemini response body")
     cand, parts = candidate_parts(data)
     text, reasoning, calls, carriers = read_parts(parts)
     finish = cand.get("finishReason") if cand is not None else None

@@ -43,45 +43,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
 
 from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.wire import jsonload
+from reasonwire.wire import jsonload, model
 from reasonwire.wire.gemini._parse import (
     PARTS_PATH,
-    compact_json,
     is_thought,
     parse_body,
     parse_usage,
     tool_call_of,
 )
 from reasonwire.wire.jsonarray import JSONArrayDecoder
-from reasonwire.wire.model import (
-    JSON,
-    Carrier,
-    CarrierComplete,
-    Done,
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    Turn,
-    UsageEvent,
-)
+from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
 from reasonwire.wire.runs import cut_around, middle
-from reasonwire.wire.sse import RawEvent, SSEDecoder
+from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
+from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
 _PLAIN_TEXT_KEYS = frozenset({"text", "thought"})
 _MERGE_TARGET_KEYS = frozenset({"text", "thought", "thoughtSignature"})
 _WS = b" \t\r\n"
 
 
-def _mergeable(part: dict[str, Any]) -> bool:
+def _mergeable(part: model.JsonObject) -> bool:
     return isinstance(part.get("text"), str) and part.keys() <= _PLAIN_TEXT_KEYS
 
 
-class GeminiStreamDecoder:
+class GeminiStreamDecoder(StreamDecoderBase):
     """Bytes of one streamed answer (SSE or JSON-array form) in, neutral events out."""
 
     def __init__(self) -> None:
@@ -89,9 +76,9 @@ class GeminiStreamDecoder:
         self._sse: SSEDecoder | None = None
         self._array: JSONArrayDecoder | None = None
         self._payloads = 0
-        self._parts: list[dict[str, Any]] = []
-        self._candidate: dict[str, Any] = {}
-        self._top: dict[str, Any] = {}
+        self._parts: list[model.JsonObject] = []
+        self._candidate: model.JsonObject = {}
+        self._top: model.JsonObject = {}
         self._finished = False
         self._errors: list[str] = []
         self._open_thoughts: list[int] = []  # assembled thought parts not yet announced
@@ -103,7 +90,7 @@ class GeminiStreamDecoder:
 
     # -- bytes -------------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes) -> Events:
         if self._sse is None and self._array is None:
             self._head += data
             stripped = self._head.lstrip(_WS)
@@ -121,8 +108,8 @@ class GeminiStreamDecoder:
         events = self._sse.feed_raw(data)
         return self._sse_in(events, loads) if events else []
 
-    def close(self) -> list[StreamEvent]:
-        events: list[StreamEvent] = []
+    def _drain(self) -> Events:
+        events: Events = []
         if self._sse is not None:
             events.extend(self._sse_in(self._sse.close_raw(), self._guard.loader(b"")))
         elif self._array is not None:
@@ -135,37 +122,36 @@ class GeminiStreamDecoder:
                         "finishReason",
                         partial=self.partial_turn(),
                     ) from None
-        if not self._finished:
-            why = f" (stream error: {'; '.join(self._errors)})" if self._errors else ""
-            raise TruncatedStream(
-                f"gemini stream ended without a finishReason after {self._payloads} "
-                f"payload(s){why}",
-                partial=self.partial_turn(),
-            )
-        turn = self.partial_turn()
-        events.extend(self._announce_thoughts(len(self._parts)))
-        events.append(Done(turn))
         return events
 
-    def partial_turn(self) -> Turn:
+    def _unfinished(self) -> str | None:
+        if self._finished:
+            return None
+        why = f" (stream error: {'; '.join(self._errors)})" if self._errors else ""
+        return f"gemini stream ended without a finishReason after {self._payloads} payload(s){why}"
+
+    def _closing(self, turn: model.Turn) -> Events:
+        return self._announce_thoughts(len(self._parts))
+
+    def partial_turn(self) -> model.Turn:
         return parse_body(self.assembled())
 
-    def assembled(self) -> dict[str, Any]:
+    def assembled(self) -> model.JsonObject:
         """The state so far in the non-streaming body's shape (``Turn.raw`` of a stream)."""
         self._join()
-        cand: dict[str, Any] = {"content": {"parts": self._parts, "role": "model"}}
+        cand: model.JsonObject = {"content": {"parts": self._parts, "role": "model"}}
         cand.update((k, v) for k, v in self._candidate.items() if k != "content")
-        body: dict[str, Any] = {"candidates": [cand]}
+        body: model.JsonObject = {"candidates": [cand]}
         body.update((k, v) for k, v in self._top.items() if k != "candidates")
         return body
 
     # -- payloads ----------------------------------------------------------------------------
 
-    def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+    def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], JSON]) -> Events:
         """Each event through the learned shape where it fits (module docstring), else
         parsed and taken by :meth:`_chunk`; a uniform chunk that was parsed teaches the
         shape for the part it grows."""
-        out: list[StreamEvent] = []
+        out: Events = []
         for raw, name, _, _ in events:
             shape = self._shape
             if shape is not None and self._grow is not None:
@@ -214,7 +200,7 @@ class GeminiStreamDecoder:
         if cut is not None:
             self._shape = (*cut, bool(part.get("thought")))
 
-    def _parse(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], Any]) -> JSON:
+    def _parse(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], JSON]) -> JSON:
         """One SSE payload; None for a blank one or ``[DONE]``."""
         try:
             return loads(raw)
@@ -226,19 +212,19 @@ class GeminiStreamDecoder:
         try:
             return json.loads(data)
         except json.JSONDecodeError as exc:
-            event = name.decode("utf-8", "replace") if name else "message"
+            event = event_name(name)
             raise MalformedBody(
                 f"gemini SSE event #{self._payloads + 1} ({event!r}) is not JSON: {exc.msg}: "
                 f"{data[:80]!r}"
             ) from None
 
-    def _payloads_in(self, payloads: list[JSON]) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
+    def _payloads_in(self, payloads: list[JSON]) -> Events:
+        out: Events = []
         for payload in payloads:
             out.extend(self._payload_in(payload))
         return out
 
-    def _payload_in(self, payload: JSON) -> list[StreamEvent]:
+    def _payload_in(self, payload: JSON) -> Events:
         self._payloads += 1
         if not isinstance(payload, dict):
             raise MalformedBody(
@@ -247,14 +233,14 @@ class GeminiStreamDecoder:
             )
         return self._chunk(payload)
 
-    def _chunk(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _chunk(self, payload: model.JsonObject) -> Events:
         if "error" in payload:
             err = payload["error"]
             msg = err.get("message") if isinstance(err, dict) else None
             text = str(msg if msg is not None else err)
             self._errors.append(text)
-            return [StreamError(text, raw=payload)]
-        out: list[StreamEvent] = []
+            return [model.StreamError(text, raw=payload)]
+        out: Events = []
         # "candidates" rides along here too; assembled() leaves it out (cheaper than a filter)
         self._top.update(payload)
         cands = payload.get("candidates")
@@ -273,10 +259,10 @@ class GeminiStreamDecoder:
             self._last_usage = usage
             parsed = parse_usage(usage)
             if parsed is not None:
-                out.append(UsageEvent(parsed))
+                out.append(model.UsageEvent(parsed))
         return out
 
-    def _candidate_in(self, cand: dict[str, Any]) -> list[StreamEvent]:
+    def _candidate_in(self, cand: model.JsonObject) -> Events:
         self._candidate.update(cand)  # "content" is left out by assembled()
         if cand.get("finishReason") is not None:
             self._finished = True
@@ -286,7 +272,7 @@ class GeminiStreamDecoder:
             return []
         if not isinstance(parts, list):
             raise MalformedBody(f"gemini stream payload #{self._payloads}: parts is not a list")
-        out: list[StreamEvent] = []
+        out: Events = []
         for part in parts:
             if not isinstance(part, dict):
                 raise MalformedBody(
@@ -295,9 +281,9 @@ class GeminiStreamDecoder:
             out.extend(self._part_in(part))
         return out
 
-    def _part_in(self, part: dict[str, Any]) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        text: Any = part.get("text")
+    def _part_in(self, part: model.JsonObject) -> Events:
+        out: Events = []
+        text: JSON = part.get("text")
         mergeable = _mergeable(part)
         if mergeable and text == "":
             return out  # rule 3
@@ -345,12 +331,12 @@ class GeminiStreamDecoder:
             self._parts[-1]["text"] = "".join(self._grow)
             self._grow = None
 
-    def _signature_carrier(self, index: int, sig: str) -> Carrier:
+    def _signature_carrier(self, index: int, sig: str) -> model.Carrier:
         part = self._parts[index]
         call_id = None
         if "functionCall" in part:
             call_id = tool_call_of(part["functionCall"], index, "").id
-        return Carrier(
+        return model.Carrier(
             "gemini",
             "thoughtSignature",
             f"{PARTS_PATH}[{index}].thoughtSignature",
@@ -359,9 +345,9 @@ class GeminiStreamDecoder:
             tool_call_id=call_id,
         )
 
-    def _announce_thoughts(self, upto: int) -> list[StreamEvent]:
+    def _announce_thoughts(self, upto: int) -> Events:
         """CarrierComplete for thought parts that can no longer grow (a new part started)."""
-        out: list[StreamEvent] = []
+        out: Events = []
         for index in self._open_thoughts:
             if index >= upto:
                 continue
@@ -369,11 +355,11 @@ class GeminiStreamDecoder:
             path = f"{PARTS_PATH}[{index}]"
             out.append(
                 CarrierComplete(
-                    Carrier("gemini", "thought", path, part, opaque=False, text=part["text"])
+                    model.Carrier("gemini", "thought", path, part, opaque=False, text=part["text"])
                 )
             )
         self._open_thoughts = [i for i in self._open_thoughts if i >= upto]
         return out
 
 
-__all__ = ["GeminiStreamDecoder", "compact_json"]
+__all__ = ["GeminiStreamDecoder"]

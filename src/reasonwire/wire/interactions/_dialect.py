@@ -9,7 +9,7 @@ Replay rules:
   (``store: false``) it resends the whole history, signatures included.
 - :meth:`InteractionsDialect.strip` drops thought steps and removes ``signature`` from the
   remaining steps (copies; the received ones are never modified).
-- Any other assistant turn (foreign or synthetic history) is built from its neutral fields:
+- Every other assistant turn (foreign or synthetic history) is built from its neutral fields:
   a ``model_output`` step for the text and one ``function_call`` step per call. A thought
   step needs its signature [THINK], so readable reasoning of other dialects is not sent.
 
@@ -18,54 +18,25 @@ Facts and their sources are in :mod:`reasonwire.wire.interactions._facts`.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo, SentCarrier
+from reasonwire.wire.facts import GOOGLE_RPC_STATUS, ErrorInfo
 from reasonwire.wire.interactions import _facts, _hidden
 from reasonwire.wire.interactions._parse import DIALECT as NAME
 from reasonwire.wire.interactions._parse import is_thought, parse_body
 from reasonwire.wire.interactions._stream import InteractionsStreamDecoder
+from reasonwire.wire.jsontext import arguments_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolCall,
-    ToolResult,
-    Turn,
-    User,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, User, native_items
 from reasonwire.wire.projection import encode_event
 
-
-def _native_steps(message: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = message.native
-    if native is not None and native.dialect == NAME:
-        return native.items
-    return None
-
-
-def _call_args(call: ToolCall) -> JSON:
-    try:
-        args = call.parsed_arguments()
-    except json.JSONDecodeError as exc:
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments are not JSON: {exc.msg}"
-        ) from None
-    if not isinstance(args, dict):
-        raise MalformedBody(
-            f"tool call {call.id!r} ({call.name}) arguments must be a JSON object for Interactions"
-        )
-    return args
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 
 def _foreign_steps(message: Assistant | Turn) -> list[JSON]:
@@ -78,7 +49,7 @@ def _foreign_steps(message: Assistant | Turn) -> list[JSON]:
                 "type": "function_call",
                 "id": call.id,
                 "name": call.name,
-                "arguments": _call_args(call),
+                "arguments": arguments_object(call, "Interactions"),
             }
         )
     return steps
@@ -98,7 +69,9 @@ def _stripped(steps: Sequence[JSON]) -> list[JSON]:
 class InteractionsDialect(Dialect):
     """The Gemini Interactions wire API."""
 
-    name: DialectName = NAME
+    name = NAME
+    sent_carriers = _hidden
+    decoder = InteractionsStreamDecoder
     path_pattern = _facts.PATH
     gateway_path = _facts.GATEWAY_PATH
     carriers = _facts.CARRIERS
@@ -127,9 +100,6 @@ class InteractionsDialect(Dialect):
         )
         name = kind or "INTERNAL"
         return {"error": {"code": name, "message": message, "status": name}}
-
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/interactions"
@@ -182,26 +152,21 @@ class InteractionsDialect(Dialect):
             body["generation_config"] = config
         if options.stream:
             body["stream"] = True
-        if options.extra_body:
-            body = deep_merge(body, options.extra_body)
-        return body
+        return deep_merge(body, options.extra_body)  # merges in place; nothing when empty
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
         return parse_body(body)
 
-    def stream_decoder(self) -> InteractionsStreamDecoder:
-        return InteractionsStreamDecoder()
-
     def replay(self, message: Assistant | Turn) -> list[JSON]:
         """The answer steps as received (same objects), or steps built from neutral fields."""
-        native = _native_steps(message)
+        native = native_items(message, NAME)
         if native is not None:
             return list(native)
         return _foreign_steps(message)
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
         """The replay without thought steps and without ``signature`` keys."""
-        native = _native_steps(message)
+        native = native_items(message, NAME)
         if native is not None:
             return _stripped(native)
         return _foreign_steps(message)

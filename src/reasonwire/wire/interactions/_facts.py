@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import re
 
-from reasonwire.wire.facts import CarrierKind, Control, ServerState, Variants
+from reasonwire.wire import shape as sh
+from reasonwire.wire.facts import GOOGLE_RPC_STATUSES, CarrierKind, Control, ServerState, Variants
 from reasonwire.wire.model import JSON
-from reasonwire.wire.shape import Anything, Const, Int, ListOf, Obj, OneOf, Str, Tagged
 
 CARRIERS = (
     # [THINK] the signature is the model's reasoning state; it must come back [SIG]
@@ -70,20 +70,28 @@ VARIANTS = Variants(
 
 # -- request shape: what a governed client may send ---------------------------------------
 
-_TEXT = Obj({"type": Const(frozenset({"text"})), "text": Str()})
-_CONTENT = ListOf(Anything())
-_IN_STEP = Tagged(
+_TEXT = sh.Obj({"type": sh.Const(frozenset({"text"})), "text": sh.Str()})
+_CONTENT = sh.ListOf(sh.Anything())
+_FUNCTION_CALL = sh.Obj(
     {
-        "user_input": Obj({"type": Str(), "content": _CONTENT}),
-        "model_output": Obj({"type": Str(), "content": _CONTENT}),
+        "type": sh.Str(),
+        "id": sh.Str(),
+        "name": sh.Str(),
+        "arguments": sh.Anything(),
+        "signature": sh.Str(),
+    }
+)
+"""A function call step, as a client sends it back and as it is shown (the same fields)."""
+_IN_STEP = sh.Tagged(
+    {
+        "user_input": sh.Obj({"type": sh.Str(), "content": _CONTENT}),
+        "model_output": sh.Obj({"type": sh.Str(), "content": _CONTENT}),
         # a replayed thought keeps its opaque signature; its readable summary is dropped
-        "thought": Obj({"type": Str(), "signature": Str()}),
-        "function_call": Obj(
-            {"type": Str(), "id": Str(), "name": Str(), "arguments": Anything(), "signature": Str()}
-        ),
-        "function_result": Obj(
-            {"type": Str(), "call_id": Str(), "name": Str(), "result": Anything(),
-             "is_error": Anything()}
+        "thought": sh.Obj({"type": sh.Str(), "signature": sh.Str()}),
+        "function_call": _FUNCTION_CALL,
+        "function_result": sh.Obj(
+            {"type": sh.Str(), "call_id": sh.Str(), "name": sh.Str(), "result": sh.Anything(),
+             "is_error": sh.Anything()}
         ),
         # a bare content item (``input`` given as a list of contents) [SDK]
         "text": _TEXT,
@@ -91,9 +99,9 @@ _IN_STEP = Tagged(
     key="type",
     closed=True,
 )  # fmt: skip
-_GEN_CONFIG = Obj(
+_GEN_CONFIG = sh.Obj(
     {
-        key: Anything()
+        key: sh.Anything()
         for key in (
             "max_output_tokens", "seed", "stop_sequences", "temperature", "top_p",
             "tool_choice", "speech_config", "image_config",
@@ -102,25 +110,25 @@ _GEN_CONFIG = Obj(
         )
     }
 )  # fmt: skip
-REQUEST = Obj(
+REQUEST = sh.Obj(
     {
-        "model": Str(),
-        "input": OneOf((Str(), ListOf(_IN_STEP), _TEXT)),  # text, steps or contents [SDK]
-        "system_instruction": Str(),
-        "tools": ListOf(Anything()),
+        "model": sh.Str(),
+        "input": sh.OneOf((sh.Str(), sh.ListOf(_IN_STEP), _TEXT)),  # text, steps or contents [SDK]
+        "system_instruction": sh.Str(),
+        "tools": sh.ListOf(sh.Anything()),
         "generation_config": _GEN_CONFIG,
-        "response_format": Anything(),
-        "response_mime_type": Str(),
-        "response_modalities": ListOf(Str()),
-        "safety_settings": ListOf(Anything()),
-        "previous_interaction_id": Str(),
-        "store": Anything(),
-        "stream": Anything(),
-        "service_tier": Str(),
-        "labels": Anything(),
+        "response_format": sh.Anything(),
+        "response_mime_type": sh.Str(),
+        "response_modalities": sh.ListOf(sh.Str()),
+        "safety_settings": sh.ListOf(sh.Anything()),
+        "previous_interaction_id": sh.Str(),
+        "store": sh.Anything(),
+        "stream": sh.Anything(),
+        "service_tier": sh.Str(),
+        "labels": sh.Anything(),
         # controls
-        "agent": Anything(),
-        "agent_config": Anything(),
+        "agent": sh.Anything(),
+        "agent_config": sh.Anything(),
     },
     frozenset({"model"}),
 )
@@ -132,54 +140,52 @@ PATH = re.compile(r"/interactions$")
 
 # -- visible projection ---------------------------------------------------------------------
 
-_OUT_TEXT = Obj({"type": Str(), "text": Str(text=True), "annotations": Anything()})
-_OUT_STEP = Tagged(
+_OUT_TEXT = sh.Obj({"type": sh.Str(), "text": sh.Str(text=True), "annotations": sh.Anything()})
+_OUT_STEP = sh.Tagged(
     {
-        "model_output": Obj({"type": Str(), "content": ListOf(_OUT_TEXT)}),
+        "model_output": sh.Obj({"type": sh.Str(), "content": sh.ListOf(_OUT_TEXT)}),
         # the signature stays visible (it is opaque and must come back [SIG]); the summary
         # is readable reasoning and is not shown
-        "thought": Obj({"type": Str(), "signature": Str()}),
-        "function_call": Obj(
-            {"type": Str(), "id": Str(), "name": Str(), "arguments": Anything(), "signature": Str()}
-        ),
+        "thought": sh.Obj({"type": sh.Str(), "signature": sh.Str()}),
+        "function_call": _FUNCTION_CALL,
     },
     key="type",
 )  # fmt: skip
-_USAGE = Obj(
+_USAGE = sh.Obj(
     {
-        key: Int()
+        key: sh.Int()
         for key in (
             "total_tokens", "total_input_tokens", "total_output_tokens", "total_thought_tokens",
             "total_cached_tokens", "total_tool_use_tokens",
         )
     }
 )  # fmt: skip
-_INTERACTION = Obj(
+_INTERACTION = sh.Obj(
     {
-        "id": Str(),
-        "object": Str(),
-        "status": Str(),
-        "model": Str(),
-        "created": Str(),
-        "updated": Str(),
-        "service_tier": Str(),
+        "id": sh.Str(),
+        "object": sh.Str(),
+        "status": sh.Str(),
+        "model": sh.Str(),
+        "created": sh.Str(),
+        "updated": sh.Str(),
+        "service_tier": sh.Str(),
         "usage": _USAGE,
-        "steps": ListOf(_OUT_STEP),
+        "steps": sh.ListOf(_OUT_STEP),
     }
 )
 VISIBLE = _INTERACTION
 
-_DELTA = Tagged(
+_DELTA = sh.Tagged(
     {
-        "text": Obj({"type": Str(), "text": Str(text=True)}),
-        "thought_signature": Obj({"type": Str(), "signature": Str()}),
-        "arguments_delta": Obj({"type": Str(), "arguments": Str()}),
+        "text": sh.Obj({"type": sh.Str(), "text": sh.Str(text=True)}),
+        "thought_signature": sh.Obj({"type": sh.Str(), "signature": sh.Str()}),
+        "arguments_delta": sh.Obj({"type": sh.Str(), "arguments": sh.Str()}),
     },
     key="type",
 )
-STREAM = Obj(
+STREAM = sh.Obj(
     {
-        "event_type": Const(
+        "event_type": sh.Const(
             frozenset(
                 {
                     "interaction.created", "interaction.status_update", "step.start",
@@ -187,31 +193,20 @@ STREAM = Obj(
                 }
             )
         ),
-        "event_id": Str(),
+        "event_id": sh.Str(),
         "interaction": _INTERACTION,
-        "interaction_id": Str(),
-        "status": Str(),
-        "index": Int(),
+        "interaction_id": sh.Str(),
+        "status": sh.Str(),
+        "index": sh.Int(),
         "step": _OUT_STEP,
         "delta": _DELTA,
-        "error": Obj({"code": Anything(), "message": Str()}),
+        "error": sh.Obj({"code": sh.Anything(), "message": sh.Str()}),
     }
 )  # fmt: skip
 """Each stream event a governed client may see [REC, SDK]; a thought summary delta or a
 summary on a step start is dropped."""
 
-ERROR_TYPES = frozenset(
-    {
-        "INVALID_ARGUMENT",
-        "FAILED_PRECONDITION",
-        "PERMISSION_DENIED",
-        "NOT_FOUND",
-        "RESOURCE_EXHAUSTED",
-        "INTERNAL",
-        "UNAVAILABLE",
-        "DEADLINE_EXCEEDED",
-    }
-)
+ERROR_TYPES = GOOGLE_RPC_STATUSES
 
 EVENT_TYPES = frozenset(
     {

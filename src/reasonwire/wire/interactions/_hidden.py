@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.interactions._parse import summary_texts
+from reasonwire.wire.model import JSON
 from reasonwire.wire.vault import present, sized
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     steps = body.get("input")
     if not isinstance(steps, list):
         return []

@@ -10,24 +10,14 @@ and read as neither text nor reasoning.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
-from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage, canonical_bytes
+from reasonwire.wire.google_usage import UsageNames, google_usage
+from reasonwire.wire.jsontext import arguments_text, json_object
+from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
 
 DIALECT = "interactions"
-
-
-def _count(usage: dict[str, Any], key: str) -> int | None:
-    v = usage.get(key)
-    if v is None:
-        return None
-    if type(v) is not int:
-        raise MalformedBody(f"interactions usage.{key} must be an integer, got {v!r}")
-    return v
 
 
 def parse_usage(usage: JSON) -> Usage | None:
@@ -39,29 +29,24 @@ def parse_usage(usage: JSON) -> Usage | None:
     up as ``total_tokens = total_input_tokens + total_output_tokens + total_thought_tokens``
     (109 = 53 + 15 + 41) [REC], so output = output + thought, reasoning = thought.
     """
-    if usage is None:
-        return None
-    if not isinstance(usage, dict):
-        raise MalformedBody("interactions usage must be an object")
-    given = _count(usage, "total_input_tokens")
-    cached = _count(usage, "total_cached_tokens")
-    tool_use = _count(usage, "total_tool_use_tokens")
-    out = _count(usage, "total_output_tokens")
-    thought = _count(usage, "total_thought_tokens")
-    uncached: int | None = None
-    if given is not None or tool_use is not None:
-        uncached = (given or 0) - (cached or 0) + (tool_use or 0)
-    output = None if out is None and thought is None else (out or 0) + (thought or 0)
-    return Usage(
-        input_uncached=uncached, cache_read=cached, output=output, reasoning=thought, raw=usage
-    )
+    return google_usage(usage, _USAGE)
+
+
+_USAGE = UsageNames(
+    where="interactions usage",
+    input="total_input_tokens",
+    cached="total_cached_tokens",
+    tool_use="total_tool_use_tokens",
+    output="total_output_tokens",
+    thoughts="total_thought_tokens",
+)
 
 
 def is_thought(step: JSON) -> bool:
     return isinstance(step, dict) and step.get("type") == "thought"
 
 
-def text_items(items: Any) -> list[dict[str, Any]]:
+def text_items(items: JSON) -> list[JsonObject]:
     """The ``{"type": "text", "text": str}`` items of a content or summary list."""
     if not isinstance(items, list):
         return []
@@ -72,11 +57,11 @@ def text_items(items: Any) -> list[dict[str, Any]]:
     ]
 
 
-def summary_texts(step: dict[str, Any]) -> list[str]:
+def summary_texts(step: JsonObject) -> list[str]:
     return [i["text"] for i in text_items(step.get("summary"))]
 
 
-def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) -> list[Carrier]:
+def step_carriers(step: JsonObject, i: int, call: ToolCall | None = None) -> list[Carrier]:
     """The carriers of answer step ``i``: a thought's signature and summary texts, a
     function call's own signature (when not empty)."""
     out: list[Carrier] = []
@@ -95,7 +80,7 @@ def step_carriers(step: dict[str, Any], i: int, call: ToolCall | None = None) ->
     return out
 
 
-def output_texts(step: dict[str, Any]) -> list[str]:
+def output_texts(step: JsonObject) -> list[str]:
     return [i["text"] for i in text_items(step.get("content"))]
 
 
@@ -121,7 +106,7 @@ def read_steps(steps: Sequence[JSON]) -> tuple[str, str, list[ToolCall], list[Ca
     return "".join(text), "".join(reasoning), calls, carriers
 
 
-def tool_call_of(step: dict[str, Any], i: int) -> ToolCall:
+def tool_call_of(step: JsonObject, i: int) -> ToolCall:
     call_id, name = step.get("id"), step.get("name")
     if not isinstance(call_id, str) or not isinstance(name, str):
         raise MalformedBody(f"interactions steps[{i}]: a function_call needs a string id and name")
@@ -130,18 +115,12 @@ def tool_call_of(step: dict[str, Any], i: int) -> ToolCall:
         args = {}
     if not isinstance(args, dict):
         raise MalformedBody(f"interactions steps[{i}].arguments must be a JSON object")
-    return ToolCall(call_id, name, canonical_bytes(args).decode("utf-8"))
+    return ToolCall(call_id, name, arguments_text(args))
 
 
 def parse_body(body: bytes | str | JSON) -> Turn:
     """A whole interaction (JSON body, or a stream's assembled state) -> Turn."""
-    if isinstance(body, bytes | str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(f"interactions body is not JSON: {exc.msg}") from None
-    if not isinstance(body, dict):
-        raise MalformedBody(f"interactions body must be a JSON object, got {type(body).__name__}")
+    body = json_object(body, "interactions body")
     if body.get("object") not in (None, "interaction") or "status" not in body:
         raise MalformedBody("not an interaction: no 'status' (or 'object' is not 'interaction')")
     steps = body.get("steps")

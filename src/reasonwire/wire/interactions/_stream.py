@@ -21,10 +21,10 @@ replay sends every signature back on its step):
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
 
-from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.wire import jsonload
+from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload, model
 from reasonwire.wire.interactions._parse import (
     parse_body,
     parse_usage,
@@ -32,21 +32,12 @@ from reasonwire.wire.interactions._parse import (
     text_items,
     tool_call_of,
 )
-from reasonwire.wire.model import (
-    CarrierComplete,
-    Done,
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    Turn,
-    UsageEvent,
-)
+from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
 from reasonwire.wire.sse import SSEDecoder
+from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
 
-def _open_text(items: list[Any]) -> int:
+def _open_text(items: list[JSON]) -> int:
     """The index of the text item deltas grow: the last item when it is text, else a new
     empty one appended."""
     last = items[-1] if items else None
@@ -57,14 +48,14 @@ def _open_text(items: list[Any]) -> int:
     return len(items) - 1
 
 
-class InteractionsStreamDecoder:
+class InteractionsStreamDecoder(StreamDecoderBase):
     """Bytes of one streamed interaction in, neutral events out."""
 
     def __init__(self) -> None:
         self._sse = SSEDecoder()
         self._guard = jsonload.StreamGuard()
-        self._top: dict[str, Any] = {}
-        self._steps: dict[int, dict[str, Any]] = {}
+        self._top: model.JsonObject = {}
+        self._steps: dict[int, model.JsonObject] = {}
         self._args: dict[int, list[str]] = {}
         # text pieces not yet joined: (step index, "content" | "summary") -> pieces
         # (joined once, at step.stop or on assembly: appending to one string is quadratic)
@@ -74,36 +65,37 @@ class InteractionsStreamDecoder:
         self._finished = False
         self._errors: list[str] = []
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes) -> Events:
         loads = self._guard.loader(data)
-        out: list[StreamEvent] = []
+        out: Events = []
         for raw, name, _, _ in self._sse.feed_raw(data):
             out.extend(self._event(raw, name, loads))
         return out
 
-    def close(self) -> list[StreamEvent]:
+    def _drain(self) -> Events:
         loads = self._guard.loader(b"")
-        events: list[StreamEvent] = []
+        events: Events = []
         for raw, name, _, _ in self._sse.close_raw():
             events.extend(self._event(raw, name, loads))
-        if not self._finished:
-            why = f" (stream error: {'; '.join(self._errors)})" if self._errors else ""
-            raise TruncatedStream(
-                f"interactions stream ended without interaction.completed after "
-                f"{self._events} event(s){why}",
-                partial=self.partial_turn(),
-            )
-        events.append(Done(self.partial_turn()))
         return events
 
-    def partial_turn(self) -> Turn:
+    def _unfinished(self) -> str | None:
+        if self._finished:
+            return None
+        why = f" (stream error: {'; '.join(self._errors)})" if self._errors else ""
+        return (
+            f"interactions stream ended without interaction.completed after "
+            f"{self._events} event(s){why}"
+        )
+
+    def partial_turn(self) -> model.Turn:
         return parse_body(self.assembled())
 
-    def assembled(self) -> dict[str, Any]:
+    def assembled(self) -> model.JsonObject:
         """The state so far in the whole answer's shape (``Turn.raw`` of a stream)."""
         body = {k: v for k, v in self._top.items() if k != "steps"}
         body.setdefault("status", "in_progress")
-        steps: list[dict[str, Any]] = []
+        steps: list[model.JsonObject] = []
         for i in sorted(self._steps):
             self._join(i, self._steps[i])
             try:
@@ -115,7 +107,7 @@ class InteractionsStreamDecoder:
 
     # -- events ------------------------------------------------------------------------------
 
-    def _event(self, raw: bytes, name: bytes | None, loads: Any) -> list[StreamEvent]:
+    def _event(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], JSON]) -> Events:
         try:
             payload = loads(raw)
         except ValueError:
@@ -150,7 +142,7 @@ class InteractionsStreamDecoder:
             if kind == "interaction.completed":
                 self._finished = True
                 usage = parse_usage(interaction.get("usage"))
-                return [UsageEvent(usage)] if usage is not None else []
+                return [model.UsageEvent(usage)] if usage is not None else []
             return []
         if kind == "interaction.status_update":
             if isinstance(payload.get("status"), str):
@@ -161,10 +153,10 @@ class InteractionsStreamDecoder:
             msg = err.get("message") if isinstance(err, dict) else err
             text = str(msg if msg is not None else payload)
             self._errors.append(text)
-            return [StreamError(text, raw=payload)]
+            return [model.StreamError(text, raw=payload)]
         return []
 
-    def _index(self, payload: dict[str, Any]) -> int:
+    def _index(self, payload: model.JsonObject) -> int:
         index = payload.get("index")
         if type(index) is not int or index < 0:
             raise MalformedBody(
@@ -173,7 +165,7 @@ class InteractionsStreamDecoder:
             )
         return index
 
-    def _open(self, payload: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _open(self, payload: model.JsonObject) -> tuple[int, model.JsonObject]:
         index = self._index(payload)
         step = self._steps.get(index)
         if step is None:
@@ -182,7 +174,7 @@ class InteractionsStreamDecoder:
             )
         return index, step
 
-    def _start(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _start(self, payload: model.JsonObject) -> Events:
         index = self._index(payload)
         step = payload.get("step")
         if not isinstance(step, dict):
@@ -190,7 +182,7 @@ class InteractionsStreamDecoder:
         step = dict(step)
         self._steps[index] = step
         kind = step.get("type")
-        out: list[StreamEvent] = []
+        out: Events = []
         if kind == "function_call":
             number = self._call_no[index] = len(self._call_no)
             call = tool_call_of(step, index)
@@ -202,7 +194,7 @@ class InteractionsStreamDecoder:
             out.extend(TextDelta(t["text"]) for t in text_items(step.get("content")))
         return out
 
-    def _delta(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _delta(self, payload: model.JsonObject) -> Events:
         index, step = self._open(payload)
         delta = payload.get("delta")
         if not isinstance(delta, dict):
@@ -228,7 +220,7 @@ class InteractionsStreamDecoder:
             return [ToolCallDelta(number, None, None, delta["arguments"])]
         return []
 
-    def _piece(self, index: int, step: dict[str, Any], key: str, text: str) -> None:
+    def _piece(self, index: int, step: model.JsonObject, key: str, text: str) -> None:
         grow = self._grow.get((index, key))
         if grow is not None:
             grow.append(text)
@@ -238,7 +230,7 @@ class InteractionsStreamDecoder:
         at = _open_text(items)
         self._grow[(index, key)] = [items[at]["text"], text]
 
-    def _join(self, index: int, step: dict[str, Any]) -> None:
+    def _join(self, index: int, step: model.JsonObject) -> None:
         """Write the pending pieces of step ``index`` into its last text item."""
         for key in ("content", "summary"):
             grow = self._grow.pop((index, key), None)
@@ -246,7 +238,7 @@ class InteractionsStreamDecoder:
                 items = step[key]
                 items[-1] = {**items[-1], "text": "".join(grow)}
 
-    def _stop(self, payload: dict[str, Any]) -> list[StreamEvent]:
+    def _stop(self, payload: model.JsonObject) -> Events:
         index, step = self._open(payload)
         self._join(index, step)
         step = self._steps[index] = self._finish_args(index, step)
@@ -256,7 +248,7 @@ class InteractionsStreamDecoder:
             return []
         return [CarrierComplete(c) for c in step_carriers(step, index, call)]
 
-    def _finish_args(self, index: int, step: dict[str, Any]) -> dict[str, Any]:
+    def _finish_args(self, index: int, step: model.JsonObject) -> model.JsonObject:
         pieces = self._args.get(index)
         if not pieces:
             return step

@@ -30,32 +30,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.dialect import Dialect
-from reasonwire.wire.facts import ErrorInfo, SentCarrier
+from reasonwire.wire.facts import ErrorInfo
+from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.merge import deep_merge
-from reasonwire.wire.model import (
-    JSON,
-    Assistant,
-    DialectName,
-    Message,
-    RequestOptions,
-    System,
-    ToolResult,
-    ToolSpec,
-    Turn,
-    User,
-)
+from reasonwire.wire.model import Assistant, System, ToolResult, ToolSpec, User, native_items
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.responses import _facts, _hidden
-from reasonwire.wire.responses._parse import decode_body, turn_from_response
+from reasonwire.wire.responses._parse import RESPONSE_BODY, turn_from_response
 from reasonwire.wire.responses._stream import ResponsesStreamDecoder
-from reasonwire.wire.vault import Lookup
+
+if TYPE_CHECKING:
+    from reasonwire.wire.model import JSON, Message, RequestOptions, Turn
 
 PROFILES: Mapping[str, Mapping[str, JSON]] = {
     "default": {"include": ["reasoning.encrypted_content"]},
@@ -90,13 +82,6 @@ def tool_spec(tool: ToolSpec) -> dict[str, JSON]:
     }
 
 
-def _native_items(msg: Assistant | Turn) -> tuple[JSON, ...] | None:
-    native = msg.native
-    if native is not None and native.dialect == "responses":
-        return native.items
-    return None
-
-
 def _neutral_items(msg: Assistant | Turn, keep_carriers: bool) -> list[JSON]:
     items: list[JSON] = []
     if keep_carriers:
@@ -126,7 +111,10 @@ def _without_id(item: JSON) -> JSON:
 class ResponsesDialect(Dialect):
     """The Responses wire API (see the module docstring for the request choices)."""
 
-    name: DialectName = "responses"
+    name = "responses"
+    sent_carriers = _hidden
+    decoder = ResponsesStreamDecoder
+    vault = _hidden
     path_pattern = _facts.PATH
     gateway_path = "/v1/responses"
     carriers = _facts.CARRIERS
@@ -145,7 +133,7 @@ class ResponsesDialect(Dialect):
         {n: Profile(n, request_defaults=MappingProxyType(dict(v))) for n, v in PROFILES.items()}
     )
 
-    def profile(self, name: str | None = None, **overrides: Any) -> Profile:
+    def profile(self, name: str | None = None, **overrides: JSON) -> Profile:
         """Responses profiles are alternatives (``bare`` asks for nothing), not layers."""
         found = self.profiles.get(name or "default")
         if found is None:
@@ -201,19 +189,16 @@ class ResponsesDialect(Dialect):
         return out
 
     def parse_response(self, body: bytes | str | JSON) -> Turn:
-        return turn_from_response(decode_body(body))
-
-    def stream_decoder(self) -> ResponsesStreamDecoder:
-        return ResponsesStreamDecoder()
+        return turn_from_response(json_object(body, RESPONSE_BODY))
 
     def replay(self, message: Assistant | Turn) -> list[JSON]:
-        items = _native_items(message)
+        items = native_items(message, "responses")
         if items is not None:
             return list(items)
         return _neutral_items(message, keep_carriers=True)
 
     def strip(self, message: Assistant | Turn) -> list[JSON]:
-        items = _native_items(message)
+        items = native_items(message, "responses")
         if items is not None:
             return [
                 _without_id(item)
@@ -236,15 +221,6 @@ class ResponsesDialect(Dialect):
                 msg if isinstance(msg, str) else None, None, code if isinstance(code, str) else None
             )
         return info
-
-    def request_carriers(self, body: Mapping[str, Any]) -> list[SentCarrier]:
-        return _hidden.request_carriers(body)
-
-    def vault_entries(self, turn: Turn) -> list[tuple[str, JSON]]:
-        return _hidden.vault_entries(turn)
-
-    def reattach(self, body: dict[str, Any], lookup: Lookup) -> int:
-        return _hidden.reattach(body, lookup)
 
 
 def _error_event(reason: str) -> bytes:

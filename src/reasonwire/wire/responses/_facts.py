@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from types import MappingProxyType
 
+from reasonwire.wire import shape as sh
 from reasonwire.wire.count_tokens import CountSpec
 from reasonwire.wire.facts import (
     CarrierKind,
@@ -25,19 +26,6 @@ from reasonwire.wire.facts import (
     Variants,
 )
 from reasonwire.wire.model import JSON
-from reasonwire.wire.shape import (
-    Anything,
-    Bool,
-    Const,
-    Int,
-    ListOf,
-    Nullable,
-    Num,
-    Obj,
-    OneOf,
-    Str,
-    Tagged,
-)
 
 CARRIERS = (
     CarrierKind("encrypted_content", True, "output[i](type=reasoning).encrypted_content"),
@@ -81,144 +69,141 @@ SERVER_STATE = ServerState(
 
 # -- request shape --------------------------------------------------------------------------
 
-_IN_PART = Tagged(
+_IN_PART = sh.Tagged(
     {
-        "input_text": Obj({"type": Str(), "text": Str()}),
-        "output_text": Obj({"type": Str(), "text": Str(), "annotations": Anything()}),
-        "refusal": Obj({"type": Str(), "refusal": Str()}),
-        "input_image": Obj({"type": Str(), "image_url": Str(), "file_id": Str(), "detail": Str()}),
-        "input_file": Obj({"type": Str(), "file_id": Str(), "file_data": Str(), "filename": Str()}),
+        "input_text": sh.Obj({"type": sh.Str(), "text": sh.Str()}),
+        "output_text": sh.Obj({"type": sh.Str(), "text": sh.Str(), "annotations": sh.Anything()}),
+        "refusal": sh.Obj({"type": sh.Str(), "refusal": sh.Str()}),
+        "input_image": sh.Obj(
+            {"type": sh.Str(), "image_url": sh.Str(), "file_id": sh.Str(), "detail": sh.Str()}
+        ),
+        "input_file": sh.Obj(
+            {"type": sh.Str(), "file_id": sh.Str(), "file_data": sh.Str(), "filename": sh.Str()}
+        ),
     }
 )
-_MESSAGE_IN = Obj(
+_FUNCTION_CALL = MappingProxyType(
     {
-        "type": Str(),
-        "id": Str(),
-        "role": Const(frozenset({"system", "developer", "user", "assistant"})),
-        "content": OneOf((Str(), ListOf(_IN_PART))),
-        "status": Str(),
+        "type": sh.Str(),
+        "id": sh.Str(),
+        "call_id": sh.Str(),
+        "name": sh.Str(),
+        "arguments": sh.Str(),
+        "status": sh.Str(),
+    }
+)
+"""A function call item's fields, the same sent back and shown; only a sent one must name
+its call (``call_id``, ``name``, ``arguments``)."""
+_MESSAGE_IN = sh.Obj(
+    {
+        "type": sh.Str(),
+        "id": sh.Str(),
+        "role": sh.Const(frozenset({"system", "developer", "user", "assistant"})),
+        "content": sh.OneOf((sh.Str(), sh.ListOf(_IN_PART))),
+        "status": sh.Str(),
     },
     frozenset({"role", "content"}),
 )
-_ITEM_IN = Tagged(
+_ITEM_IN = sh.Tagged(
     {
         "message": _MESSAGE_IN,
-        "function_call": Obj(
+        "function_call": sh.Obj(_FUNCTION_CALL, frozenset({"call_id", "name", "arguments"})),
+        "function_call_output": sh.Obj(
             {
-                "type": Str(),
-                "id": Str(),
-                "call_id": Str(),
-                "name": Str(),
-                "arguments": Str(),
-                "status": Str(),
-            },
-            frozenset({"call_id", "name", "arguments"}),
-        ),
-        "function_call_output": Obj(
-            {
-                "type": Str(),
-                "id": Str(),
-                "call_id": Str(),
-                "output": OneOf((Str(), ListOf(_IN_PART))),
-                "status": Str(),
+                "type": sh.Str(),
+                "id": sh.Str(),
+                "call_id": sh.Str(),
+                "output": sh.OneOf((sh.Str(), sh.ListOf(_IN_PART))),
+                "status": sh.Str(),
             },
             frozenset({"call_id", "output"}),
         ),
         # Looked up in the vault by id; never forwarded as the client sent it.
-        "reasoning": Obj(
+        "reasoning": sh.Obj(
             {
-                "type": Str(),
-                "id": Str(),
-                "encrypted_content": Nullable(Str()),
-                "summary": Anything(),
-                "content": Anything(),
-                "status": Str(),
+                "type": sh.Str(),
+                "id": sh.Str(),
+                "encrypted_content": sh.Nullable(sh.Str()),
+                "summary": sh.Anything(),
+                "content": sh.Anything(),
+                "status": sh.Str(),
             }
         ),
-        "item_reference": Obj({"type": Str(), "id": Str()}, frozenset({"id"})),
+        "item_reference": sh.Obj({"type": sh.Str(), "id": sh.Str()}, frozenset({"id"})),
     },
     untagged=_MESSAGE_IN,
 )
-REQUEST = Obj(
+REQUEST = sh.Obj(
     {
-        "model": Str(),
-        "input": OneOf((Str(), ListOf(_ITEM_IN))),
-        "instructions": Nullable(Str()),
-        "tools": ListOf(Anything()),
-        "tool_choice": Anything(),
-        "parallel_tool_calls": Bool(),
-        "stream": Bool(),
-        "stream_options": Anything(),
-        "store": Bool(),
-        "previous_response_id": Nullable(Str()),
-        "include": ListOf(Str()),
-        "max_output_tokens": Int(lo=1),
-        "max_tool_calls": Int(lo=1),
-        "temperature": Num(),
-        "top_p": Num(),
-        "metadata": Anything(),
-        "text": Anything(),
-        "truncation": Str(),
-        "user": Str(),
-        "service_tier": Str(),
-        "prompt_cache_key": Str(),
-        "safety_identifier": Str(),
-        **{c.path[0]: Anything() for c in CONTROLS},
+        "model": sh.Str(),
+        "input": sh.OneOf((sh.Str(), sh.ListOf(_ITEM_IN))),
+        "instructions": sh.Nullable(sh.Str()),
+        "tools": sh.ListOf(sh.Anything()),
+        "tool_choice": sh.Anything(),
+        "parallel_tool_calls": sh.Bool(),
+        "stream": sh.Bool(),
+        "stream_options": sh.Anything(),
+        "store": sh.Bool(),
+        "previous_response_id": sh.Nullable(sh.Str()),
+        "include": sh.ListOf(sh.Str()),
+        "max_output_tokens": sh.Int(lo=1),
+        "max_tool_calls": sh.Int(lo=1),
+        "temperature": sh.Num(),
+        "top_p": sh.Num(),
+        "metadata": sh.Anything(),
+        "text": sh.Anything(),
+        "truncation": sh.Str(),
+        "user": sh.Str(),
+        "service_tier": sh.Str(),
+        "prompt_cache_key": sh.Str(),
+        "safety_identifier": sh.Str(),
+        **{c.path[0]: sh.Anything() for c in CONTROLS},
     },
     frozenset({"model", "input"}),
 )
 
 # -- visible projection ---------------------------------------------------------------------
 
-_OUT_PART = Tagged(
+_OUT_PART = sh.Tagged(
     {
-        "output_text": Obj(
-            {"type": Str(), "text": Str(text=True), "annotations": ListOf(Anything())}
+        "output_text": sh.Obj(
+            {"type": sh.Str(), "text": sh.Str(text=True), "annotations": sh.ListOf(sh.Anything())}
         ),
-        "refusal": Obj({"type": Str(), "refusal": Str()}),
+        "refusal": sh.Obj({"type": sh.Str(), "refusal": sh.Str()}),
     }
 )
-_ITEM_OUT = Tagged(
+_ITEM_OUT = sh.Tagged(
     {
-        "message": Obj(
+        "message": sh.Obj(
             {
-                "type": Str(),
-                "id": Str(),
-                "role": Str(),
-                "status": Str(),
-                "content": ListOf(_OUT_PART),
+                "type": sh.Str(),
+                "id": sh.Str(),
+                "role": sh.Str(),
+                "status": sh.Str(),
+                "content": sh.ListOf(_OUT_PART),
             }
         ),
-        "function_call": Obj(
-            {
-                "type": Str(),
-                "id": Str(),
-                "call_id": Str(),
-                "name": Str(),
-                "arguments": Str(),
-                "status": Str(),
-            }
-        ),
+        "function_call": sh.Obj(_FUNCTION_CALL),
         # The opaque part only: id and encrypted_content; every text part is emptied.
-        "reasoning": Obj(
+        "reasoning": sh.Obj(
             {
-                "type": Str(),
-                "id": Str(),
-                "encrypted_content": Nullable(Str()),
-                "summary": ListOf(Tagged({})),
-                "status": Str(),
+                "type": sh.Str(),
+                "id": sh.Str(),
+                "encrypted_content": sh.Nullable(sh.Str()),
+                "summary": sh.ListOf(sh.Tagged({})),
+                "status": sh.Str(),
             }
         ),
     }
 )
-_USAGE = Obj(
+_USAGE = sh.Obj(
     {
-        "input_tokens": Int(),
-        "input_tokens_details": Obj({"cached_tokens": Int()}),
-        "output_tokens": Int(),
-        "output_tokens_details": Obj({"reasoning_tokens": Int()}),
-        "total_tokens": Int(),
-        "cost": Num(),
+        "input_tokens": sh.Int(),
+        "input_tokens_details": sh.Obj({"cached_tokens": sh.Int()}),
+        "output_tokens": sh.Int(),
+        "output_tokens_details": sh.Obj({"reasoning_tokens": sh.Int()}),
+        "total_tokens": sh.Int(),
+        "cost": sh.Num(),
     }
 )
 ERROR_TYPES = frozenset(
@@ -237,40 +222,40 @@ ERROR_TYPES = frozenset(
         "model_not_found",
     }
 )
-_ERROR = Obj({"code": Const(ERROR_TYPES), "type": Const(ERROR_TYPES)})
-VISIBLE = Obj(
+_ERROR = sh.Obj({"code": sh.Const(ERROR_TYPES), "type": sh.Const(ERROR_TYPES)})
+VISIBLE = sh.Obj(
     {
-        "id": Str(),
-        "object": Str(),
-        "created_at": Num(),
-        "completed_at": Nullable(Num()),
-        "status": Str(),
-        "model": Str(),
-        "output": ListOf(_ITEM_OUT),
-        "usage": Nullable(_USAGE),
-        "error": Nullable(_ERROR),
-        "incomplete_details": Nullable(Obj({"reason": Str()})),
-        "previous_response_id": Nullable(Str()),
-        "parallel_tool_calls": Bool(),
-        "tool_choice": Anything(),
-        "tools": ListOf(Anything()),
-        "store": Bool(),
-        "max_output_tokens": Nullable(Int()),
-        "temperature": Nullable(Num()),
-        "top_p": Nullable(Num()),
-        "truncation": Nullable(Str()),
-        "metadata": Anything(),
+        "id": sh.Str(),
+        "object": sh.Str(),
+        "created_at": sh.Num(),
+        "completed_at": sh.Nullable(sh.Num()),
+        "status": sh.Str(),
+        "model": sh.Str(),
+        "output": sh.ListOf(_ITEM_OUT),
+        "usage": sh.Nullable(_USAGE),
+        "error": sh.Nullable(_ERROR),
+        "incomplete_details": sh.Nullable(sh.Obj({"reason": sh.Str()})),
+        "previous_response_id": sh.Nullable(sh.Str()),
+        "parallel_tool_calls": sh.Bool(),
+        "tool_choice": sh.Anything(),
+        "tools": sh.ListOf(sh.Anything()),
+        "store": sh.Bool(),
+        "max_output_tokens": sh.Nullable(sh.Int()),
+        "temperature": sh.Nullable(sh.Num()),
+        "top_p": sh.Nullable(sh.Num()),
+        "truncation": sh.Nullable(sh.Str()),
+        "metadata": sh.Anything(),
     }
 )
 """What a governed client sees of a response: ids, status, message text, function calls,
 reasoning items reduced to id + encrypted_content, usage."""
 
-_SEQ = {"type": Str(), "sequence_number": Int()}
-_AT = {**_SEQ, "item_id": Str(), "output_index": Int(), "content_index": Int()}
-_RESPONSE_EVENT = Obj({**_SEQ, "response": VISIBLE})
-_ITEM_EVENT = Obj({**_SEQ, "output_index": Int(), "item": _ITEM_OUT}, frozenset({"item"}))
-_PART_EVENT = Obj({**_AT, "part": _OUT_PART}, frozenset({"part"}))
-STREAM_EVENT = Tagged(
+_SEQ = {"type": sh.Str(), "sequence_number": sh.Int()}
+_AT = {**_SEQ, "item_id": sh.Str(), "output_index": sh.Int(), "content_index": sh.Int()}
+_RESPONSE_EVENT = sh.Obj({**_SEQ, "response": VISIBLE})
+_ITEM_EVENT = sh.Obj({**_SEQ, "output_index": sh.Int(), "item": _ITEM_OUT}, frozenset({"item"}))
+_PART_EVENT = sh.Obj({**_AT, "part": _OUT_PART}, frozenset({"part"}))
+STREAM_EVENT = sh.Tagged(
     {
         "response.created": _RESPONSE_EVENT,
         "response.in_progress": _RESPONSE_EVENT,
@@ -282,20 +267,26 @@ STREAM_EVENT = Tagged(
         "response.output_item.done": _ITEM_EVENT,
         "response.content_part.added": _PART_EVENT,
         "response.content_part.done": _PART_EVENT,
-        "response.output_text.delta": Obj({**_AT, "delta": Str(text=True)}),
-        "response.output_text.done": Obj({**_AT, "text": Str(text=True)}),
-        "response.output_text.annotation.added": Obj(
-            {**_AT, "annotation_index": Int(), "annotation": Anything()}
+        "response.output_text.delta": sh.Obj({**_AT, "delta": sh.Str(text=True)}),
+        "response.output_text.done": sh.Obj({**_AT, "text": sh.Str(text=True)}),
+        "response.output_text.annotation.added": sh.Obj(
+            {**_AT, "annotation_index": sh.Int(), "annotation": sh.Anything()}
         ),
-        "response.refusal.delta": Obj({**_AT, "delta": Str()}),
-        "response.refusal.done": Obj({**_AT, "refusal": Str()}),
-        "response.function_call_arguments.delta": Obj(
-            {**_SEQ, "item_id": Str(), "output_index": Int(), "delta": Str()}
+        "response.refusal.delta": sh.Obj({**_AT, "delta": sh.Str()}),
+        "response.refusal.done": sh.Obj({**_AT, "refusal": sh.Str()}),
+        "response.function_call_arguments.delta": sh.Obj(
+            {**_SEQ, "item_id": sh.Str(), "output_index": sh.Int(), "delta": sh.Str()}
         ),
-        "response.function_call_arguments.done": Obj(
-            {**_SEQ, "item_id": Str(), "output_index": Int(), "arguments": Str(), "name": Str()}
+        "response.function_call_arguments.done": sh.Obj(
+            {
+                **_SEQ,
+                "item_id": sh.Str(),
+                "output_index": sh.Int(),
+                "arguments": sh.Str(),
+                "name": sh.Str(),
+            }
         ),
-        "error": Obj({**_SEQ, "code": Const(ERROR_TYPES)}),
+        "error": sh.Obj({**_SEQ, "code": sh.Const(ERROR_TYPES)}),
     }
 )
 """Every stream event a governed client may receive; reasoning summary and reasoning text

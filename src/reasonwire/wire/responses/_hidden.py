@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from reasonwire.wire.facts import SentCarrier
-from reasonwire.wire.model import JSON, Turn
+from reasonwire.wire.model import JSON, JsonObject, Turn
 from reasonwire.wire.vault import Lookup, present, sized
 
 
-def _opaque_only(item: Any) -> Any:
+def _opaque_only(item: JSON) -> JSON:
     """A reasoning item without its summary and reasoning text (opaque parts kept)."""
     out = {k: v for k, v in item.items() if k != "content"}
     if "summary" in out:
@@ -28,7 +27,7 @@ def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
     ]
 
 
-def reattach(body: dict[str, Any], lookup: Lookup) -> int:
+def reattach(body: JsonObject, lookup: Lookup) -> int:
     items = body.get("input")
     if not isinstance(items, list):
         return 0
@@ -45,7 +44,7 @@ def reattach(body: dict[str, Any], lookup: Lookup) -> int:
     return n
 
 
-def request_carriers(body: Mapping[str, Any]) -> list[SentCarrier]:
+def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
     out: list[SentCarrier] = []
     items = body.get("input")
     if not isinstance(items, list):

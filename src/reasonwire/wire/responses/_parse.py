@@ -12,12 +12,11 @@ parts. Items of types reasonwire does not model (web search calls and the like) 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from reasonwire.errors import MalformedBody
-from reasonwire.wire import jsonload
+from reasonwire.wire import jsontext
+from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
 
 CARRIER_KIND = "reasoning_item"
@@ -26,22 +25,8 @@ CARRIER_KIND = "reasoning_item"
 TEXT_JOIN = "\n\n"
 """Separator between reasoning text parts (and between reasoning items) in readable text."""
 
-
-def decode_body(body: bytes | str | JSON, what: str = "response body") -> dict[str, Any]:
-    """``body`` as a JSON object, or :class:`MalformedBody` saying what was wrong."""
-    if isinstance(body, bytes | bytearray):
-        try:
-            body = bytes(body).decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise MalformedBody(f"responses: {what} is not UTF-8: {exc}") from None
-    if isinstance(body, str):
-        try:
-            body = jsonload.loads(body)
-        except json.JSONDecodeError as exc:
-            raise MalformedBody(f"responses: {what} is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise MalformedBody(f"responses: {what} must be a JSON object, got {type(body).__name__}")
-    return body
+RESPONSE_BODY = "responses response body"
+"""How errors name a Responses body."""
 
 
 def error_message(body: bytes | str | JSON) -> str | None:
@@ -51,7 +36,7 @@ def error_message(body: bytes | str | JSON) -> str | None:
     an unreadable error body cannot hide the status that came with it.
     """
     try:
-        obj = decode_body(body)
+        obj = json_object(body, RESPONSE_BODY)
     except MalformedBody:
         return None
     err = obj.get("error")
@@ -64,7 +49,7 @@ def error_message(body: bytes | str | JSON) -> str | None:
     return msg if isinstance(msg, str) else None
 
 
-def reasoning_texts(item: Mapping[str, Any]) -> list[str]:
+def reasoning_texts(item: Mapping[str, JSON]) -> list[str]:
     """The readable texts of a reasoning item: summary parts, then reasoning_text parts."""
     out: list[str] = []
     for key in ("summary", "content"):
@@ -77,13 +62,13 @@ def reasoning_texts(item: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def is_opaque(item: Mapping[str, Any]) -> bool:
+def is_opaque(item: Mapping[str, JSON]) -> bool:
     """True when the reasoning item carries state the client cannot read."""
     enc = item.get("encrypted_content")
     return isinstance(enc, str) and enc != ""
 
 
-def message_text(item: Mapping[str, Any]) -> str:
+def message_text(item: Mapping[str, JSON]) -> str:
     """Visible text of a ``message`` output item (its ``output_text`` parts, in order)."""
     content = item.get("content")
     if isinstance(content, str):  # some compatible servers send a plain string
@@ -97,16 +82,12 @@ def message_text(item: Mapping[str, Any]) -> str:
     )
 
 
-def arguments_text(value: Any) -> str:
+def arguments_text(value: JSON) -> str:
     """Function-call arguments as JSON text: a string as received, an object compact-encoded."""
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return jsontext.arguments_text(value, absent="")
 
 
-def tool_call(item: Mapping[str, Any], where: str) -> ToolCall:
+def tool_call(item: Mapping[str, JSON], where: str) -> ToolCall:
     """The neutral tool call of a ``function_call`` item (its id is the ``call_id``)."""
     call_id = item.get("call_id")
     name = item.get("name")
@@ -115,7 +96,7 @@ def tool_call(item: Mapping[str, Any], where: str) -> ToolCall:
     return ToolCall(id=call_id, name=name, arguments=arguments_text(item.get("arguments")))
 
 
-def parse_usage(raw: Any) -> Usage | None:
+def parse_usage(raw: JSON) -> Usage | None:
     """Normalise a Responses ``usage`` object; None when the body has none.
 
     ``input_tokens`` is the whole prompt: the cached (and, where reported, cache-written)
@@ -146,11 +127,11 @@ def parse_usage(raw: Any) -> Usage | None:
     )
 
 
-def _int(v: Any) -> int | None:
+def _int(v: JSON) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def finish_reason(response: Mapping[str, Any]) -> str | None:
+def finish_reason(response: Mapping[str, JSON]) -> str | None:
     """The incomplete reason when there is one (``max_output_tokens``), else the status."""
     details = response.get("incomplete_details")
     if isinstance(details, dict) and isinstance(details.get("reason"), str):
@@ -160,8 +141,8 @@ def finish_reason(response: Mapping[str, Any]) -> str | None:
 
 
 def turn_from_items(
-    items: Sequence[Any],
-    response: Mapping[str, Any],
+    items: Sequence[JSON],
+    response: Mapping[str, JSON],
     *,
     extra_reasoning: Sequence[str] = (),
 ) -> Turn:
@@ -216,7 +197,7 @@ def turn_from_items(
     )
 
 
-def turn_from_response(response: Mapping[str, Any], what: str = "response body") -> Turn:
+def turn_from_response(response: Mapping[str, JSON], what: str = "response body") -> Turn:
     """The Turn of a complete response object (non-streaming body or ``response.completed``)."""
     output = response.get("output")
     if not isinstance(output, list):

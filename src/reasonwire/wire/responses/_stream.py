@@ -26,36 +26,26 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
 
-from reasonwire.errors import MalformedBody, TruncatedStream
-from reasonwire.wire import jsonload
-from reasonwire.wire.model import (
-    CarrierComplete,
-    Done,
-    ReasoningDelta,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    Turn,
-    UsageEvent,
-)
+from reasonwire.errors import MalformedBody
+from reasonwire.wire import jsonload, model
+from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
 from reasonwire.wire.responses._parse import (
     CARRIER_KIND,
     TEXT_JOIN,
     arguments_text,
     turn_from_items,
 )
-from reasonwire.wire.sse import RawEvent, SSEDecoder
+from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
+from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
 
 @dataclass
 class _Slot:
     """One output item being assembled, by output_index."""
 
-    added: dict[str, Any]
-    done: dict[str, Any] | None = None
+    added: model.JsonObject
+    done: model.JsonObject | None = None
     # streamed pieces by part index, joined only when asked (joining on every delta would
     # make assembly quadratic in the answer's length)
     text: dict[int, list[str]] = field(default_factory=dict)
@@ -64,7 +54,7 @@ class _Slot:
     arguments: str = ""
     call_index: int | None = None
 
-    def partial_item(self) -> dict[str, Any] | None:
+    def partial_item(self) -> model.JsonObject | None:
         """The item as assembled so far; None for an unfinished reasoning item (its
         encrypted content cannot be trusted, so it must never be replayed)."""
         if self.done is not None:
@@ -88,43 +78,43 @@ class _Slot:
         return TEXT_JOIN.join(t for t in texts if t)
 
 
-class ResponsesStreamDecoder:
+class ResponsesStreamDecoder(StreamDecoderBase):
     """Incremental decoder for one streamed Responses answer (any split of the bytes)."""
 
     def __init__(self) -> None:
         self._sse = SSEDecoder()
-        self._response: dict[str, Any] = {}
+        self._response: model.JsonObject = {}
         self._slots: dict[int, _Slot] = {}
         self._by_item_id: dict[str, int] = {}
         self._calls = 0
         self._emitted_carriers: set[str] = set()
         self._errors: list[str] = []
-        self._final: Turn | None = None
+        self._final: model.Turn | None = None
         self._guard = jsonload.StreamGuard()
 
     # -- protocol ------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
+    def feed(self, data: bytes) -> Events:
         loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
         return self._events(events, loads) if events else []
 
-    def close(self) -> list[StreamEvent]:
-        out = self._events(self._sse.close_raw(), self._guard.loader(b""))
-        if self._final is None:
-            why = f"; last provider error: {self._errors[-1]}" if self._errors else ""
-            raise TruncatedStream(
-                "responses: stream ended before response.completed"
-                f" (or response.failed/response.incomplete){why}",
-                partial=self.partial_turn(),
-            )
-        out.append(Done(self._final))
-        return out
+    def _drain(self) -> Events:
+        return self._events(self._sse.close_raw(), self._guard.loader(b""))
 
-    def partial_turn(self) -> Turn:
+    def _unfinished(self) -> str | None:
+        if self._final is not None:
+            return None
+        why = f"; last provider error: {self._errors[-1]}" if self._errors else ""
+        return (
+            "responses: stream ended before response.completed"
+            f" (or response.failed/response.incomplete){why}"
+        )
+
+    def partial_turn(self) -> model.Turn:
         if self._final is not None:
             return self._final
-        items: list[Any] = []
+        items: list[JSON] = []
         extra: list[str] = []
         for idx in sorted(self._slots):
             slot = self._slots[idx]
@@ -137,7 +127,7 @@ class ResponsesStreamDecoder:
 
     # -- events --------------------------------------------------------------------------
 
-    def _events(self, events: list[RawEvent], loads: Callable[[bytes], Any]) -> list[StreamEvent]:
+    def _events(self, events: list[RawEvent], loads: Callable[[bytes], JSON]) -> Events:
         """The hot path: orjson on the raw bytes; what it cannot vouch for (``[DONE]``, odd
         payloads, long digit runs) goes through :meth:`_text_payload`.
 
@@ -146,7 +136,7 @@ class ResponsesStreamDecoder:
         part list, same event, a known index that has no slot still emits); everything else
         goes through its handler.
         """
-        out: list[StreamEvent] = []
+        out: Events = []
         handlers = _HANDLERS
         pieces_of = _PIECES
         slots = self._slots
@@ -159,11 +149,11 @@ class ResponsesStreamDecoder:
                     continue
             if type(payload) is not dict:
                 raise MalformedBody(
-                    f"responses: payload of SSE event {_name(name)!r} is not an object"
+                    f"responses: payload of SSE event {event_name(name)!r} is not an object"
                 )
             typ = payload.get("type")
             if type(typ) is not str:
-                typ = _name(name)
+                typ = event_name(name)
             if self._final is not None:
                 continue  # nothing after the terminal event changes the answer
             kind = pieces_of.get(typ)
@@ -192,7 +182,7 @@ class ResponsesStreamDecoder:
         return out
 
     @staticmethod
-    def _text_payload(raw: bytes, name: bytes | None) -> Any:
+    def _text_payload(raw: bytes, name: bytes | None) -> JSON:
         """The payload by the stdlib rules on the decoded text; None for ``[DONE]``."""
         data = raw.decode("utf-8", "replace")
         if data.strip() == "[DONE]":
@@ -201,16 +191,16 @@ class ResponsesStreamDecoder:
             return json.loads(data)
         except json.JSONDecodeError as exc:
             raise MalformedBody(
-                f"responses: payload of SSE event {_name(name)!r} is not JSON: {exc}"
+                f"responses: payload of SSE event {event_name(name)!r} is not JSON: {exc}"
             ) from None
 
-    def _on_response(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_response(self, p: model.JsonObject) -> Events:
         resp = p.get("response")
         if isinstance(resp, dict):
             self._response = resp
         return []
 
-    def _slot_index(self, p: dict[str, Any]) -> int | None:
+    def _slot_index(self, p: model.JsonObject) -> int | None:
         idx = p.get("output_index")
         if isinstance(idx, int) and not isinstance(idx, bool):
             return idx
@@ -220,13 +210,13 @@ class ResponsesStreamDecoder:
             item_id = item.get("id") if isinstance(item, dict) else None
         return self._by_item_id.get(item_id) if isinstance(item_id, str) else None
 
-    def _item(self, p: dict[str, Any], what: str) -> dict[str, Any]:
+    def _item(self, p: model.JsonObject, what: str) -> model.JsonObject:
         item = p.get("item")
         if not isinstance(item, dict):
             raise MalformedBody(f"responses: {what} event without an item object")
         return item
 
-    def _on_added(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_added(self, p: model.JsonObject) -> Events:
         item = self._item(p, "response.output_item.added")
         idx = self._slot_index(p)
         if idx is None:
@@ -239,7 +229,7 @@ class ResponsesStreamDecoder:
             return [self._open_call(slot, item)]
         return []
 
-    def _open_call(self, slot: _Slot, item: dict[str, Any]) -> ToolCallDelta:
+    def _open_call(self, slot: _Slot, item: model.JsonObject) -> ToolCallDelta:
         slot.call_index = self._calls
         self._calls += 1
         args = arguments_text(item.get("arguments"))
@@ -253,14 +243,14 @@ class ResponsesStreamDecoder:
             arguments=args,
         )
 
-    def _delta(self, p: dict[str, Any]) -> tuple[_Slot | None, str]:
+    def _delta(self, p: model.JsonObject) -> tuple[_Slot | None, str]:
         delta = p.get("delta")
         if not isinstance(delta, str):
             return None, ""
         idx = self._slot_index(p)
         return (self._slots.get(idx) if idx is not None else None), delta
 
-    def _piece(self, p: dict[str, Any], which: str, index_key: str) -> str:
+    def _piece(self, p: model.JsonObject, which: str, index_key: str) -> str:
         """Record one streamed text piece in its slot (if known); return the piece."""
         delta = p.get("delta")
         if type(delta) is not str:
@@ -282,29 +272,29 @@ class ResponsesStreamDecoder:
                 pieces.append(delta)
         return delta
 
-    def _on_summary_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_summary_delta(self, p: model.JsonObject) -> Events:
         delta = self._piece(p, "summary", "summary_index")
         return [ReasoningDelta(delta)] if delta else []
 
-    def _on_reasoning_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_reasoning_delta(self, p: model.JsonObject) -> Events:
         delta = self._piece(p, "content", "content_index")
         return [ReasoningDelta(delta)] if delta else []
 
-    def _on_text_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_text_delta(self, p: model.JsonObject) -> Events:
         delta = self._piece(p, "text", "content_index")
         return [TextDelta(delta)] if delta else []
 
-    def _on_args_delta(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_args_delta(self, p: model.JsonObject) -> Events:
         slot, delta = self._delta(p)
         if slot is None or slot.call_index is None or not delta:
             return []
         slot.arguments += delta
         return [ToolCallDelta(index=slot.call_index, id=None, name=None, arguments=delta)]
 
-    def _on_done(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_done(self, p: model.JsonObject) -> Events:
         item = self._item(p, "response.output_item.done")
         idx = self._slot_index(p)
-        out: list[StreamEvent] = []
+        out: Events = []
         if idx is None or idx not in self._slots:
             idx = idx if idx is not None else max(self._slots, default=-1) + 1
             self._slots[idx] = _Slot(added=item)
@@ -318,15 +308,15 @@ class ResponsesStreamDecoder:
             self._emitted_carriers.add(f"output[{idx}]")
         return out
 
-    def _on_terminal(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_terminal(self, p: model.JsonObject) -> Events:
         typ = p.get("type")
         resp = p.get("response")
         resp = resp if isinstance(resp, dict) else {**self._response}
-        out: list[StreamEvent] = []
+        out: Events = []
         if typ == "response.failed":
-            out.append(StreamError(_failure(resp, "response failed"), raw=p))
+            out.append(model.StreamError(_failure(resp, "response failed"), raw=p))
         elif typ == "response.incomplete":
-            out.append(StreamError(_failure(resp, "response incomplete"), raw=p))
+            out.append(model.StreamError(_failure(resp, "response incomplete"), raw=p))
         done = {i: slot.done for i, slot in self._slots.items() if slot.done is not None}
         output = resp.get("output")
         if isinstance(output, list) and output:
@@ -339,11 +329,11 @@ class ResponsesStreamDecoder:
             if c.kind == CARRIER_KIND and c.path not in self._emitted_carriers:
                 out.append(CarrierComplete(c))
         if turn.usage is not None:
-            out.append(UsageEvent(turn.usage))
+            out.append(model.UsageEvent(turn.usage))
         self._final = turn
         return out
 
-    def _on_error(self, p: dict[str, Any]) -> list[StreamEvent]:
+    def _on_error(self, p: model.JsonObject) -> Events:
         err = p.get("error")
         src = err if isinstance(err, dict) else p
         msg = src.get("message")
@@ -352,15 +342,10 @@ class ResponsesStreamDecoder:
         if isinstance(code, str):
             text = f"{code}: {text}"
         self._errors.append(text)
-        return [StreamError(text, raw=p)]
+        return [model.StreamError(text, raw=p)]
 
 
-def _name(name: bytes | None) -> str:
-    """An SSE event name as text."""
-    return name.decode("utf-8", "replace") if name else "message"
-
-
-def _prefer_done(done: dict[str, Any] | None, final: Any) -> Any:
+def _prefer_done(done: model.JsonObject | None, final: JSON) -> JSON:
     """The ``output_item.done`` item when it is the same item (type and id) as ``final``.
 
     OpenAI re-encrypts ``encrypted_content`` each time it serialises an item, so the copy in
@@ -378,7 +363,7 @@ def _prefer_done(done: dict[str, Any] | None, final: Any) -> Any:
     return final
 
 
-def _failure(resp: dict[str, Any], default: str) -> str:
+def _failure(resp: model.JsonObject, default: str) -> str:
     err = resp.get("error")
     if isinstance(err, dict) and isinstance(err.get("message"), str):
         return str(err["message"])
