@@ -140,3 +140,25 @@ def test_a_template_the_server_cannot_load_is_listed_with_its_reason() -> None:
     assert all(f.server == "error" and f.note for f in findings)
     assert all(f.explained is not True for f in findings)
     assert "not predicted" in findings_markdown(findings)
+
+
+def test_timed_cross_check_passes_its_options_on() -> None:
+    from reasonwire.crosscheck.check import timed_cross_check
+    from reasonwire.templates.fixture import Fixture
+
+    rows = [
+        _row(
+            "no-such-template",
+            Verdict.IN_LOOP_ONLY,
+            Verdict.CONSUMES_ALL_TURNS,
+            Verdict.IN_LOOP_ONLY,
+        )
+    ]
+    told: list[str] = []
+    findings, seconds = timed_cross_check(
+        rows, Fixture.from_seed(), ["no-such-template"], progress=told.append
+    )
+    # one progress line per setting tried: the default, then the switch flipped (WIRE.md:
+    # llama-server's --no-reasoning-preserve)
+    assert told == ["no-such-template", "no-such-template (--no-reasoning-preserve)"]
+    assert findings and seconds >= 0

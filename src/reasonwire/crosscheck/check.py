@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypedDict, Unpack
 
 from reasonwire.errors import ReasonwireError
 from reasonwire.method.codec import JSONRecord
@@ -224,18 +224,27 @@ def _finding(
     )  # fmt: skip
 
 
+class CrossCheckOptions(TypedDict, total=False):
+    """The keywords of :func:`cross_check` and :func:`timed_cross_check` (one declaration for
+    both): the scan's ``ratio`` (default :data:`DEFAULT_RATIO`) that turns token counts into
+    verdicts, and a ``progress`` callback told each template as it starts."""
+
+    ratio: float
+    progress: Callable[[str], None] | None
+
+
 def cross_check(
     rows: Sequence[Row],
     fixture: Fixture,
     templates: Sequence[str] | None = None,
-    *,
-    ratio: float = DEFAULT_RATIO,
-    progress: Callable[[str], None] | None = None,
+    **options: Unpack[CrossCheckOptions],
 ) -> list[Finding]:
     """Cross-check each template (default: every template in ``rows``) at the server's
     default settings, and once more with the switch flipped where the template reads a
     switch variable. A template whose server cannot start is one finding per field with
     server verdict ``error`` and the server's reason."""
+    ratio = options.get("ratio", DEFAULT_RATIO)
+    progress = options.get("progress")
     by: dict[str, dict[str, Row]] = {}
     for r in rows:
         by.setdefault(r.template, {})[r.field] = r
@@ -276,13 +285,11 @@ def timed_cross_check(
     rows: Sequence[Row],
     fixture: Fixture,
     templates: Sequence[str] | None = None,
-    *,
-    ratio: float = DEFAULT_RATIO,
-    progress: Callable[[str], None] | None = None,
+    **options: Unpack[CrossCheckOptions],
 ) -> tuple[list[Finding], float]:
     """:func:`cross_check` and the seconds it took (the report states them)."""
     start = time.perf_counter()
-    found = cross_check(rows, fixture, templates, ratio=ratio, progress=progress)
+    found = cross_check(rows, fixture, templates, **options)
     return found, time.perf_counter() - start
 
 

@@ -34,7 +34,7 @@ import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict, Unpack
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -573,15 +573,19 @@ def _schema_of(text: str) -> type[QualificationEvidence] | type[QualificationEvi
     return QualificationEvidence
 
 
-def validate_text(
-    text: str,
-    head: str,
-    *,
-    registry: Registry | None = None,
-    policy: OrgPolicy | None = None,
-) -> AnyEvidence:
+class Against(TypedDict, total=False):
+    """What evidence is checked against besides the commit, as the keywords of
+    :func:`validate_text` and :func:`validate_file` (one declaration for both): the subject's
+    registry records and the org policy. The checks run only given both."""
+
+    registry: Registry | None
+    policy: OrgPolicy | None
+
+
+def validate_text(text: str, head: str, **against: Unpack[Against]) -> AnyEvidence:
     """Validate evidence text against the commit ``head`` (and, given both, the registry and
     policy); raise :class:`EvidenceError` with every problem."""
+    registry, policy = against.get("registry"), against.get("policy")
     leaks = scan_credentials(text)
     if leaks:
         raise _refuse(leaks)  # before the schema: nothing of the file is echoed
@@ -605,15 +609,10 @@ def validate_text(
     return ev
 
 
-def validate_file(
-    path: Path,
-    repo: Path,
-    *,
-    registry: Registry | None = None,
-    policy: OrgPolicy | None = None,
-) -> AnyEvidence:
+def validate_file(path: Path, repo: Path, **against: Unpack[Against]) -> AnyEvidence:
+    """:func:`validate_text` on the file at ``path`` against the head of ``repo``."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read evidence file {path}: {type(exc).__name__}") from None
-    return validate_text(text, repo_head(repo), registry=registry, policy=policy)
+    return validate_text(text, repo_head(repo), **against)
