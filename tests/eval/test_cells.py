@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from reasonwire.eval.cells import Cell
+from reasonwire.eval._cells import Cell
+from reasonwire.eval._params import ParamFix, fix_for_error, route_params
+from reasonwire.eval._variants import TEXT_VARIANTS, carriers_for
 from reasonwire.eval.fixture import POSITIONS, TOOL, make_fixture
-from reasonwire.eval.params import ParamFix, fix_for_error, route_params
-from reasonwire.eval.variants import TEXT_VARIANTS, carriers_for
 from reasonwire.routes import Route
 
 FX = make_fixture()

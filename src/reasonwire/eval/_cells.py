@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-from reasonwire.eval.params import ParamFix
-from reasonwire.eval.records import CallRecord, CellLabels, FoldFacts
+from reasonwire.eval._params import ParamFix
+from reasonwire.eval._records import CallRecord, CellLabels, FoldFacts
 from reasonwire.method.matrix import CarrierSummary
 from reasonwire.routes import Route
 from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request, marker
