@@ -24,8 +24,8 @@ from collections import Counter
 from pathlib import Path
 
 from reasonwire.eval import EvalConfig, Target, arun_eval
-from reasonwire.eval.embedded import sim_routes
-from reasonwire.eval.records import read_jsonl
+from reasonwire.eval._embedded import sim_routes
+from reasonwire.eval._records import read_jsonl
 from reasonwire.sim import SimServer
 from reasonwire.sim.behaviours import BEHAVIOURS
 
@@ -61,7 +61,7 @@ LOCAL_TEMPLATES = ("Qwen-Qwen3-0.6B", "Kimi-K3", "meta-llama-Llama-3.1-8B-Instru
 
 def one_slot(repeat: int = 3) -> None:
     """Calls per model and one-slot timings on the real llama-server (see the docstring)."""
-    from reasonwire.eval.embedded import local_target
+    from reasonwire.eval._embedded import local_target
     from reasonwire.localserver.server import LocalServer
 
     default_workers = EvalConfig(targets=[], out=Path()).workers

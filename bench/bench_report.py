@@ -36,7 +36,7 @@ BAR_SECONDS = 20.0
 def seed_run(out: Path) -> None:
     """A real harness run against the simulator: the template of every record."""
     from reasonwire.eval import EvalConfig, run_eval
-    from reasonwire.eval.embedded import sim_targets
+    from reasonwire.eval._embedded import sim_targets
     from reasonwire.sim import SimServer
 
     with SimServer(seed=0) as sim:

@@ -12,7 +12,7 @@ import pytest
 from reasonwire import agent
 from reasonwire.errors import ConfigError
 from reasonwire.eval import EvalConfig, run_eval
-from reasonwire.eval.embedded import sim_routes, sim_targets
+from reasonwire.eval._embedded import sim_routes, sim_targets
 from reasonwire.eval.matrix import write_reports
 from reasonwire.sim.server import SimServer
 from tests.agent.conftest import TOOLS, Recorder, key

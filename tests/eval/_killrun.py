@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reasonwire.eval import EvalConfig, run_eval
-from reasonwire.eval.embedded import sim_targets
+from reasonwire.eval._embedded import sim_targets
 from reasonwire.sim import SimServer
 
 MODELS = ("sim-qwen3", "sim-openrouter", "sim-gpt", "sim-claude", "sim-gemini", "sim-o-strict")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.embedded import sim_targets
+from reasonwire.eval._embedded import sim_targets
 from reasonwire.sim import SimServer
 
 

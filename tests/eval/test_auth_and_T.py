@@ -13,8 +13,8 @@ import pytest
 
 from reasonwire.credentials import AuthFileKey, EnvKey
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.embedded import sim_targets
-from reasonwire.eval.records import CALLS, RUNS, read_jsonl
+from reasonwire.eval._embedded import sim_targets
+from reasonwire.eval._records import CALLS, RUNS, read_jsonl
 from reasonwire.eval.runner import Target
 from reasonwire.routes import Route
 from reasonwire.sim.app import build_app

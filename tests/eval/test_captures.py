@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.records import read_jsonl
+from reasonwire.eval._records import read_jsonl
 from reasonwire.eval.runner import Target
 from reasonwire.routes import Route
 

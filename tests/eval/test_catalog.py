@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reasonwire.eval._catalog import classify, fetch_catalog, select
-from reasonwire.eval.embedded import sim_routes
+from reasonwire.eval._embedded import sim_routes
 from reasonwire.sim import SimServer
 
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from reasonwire.eval.cells import Cell
+from reasonwire.eval._cells import CallOutcome, Cell
+from reasonwire.eval._params import ParamFix, fix_for_error, route_params
+from reasonwire.eval._variants import TEXT_VARIANTS, carriers_for
 from reasonwire.eval.fixture import POSITIONS, TOOL, make_fixture
-from reasonwire.eval.params import ParamFix, fix_for_error, route_params
-from reasonwire.eval.variants import TEXT_VARIANTS, carriers_for
 from reasonwire.routes import Route
 
 FX = make_fixture()
@@ -80,3 +80,11 @@ def test_fix_for_error_names() -> None:
     fix = fix_for_error(gem, "Thinking level is not supported for this model.")
     assert fix is not None and fix.apply(gem) == {"generationConfig": {"maxOutputTokens": 5}}
     assert fix_for_error(params, "model overloaded") is None
+
+
+def test_a_call_the_budget_stopped_has_no_answer_facts() -> None:
+    """CallOutcome's documented rule: no record (not sent) means skipped, not ok, not
+    filtered, and no status, lane or error (the step code reads ``not res.ok`` as a failure)."""
+    out = CallOutcome(record=None)
+    facts = (out.skipped, out.ok, out.filtered, out.status, out.lane, out.error, out.error_body)
+    assert facts == (True, False, False, None, None, None, None)

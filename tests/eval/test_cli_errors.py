@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from reasonwire.eval._records import read_jsonl
 from reasonwire.eval.cli import app
-from reasonwire.eval.records import read_jsonl
 from reasonwire.sim import SimServer
 
 ENV = {"COLUMNS": "200", "NO_COLOR": "1"}

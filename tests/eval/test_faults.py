@@ -17,7 +17,7 @@ import pytest
 import reasonwire
 from reasonwire.errors import ConfigError
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.records import read_jsonl
+from reasonwire.eval._records import read_jsonl
 from reasonwire.routes import route_from_table
 from reasonwire.sim import SimServer
 

@@ -18,10 +18,10 @@ import pytest
 from typer.testing import CliRunner
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
+from reasonwire.eval._embedded import SIM_LANES, sim_targets
+from reasonwire.eval._records import read_jsonl
+from reasonwire.eval._report_html import write_all
 from reasonwire.eval.cli import app
-from reasonwire.eval.embedded import SIM_LANES, sim_targets
-from reasonwire.eval.records import read_jsonl
-from reasonwire.eval.report_html import write_all
 from reasonwire.fold.trace import make_fold_trace
 from reasonwire.method.fixture import DEFAULT_SEED, SeededTrace
 from reasonwire.method.matrix import FoldSection, read_matrix

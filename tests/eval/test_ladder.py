@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from reasonwire.eval import EvalConfig, run_eval
-from reasonwire.eval.embedded import sim_routes
-from reasonwire.eval.records import read_jsonl
+from reasonwire.eval._embedded import sim_routes
+from reasonwire.eval._records import read_jsonl
 from reasonwire.eval.runner import Target
 from reasonwire.routes import Route
 from reasonwire.sim import SimServer

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.embedded import local_target
+from reasonwire.eval._embedded import local_target
 from reasonwire.localserver.pytest_plugin import local_servers, qwen3_server  # noqa: F401
 from reasonwire.localserver.server import LocalServer
 from tests.eval.inflight import counting_proxy

@@ -15,8 +15,8 @@ import pytest
 
 from reasonwire.credentials import EnvKey
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.embedded import sim_routes
-from reasonwire.eval.records import read_jsonl
+from reasonwire.eval._embedded import sim_routes
+from reasonwire.eval._records import read_jsonl
 from reasonwire.eval.runner import Target
 from reasonwire.http import RetryPolicy
 from reasonwire.routes import Route

@@ -32,11 +32,11 @@ from typer.testing import CliRunner
 import reasonwire
 from reasonwire.errors import ConfigError
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
+from reasonwire.eval._records import Intent, Records, read_jsonl
+from reasonwire.eval._report_html import render_html
 from reasonwire.eval.budget import Budget
 from reasonwire.eval.cli import app
 from reasonwire.eval.matrix import render_md
-from reasonwire.eval.records import Intent, Records, read_jsonl
-from reasonwire.eval.report_html import render_html
 from reasonwire.eval.runner import Target
 from reasonwire.routes import Route
 from reasonwire.sim import SimServer

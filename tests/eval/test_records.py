@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reasonwire.errors import ConfigError
-from reasonwire.eval.records import (
+from reasonwire.eval._records import (
     CALLS,
     COST,
     RUNS,

@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.embedded import sim_targets
+from reasonwire.eval._embedded import sim_targets
+from reasonwire.eval._report_html import REPORT_HTML, render_html, write_html
 from reasonwire.eval.fixture import POSITIONS
 from reasonwire.eval.matrix import write_reports
-from reasonwire.eval.report_html import REPORT_HTML, render_html, write_html
 from reasonwire.sim import SimServer
 
 MODELS = ("sim-chat-all", "sim-qwen3", "sim-r1", "sim-openrouter", "sim-gpt", "sim-claude",
@@ -243,8 +243,8 @@ def test_two_process_report_equals_the_single_process_one(
 ) -> None:
     """Large record sets are scanned by two processes (keys sharded) and the HTML written by
     a forked child; forced on for this small run, every output file is the same."""
+    import reasonwire.eval._report_html as html_mod
     import reasonwire.eval.matrix as matrix_mod
-    import reasonwire.eval.report_html as html_mod
 
     src, _ = run_dir
     single, forked = tmp_path / "single", tmp_path / "forked"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reasonwire.eval.embedded import SIM_LANES
-from reasonwire.eval.records import CALLS, read_jsonl
+from reasonwire.eval._embedded import SIM_LANES
+from reasonwire.eval._records import CALLS, read_jsonl
 from reasonwire.sim.behaviours import BEHAVIOURS
 from tests.eval.truth import VARIANT_KEYS, lane_behaviour, opaque_expected
 from tests.eval.truth import expected as _expected
@@ -122,8 +122,8 @@ def test_rejections_keep_status_and_exact_error(sim_run: tuple[Path, dict[str, A
 def test_row_verdict_follows_the_method(sim_run: tuple[Path, dict[str, Any]]) -> None:
     """Every row carries the method's one verdict, derived from its carrier entries; it is the
     first column after the lane in matrix.md and in the HTML report."""
+    from reasonwire.eval._report_html import render_html
     from reasonwire.eval.matrix import render_md
-    from reasonwire.eval.report_html import render_html
     from reasonwire.method.verdicts import HARNESS_VERDICTS, Outcome, model_verdict
 
     _, matrix = sim_run
@@ -158,8 +158,8 @@ def test_matrix_md_and_report_say_why(sim_run: tuple[Path, dict[str, Any]]) -> N
     note as a note, apart from the red errors."""
     import re
 
+    from reasonwire.eval._report_html import render_html
     from reasonwire.eval.matrix import render_md
-    from reasonwire.eval.report_html import render_html
 
     _, matrix = sim_run
     md = render_md(matrix)

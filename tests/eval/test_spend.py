@@ -14,10 +14,10 @@ import pytest
 from reasonwire.errors import ConfigError
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
 from reasonwire.eval._catalog import CatalogEntry
+from reasonwire.eval._records import read_jsonl
+from reasonwire.eval._report_html import render_html
 from reasonwire.eval.budget import price_for
 from reasonwire.eval.matrix import render_md
-from reasonwire.eval.records import read_jsonl
-from reasonwire.eval.report_html import render_html
 from reasonwire.eval.runner import Target
 from reasonwire.routes import Route, route_from_table
 from reasonwire.sim import SimServer

@@ -12,6 +12,11 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from reasonwire.eval._cells import CallOutcome, Cell
+from reasonwire.eval._config import EvalConfig, Target
+from reasonwire.eval._embedded import local_target
+from reasonwire.eval._params import route_params
+from reasonwire.eval._records import Note
 from reasonwire.eval._steps import (
     BudgetStopped,
     Captured,
@@ -19,12 +24,7 @@ from reasonwire.eval._steps import (
     NothingToReplay,
     _ModelState,
 )
-from reasonwire.eval.cells import CallOutcome, Cell
-from reasonwire.eval.config import EvalConfig, Target
-from reasonwire.eval.embedded import local_target
 from reasonwire.eval.fixture import make_fixture
-from reasonwire.eval.params import route_params
-from reasonwire.eval.records import Note
 
 
 class _Executor:

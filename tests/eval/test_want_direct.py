@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from reasonwire.eval import EvalConfig, build_matrix, run_eval
-from reasonwire.eval.embedded import SIM_LANES, sim_targets
-from reasonwire.eval.records import CALLS, RUNS, read_jsonl
+from reasonwire.eval._embedded import SIM_LANES, sim_targets
+from reasonwire.eval._records import CALLS, RUNS, read_jsonl
 from reasonwire.eval.runner import Target
 from reasonwire.routes import LaneRule
 from reasonwire.sim import SimServer

@@ -8,7 +8,7 @@ the method's own ``combine``, which the harness under test uses).
 
 from __future__ import annotations
 
-from reasonwire.eval.embedded import SIM_LANES
+from reasonwire.eval._embedded import SIM_LANES
 from reasonwire.sim.behaviours import Behaviour
 
 VERDICT: dict[tuple[str, str], str] = {

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from reasonwire.eval import EvalConfig, run_eval
-from reasonwire.eval.embedded import sim_targets
+from reasonwire.eval._embedded import sim_targets
 from reasonwire.eval.matrix import write_reports
 from reasonwire.fold import FoldTransport, load_fold_settings
 from reasonwire.fold.cli import app

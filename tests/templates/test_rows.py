@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from reasonwire.errors import ConfigError
-from reasonwire.eval.report_html import templates_section
+from reasonwire.eval._report_html import templates_section
 from reasonwire.method.verdicts import Verdict
 from reasonwire.templates.rows import Row, read_rows
 

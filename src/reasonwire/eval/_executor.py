@@ -1,4 +1,4 @@
-"""The executor: one cell in, one :class:`~reasonwire.eval.records.CallRecord` out.
+"""The executor: one cell in, one :class:`~reasonwire.eval._records.CallRecord` out.
 
 It owns everything between a cell and its record: the resume cache (a cell whose key is
 already recorded, same route, endpoint, exact body and lane attempt, is answered from the
@@ -32,21 +32,9 @@ from reasonwire.errors import (
     ReasonwireError,
     TransportError,
 )
-from reasonwire.eval.budget import (
-    BILLED,
-    FREE_PRICE,
-    UNKNOWN,
-    UNKNOWN_PRICE,
-    Budget,
-    Price,
-    call_cost,
-    price_for,
-    reported_cost,
-    worst_case,
-)
-from reasonwire.eval.cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
-from reasonwire.eval.config import EvalConfig, Target
-from reasonwire.eval.records import (
+from reasonwire.eval._cells import FILTER_REASONS, CallOutcome, CallStats, Cell, carrier_summary
+from reasonwire.eval._config import EvalConfig, Target
+from reasonwire.eval._records import (
     CALLS,
     RUNS,
     Answered,
@@ -60,6 +48,18 @@ from reasonwire.eval.records import (
     read_jsonl,
     read_records,
     request_key,
+)
+from reasonwire.eval.budget import (
+    BILLED,
+    FREE_PRICE,
+    UNKNOWN,
+    UNKNOWN_PRICE,
+    Budget,
+    Price,
+    call_cost,
+    price_for,
+    reported_cost,
+    worst_case,
 )
 from reasonwire.http import apost_json
 from reasonwire.routes import Route

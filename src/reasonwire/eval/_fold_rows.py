@@ -11,7 +11,7 @@ text's own T (chars/4 of what was sent). Call records come in as JSON (see
 from __future__ import annotations
 
 from reasonwire.eval._rows import Rec
-from reasonwire.eval.variants import BASELINE, TEXT_VARIANTS
+from reasonwire.eval._variants import BASELINE, TEXT_VARIANTS
 from reasonwire.fold.trace import chars4
 from reasonwire.method.fixture import canary_hit
 from reasonwire.method.matrix import FoldRecall, FoldRow, FoldSetup, RowError

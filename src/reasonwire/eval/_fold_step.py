@@ -11,7 +11,7 @@ its every-word probe:
 - ``baseline``: no carrier (the byte-identical reference of both replays; one per lane);
 - ``unfolded``: each consumed field holding the whole long trace;
 - ``folded``: the same request after ``fold_request`` (the agent's own fold path, in
-  :meth:`reasonwire.eval.cells.Cell.body`), so the bytes compared are the bytes an agent with
+  :meth:`reasonwire.eval._cells.Cell.body`), so the bytes compared are the bytes an agent with
   the fold on would send.
 
 Each cell goes through the executor like any other: recorded, resumable, paid from the
@@ -26,10 +26,10 @@ from collections.abc import Awaitable
 from dataclasses import replace
 from urllib.parse import urlsplit
 
-from reasonwire.eval.cells import CallOutcome, Cell
-from reasonwire.eval.config import Target
-from reasonwire.eval.records import Answered
-from reasonwire.eval.variants import BASELINE, variants_for
+from reasonwire.eval._cells import CallOutcome, Cell
+from reasonwire.eval._config import Target
+from reasonwire.eval._records import Answered
+from reasonwire.eval._variants import BASELINE, variants_for
 from reasonwire.fold.trace import FOLD_PROBES, FoldTrace
 from reasonwire.method.verdicts import Outcome, Thresholds
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reasonwire.eval._config import Target
 from reasonwire.eval._executor import Executor
 from reasonwire.eval._steps import estimate_cells
-from reasonwire.eval.config import Target
 
 
 class Progress:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
-from reasonwire.eval.variants import BASELINE, TEXT_VARIANTS
+from reasonwire.eval._variants import BASELINE, TEXT_VARIANTS
 from reasonwire.method.fixture import POSITIONS, canary_hit, canary_in
 from reasonwire.method.matrix import (
     CallError,

@@ -27,13 +27,12 @@ from typing import TypeAlias, TypedDict
 
 from reasonwire import credentials
 from reasonwire.errors import ReasonwireError
+from reasonwire.eval._cells import CallOutcome, Cell
+from reasonwire.eval._config import EvalConfig, Target
 from reasonwire.eval._executor import T_COUNTED, T_ESTIMATE, Executor
-from reasonwire.eval.cells import CallOutcome, Cell
-from reasonwire.eval.config import EvalConfig, Target
-from reasonwire.eval.fixture import POSITIONS, PROBES, TOOL, Fixture
-from reasonwire.eval.params import ParamFix, fix_for_error, route_params
-from reasonwire.eval.records import Note, Records, TCount, TRecord
-from reasonwire.eval.variants import (
+from reasonwire.eval._params import ParamFix, fix_for_error, route_params
+from reasonwire.eval._records import Note, Records, TCount, TRecord
+from reasonwire.eval._variants import (
     BASELINE,
     NO_TEXT_VARIANTS_REASON,
     OPAQUE_EXTRAS,
@@ -42,6 +41,7 @@ from reasonwire.eval.variants import (
     carriers_for,
     variants_for,
 )
+from reasonwire.eval.fixture import POSITIONS, PROBES, TOOL, Fixture
 from reasonwire.wire.count_tokens import count_body, count_path, parse_count
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import ABSENT, JSON, Assistant, Carrier, JsonObject, Turn

@@ -30,7 +30,7 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from reasonwire.eval.records import COST, Intent, Records, Reserve, Settle, decode_record
+from reasonwire.eval._records import COST, Intent, Records, Reserve, Settle, decode_record
 from reasonwire.routes import Route
 from reasonwire.wire.model import ABSENT, Usage
 

@@ -13,8 +13,8 @@ from rich.console import Console
 
 from reasonwire.errors import ConfigError, MissingExtra, ReasonwireError
 from reasonwire.eval._catalog import classify, fetch_catalog, select
+from reasonwire.eval._report_html import write_all
 from reasonwire.eval.matrix import render_md
-from reasonwire.eval.report_html import write_all
 from reasonwire.eval.runner import EvalConfig, RunResult, Target, run_eval
 from reasonwire.routes import Route, get_route, load_routes, route_from_table
 from reasonwire.wire.fold import FoldSettings
@@ -219,7 +219,7 @@ def run_command(
                         raise ConfigError(_no_models(r, entries, models))
                     targets += [Target(r, c.id, c.price) for c in chosen]
             else:
-                from reasonwire.eval.embedded import start_embedded
+                from reasonwire.eval._embedded import start_embedded
 
                 targets = start_embedded(stack, seed or 0, local=not no_local_server)
             cfg = EvalConfig(

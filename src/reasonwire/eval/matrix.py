@@ -7,7 +7,7 @@ fields and their layouts are defined and documented there), which ``matrix.json`
 ``matrix.md`` and the HTML report are rendered from. Outcomes and verdicts are the words of
 :mod:`reasonwire.method.verdicts`.
 
-Call records are read as JSON, not as :class:`~reasonwire.eval.records.CallRecord`: the report
+Call records are read as JSON, not as :class:`~reasonwire.eval._records.CallRecord`: the report
 reads a million of them under a 20 s bar, and decoding each into objects would cost more than
 the whole report. The rows (:mod:`reasonwire.eval._rows`) are typed; the shards that build
 them encode them too.
@@ -27,9 +27,7 @@ import orjson
 
 from reasonwire.errors import ConfigError
 from reasonwire.eval._fold_rows import fold_rows_of
-from reasonwire.eval._rows import Rec, rows_of
-from reasonwire.eval.budget import likely_cost
-from reasonwire.eval.records import (
+from reasonwire.eval._records import (
     CALLS,
     COST,
     RUNS,
@@ -40,7 +38,9 @@ from reasonwire.eval.records import (
     read_jsonl,
     read_records,
 )
-from reasonwire.eval.variants import BASELINE, NO_TEXT_VARIANTS_REASON, TEXT_VARIANTS
+from reasonwire.eval._rows import Rec, rows_of
+from reasonwire.eval._variants import BASELINE, NO_TEXT_VARIANTS_REASON, TEXT_VARIANTS
+from reasonwire.eval.budget import likely_cost
 from reasonwire.fold.report import fold_md
 from reasonwire.method.codec import to_json
 from reasonwire.method.fixture import POSITIONS

@@ -1,10 +1,10 @@
 """The async runner: every (route, model) measured concurrently, calls bounded per route.
 
-A run writes a :class:`~reasonwire.eval.records.RunStart` record, measures every target with
+A run writes a :class:`~reasonwire.eval._records.RunStart` record, measures every target with
 the method (:mod:`reasonwire.eval._steps`: which cells, in which order) through one executor
 (:mod:`reasonwire.eval._executor`: HTTP, retries, the 401 protocol, the resume cache, the
-budget, one :class:`~reasonwire.eval.records.CallRecord` per call), and ends with a
-:class:`~reasonwire.eval.records.RunEnd` record, also when it fails. A re-run with the same
+budget, one :class:`~reasonwire.eval._records.CallRecord` per call), and ends with a
+:class:`~reasonwire.eval._records.RunEnd` record, also when it fails. A re-run with the same
 ``--out`` resumes: every recorded answer is reused, nothing is paid twice.
 """
 
@@ -19,13 +19,13 @@ from pathlib import Path
 import httpx
 
 from reasonwire import credentials
+from reasonwire.eval._config import EvalConfig, RunResult, Target
 from reasonwire.eval._executor import Executor
 from reasonwire.eval._fold_step import FoldStep
+from reasonwire.eval._records import CALLS, Records, RunEnd, RunStart, TargetRef, read_jsonl
 from reasonwire.eval._steps import Method, estimate_cells
-from reasonwire.eval.config import EvalConfig, RunResult, Target
 from reasonwire.eval.fixture import make_fixture
 from reasonwire.eval.lock import RunLock
-from reasonwire.eval.records import CALLS, Records, RunEnd, RunStart, TargetRef, read_jsonl
 from reasonwire.fold.trace import FoldTrace, make_fold_trace
 from reasonwire.http import make_async_client
 from reasonwire.method.verdicts import Thresholds

@@ -7,7 +7,7 @@ canary each replay's reply named (head and tail expected, the folded middle not)
 from the matrix dict alone; free text is redacted and escaped like the rest of the report.
 Why here and not in ``eval``: it knows the fold's evidence (the matrix's ``fold`` section, as
 :class:`reasonwire.method.matrix.FoldSection` writes it) and nothing of eval's machinery;
-eval's ``matrix`` and ``report_html`` call it.
+eval's ``matrix`` and ``_report_html`` call it.
 """
 
 from __future__ import annotations

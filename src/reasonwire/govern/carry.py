@@ -31,7 +31,13 @@ from typing import Any
 import httpx
 import orjson
 
-from reasonwire._httpcompat import ASYNC_TRANSPORTS, SYNC_TRANSPORTS, package_of
+from reasonwire._wrapping import (
+    AsyncInner,
+    AsyncWrappingTransport,
+    Flow,
+    SyncInner,
+    WrappingTransport,
+)
 from reasonwire.govern.binding import HEADER
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
@@ -127,10 +133,15 @@ class Carry:
         if retries.isdigit() and len(retries) <= 3:
             request.headers[ATTEMPT_HEADER] = str(int(retries) + 1)
 
-    def transport(self, inner: httpx.BaseTransport | None = None) -> CarryTransport:
+    def flow(self, request: httpx.Request) -> Flow:
+        """The transports' policy (:mod:`reasonwire._wrapping`): carry, then send unchanged."""
+        self.apply(request)
+        return (yield request)
+
+    def transport(self, inner: SyncInner | None = None) -> CarryTransport:
         return CarryTransport(self, inner)
 
-    def async_transport(self, inner: httpx.AsyncBaseTransport | None = None) -> AsyncCarryTransport:
+    def async_transport(self, inner: AsyncInner | None = None) -> AsyncCarryTransport:
         return AsyncCarryTransport(self, inner)
 
     def client(self, *, package: ModuleType = httpx, **kw: Any) -> Any:
@@ -143,44 +154,22 @@ class Carry:
         return package.AsyncClient(transport=self.async_transport(kw.pop("transport", None)), **kw)
 
 
-class CarryTransport(*SYNC_TRANSPORTS):  # type: ignore[misc]
+class CarryTransport(WrappingTransport[Carry]):
     """A sync transport that adds a :class:`Carry`'s headers, then sends with ``inner``
     (by default a new ``HTTPTransport`` of the request's package: httpx or its fork)."""
 
-    def __init__(self, carry: Carry, inner: httpx.BaseTransport | None = None) -> None:
+    def __init__(self, carry: Carry, inner: SyncInner | None = None) -> None:
+        super().__init__(carry, inner)
         self.carry = carry
-        self._inner = inner
-        self._lock = threading.Lock()
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        if self._inner is None:
-            with self._lock:
-                if self._inner is None:
-                    self._inner = package_of(request).HTTPTransport()
-        self.carry.apply(request)
-        return self._inner.handle_request(request)
-
-    def close(self) -> None:
-        if self._inner is not None:
-            self._inner.close()
 
 
-class AsyncCarryTransport(*ASYNC_TRANSPORTS):  # type: ignore[misc]
-    """The async twin of :class:`CarryTransport`."""
+class AsyncCarryTransport(AsyncWrappingTransport[Carry]):
+    """The async twin of :class:`CarryTransport` (its inner transport, too, is made once under
+    a lock, by the shared base)."""
 
-    def __init__(self, carry: Carry, inner: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(self, carry: Carry, inner: AsyncInner | None = None) -> None:
+        super().__init__(carry, inner)
         self.carry = carry
-        self._inner = inner
-
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        if self._inner is None:
-            self._inner = package_of(request).AsyncHTTPTransport()
-        self.carry.apply(request)
-        return await self._inner.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        if self._inner is not None:
-            await self._inner.aclose()
 
 
 def carry(conversation_id: str, binding: str | Minter) -> Carry:

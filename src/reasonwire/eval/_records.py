@@ -46,7 +46,7 @@ RUNS = "runs.jsonl"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CellLabels(JSONRecord):
-    """What identifies a cell (see :mod:`reasonwire.eval.cells`); ``t1_lane`` and ``t1_run``
+    """What identifies a cell (see :mod:`reasonwire.eval._cells`); ``t1_lane`` and ``t1_run``
     (turn 2 only): the lane and the run id of the turn-1 capture whose carriers it replays
     (records written before ``t1_run`` existed lack it); ``params_sig`` the parameter fixes;
     ``fold_mode`` / ``fold_id`` (fold step only, ``eval run --fold``): ``baseline``,

@@ -9,16 +9,20 @@ live turn 1 (``position="turn1"``) and then turn 2 with the carriers it returned
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar, overload
 from urllib.parse import urlsplit
 
-from reasonwire.eval.params import ParamFix
-from reasonwire.eval.records import CallRecord, CellLabels, FoldFacts
+from reasonwire.eval._params import ParamFix
+from reasonwire.eval._records import CallRecord, CellLabels, FoldFacts
 from reasonwire.method.matrix import CarrierSummary
 from reasonwire.routes import Route
 from reasonwire.wire.fold import FoldReport, FoldSettings, fold_request, marker
 from reasonwire.wire.model import ABSENT, JSON, Message, RequestOptions, ToolSpec, Turn
 from reasonwire.wire.registry import get_dialect
+
+T = TypeVar("T")
 
 FILTER_REASONS = frozenset({"content_filter", "safety", "SAFETY", "refusal"})
 """Finish reasons that mean a safety layer replaced the answer, as the wire layer parses them
@@ -118,6 +122,24 @@ class Cell:
         )
 
 
+class _FromRecord(Generic[T]):
+    """A :class:`CallOutcome` fact read off its record, or ``absent`` when no call was sent
+    (the budget stopped it): the one rule every such fact follows."""
+
+    def __init__(self, read: Callable[[CallRecord], T], absent: T) -> None:
+        self._read = read
+        self._absent = absent
+
+    @overload
+    def __get__(self, outcome: None, owner: type[CallOutcome]) -> _FromRecord[T]: ...
+    @overload
+    def __get__(self, outcome: CallOutcome, owner: type[CallOutcome]) -> T: ...
+    def __get__(self, outcome: CallOutcome | None, owner: type[CallOutcome]) -> T | _FromRecord[T]:
+        if outcome is None:
+            return self
+        return self._absent if outcome.record is None else self._read(outcome.record)
+
+
 @dataclass(frozen=True)
 class CallOutcome:
     """What one call gave: the record written (None: not sent, the budget stopped it) and the
@@ -131,29 +153,12 @@ class CallOutcome:
     def skipped(self) -> bool:
         return self.record is None
 
-    @property
-    def ok(self) -> bool:
-        return self.record is not None and self.record.ok
-
-    @property
-    def status(self) -> int | None:
-        return None if self.record is None else self.record.status
-
-    @property
-    def filtered(self) -> bool:
-        return self.record is not None and self.record.filtered
-
-    @property
-    def lane(self) -> str | None:
-        return None if self.record is None else self.record.lane
-
-    @property
-    def error(self) -> str | None:
-        return None if self.record is None else self.record.error
-
-    @property
-    def error_body(self) -> str | None:
-        return None if self.record is None else self.record.error_body
+    ok = _FromRecord(lambda r: r.ok, False)
+    status = _FromRecord(lambda r: r.status, None)
+    filtered = _FromRecord(lambda r: r.filtered, False)
+    lane = _FromRecord(lambda r: r.lane, None)
+    error = _FromRecord(lambda r: r.error, None)
+    error_body = _FromRecord(lambda r: r.error_body, None)
 
 
 @dataclass

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import httpx
 
+from reasonwire.eval._params import DEFAULT_MAX_TOKENS
 from reasonwire.eval.budget import Price
-from reasonwire.eval.params import DEFAULT_MAX_TOKENS
 from reasonwire.http import RetryPolicy
 from reasonwire.method.fixture import DEFAULT_SEED
 from reasonwire.routes import Route
