@@ -23,10 +23,6 @@ from reasonwire.errors import ReasonwireError
 SRC = Path(reasonwire.__file__).resolve().parent
 ERRORS = SRC / "errors.py"
 
-STANDALONE = SRC / "audit" / "scenarios"
-"""Scripts run under each audited framework's own interpreter (standard library only, see
-``scenarios/_common.py``): they cannot import reasonwire, so their ``Unsupported`` stays there."""
-
 Key = tuple[str, str]  # (module path relative to SRC, class name)
 
 
@@ -125,8 +121,6 @@ class Tree:
 def _source_tree() -> Tree:
     sources = {}
     for path in sorted(SRC.rglob("*.py")):
-        if STANDALONE in path.parents:
-            continue
         sources[str(path.relative_to(SRC))] = (_module_name(path), path.read_text("utf-8"))
     return Tree(sources)
 

@@ -131,10 +131,6 @@ def by_dialect(**builders: Callable[[], Callable[[str], str]]) -> dict:
     return table
 
 
-class Unsupported(Exception):
-    """The framework has no way to speak this variant."""
-
-
 def run(builders: dict[str, Callable[[], Callable[[str], str]]]) -> None:
     """Build the conversation for VARIANT (a callable taking one user message and returning
     the answer, keeping history), run both turns, exit 0/1/2."""
@@ -147,9 +143,6 @@ def run(builders: dict[str, Callable[[], Callable[[str], str]]]) -> None:
         for task in (TASK_1, TASK_2):
             answer = say(task)
             print(f"user: {task}\nassistant: {answer}", flush=True)
-    except Unsupported as exc:
-        print(f"unsupported: {exc}")
-        sys.exit(2)
     except Exception as exc:
         traceback.print_exc(limit=3)
         print(f"scenario failed: {type(exc).__name__}: {str(exc)[:500]}", flush=True)
