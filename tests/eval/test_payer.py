@@ -162,6 +162,21 @@ def test_a_reservation_waits_for_the_calls_in_flight(tmp_path: Path) -> None:
     assert asyncio.run(scenario()) == [True, True, True, None]
 
 
+def test_committed_is_what_is_spent_plus_the_open_reservations(tmp_path: Path) -> None:
+    """What a budget stop records as committed: the settled cost (0.125) plus the reservation
+    still open (0.25), not the settled cost alone."""
+    budget = Budget(Records(tmp_path), 1.0)
+
+    async def scenario() -> tuple[float, float]:
+        a = await budget.reserve(0.5, "a", "r", "m")
+        b = await budget.reserve(0.25, "b", "r", "m")
+        assert a and b
+        budget.settle(a, 0.125, False, "a", "m")
+        return budget.committed(), budget.spent()
+
+    assert asyncio.run(scenario()) == (0.375, 0.125)
+
+
 # -- 2. never pay twice ------------------------------------------------------------------------
 
 
