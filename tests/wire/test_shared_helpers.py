@@ -332,3 +332,15 @@ def test_a_dialect_takes_its_facts_module_constants_unless_its_body_sets_them() 
     assert Toy.forwarded_headers == ("x-own",)  # the class body wins
     assert Toy.stream_shape is None  # a constant the table does not name is not taken
     assert Toy.controls == ()  # absent from the module: the default stays
+
+
+def test_a_dialect_detects_with_its_facts_module_function() -> None:
+    facts = ModuleType("toy_facts")
+    facts.detects = lambda payload: payload == {"toy": 1}  # type: ignore[attr-defined]
+
+    class Toy(Dialect, facts=facts):
+        pass
+
+    assert Toy().detects({"toy": 1}) is True
+    assert Toy().detects({"toy": 2}) is False
+    assert Dialect().detects({"toy": 1}) is False  # no facts module: detects nothing

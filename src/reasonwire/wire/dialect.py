@@ -158,13 +158,17 @@ class Dialect:
     def __init_subclass__(cls, facts: ModuleType | None = None, **kwargs: object) -> None:
         """``class X(Dialect, facts=_facts)`` takes each attribute of :data:`FACT_NAMES` from
         the dialect's ``_facts`` module, where the module defines it and the class body does
-        not: the facts are data in one module, and the class does not restate them."""
+        not: the facts are data in one module, and the class does not restate them. The
+        module's ``detects`` function, if any, answers :meth:`detects`."""
         super().__init_subclass__(**kwargs)
         if facts is None:
             return
         for attr, constant in FACT_NAMES:
             if attr not in cls.__dict__ and hasattr(facts, constant):
                 setattr(cls, attr, getattr(facts, constant))
+        detect: Callable[[JSON], bool] | None = getattr(facts, "detects", None)
+        if detect is not None:
+            cls._detect = staticmethod(detect)
 
     # -- wire functions (each dialect implements) ------------------------------------------
 
@@ -195,9 +199,12 @@ class Dialect:
     def strip(self, message: Assistant | Turn) -> list[JSON]:
         raise NotImplementedError
 
+    _detect: Callable[[JSON], bool] | None = None
+    """The ``detects`` function of the dialect's ``_facts`` module, when it has one."""
+
     def detects(self, payload: JSON) -> bool:
         """True when one JSON body or stream payload has this dialect's shape."""
-        return False
+        return self._detect is not None and self._detect(payload)
 
     sent_carriers: SentCarriers | None = None
     """Where :meth:`request_carriers` looks (None: a request sends none back)."""

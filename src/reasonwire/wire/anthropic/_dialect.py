@@ -132,9 +132,6 @@ class AnthropicDialect(Dialect, facts=_facts):
     def stream_error(self, reason: str) -> bytes:
         return _error_event(reason)
 
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
-
     def request_path(self, options: RequestOptions) -> str:
         return "/messages"
 

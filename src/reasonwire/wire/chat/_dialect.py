@@ -104,9 +104,6 @@ class ChatDialect(Dialect, facts=_facts):
 
     # -- facts ------------------------------------------------------------------------
 
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
-
 
 def _as_assistant(message: Assistant | Turn) -> Assistant:
     return message.as_message() if isinstance(message, Turn) else message

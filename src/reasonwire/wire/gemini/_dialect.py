@@ -113,9 +113,6 @@ class GeminiDialect(Dialect, facts=_facts):
     def stream_error(self, reason: str) -> bytes:
         return _error_event(reason)
 
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
-
     def streams_as_json(self, path: str) -> bool:
         return _facts.JSON_STREAM_PATH.search(path.split("?", 1)[0].rstrip("/")) is not None
 

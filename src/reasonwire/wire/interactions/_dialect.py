@@ -76,9 +76,6 @@ class InteractionsDialect(Dialect, facts=_facts):
     stream_shape = _facts.STREAM
     usage_total = "total_tokens"
 
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
-
     def stream_error(self, reason: str) -> bytes:
         data = {"event_type": "error", "error": {"code": "UNAVAILABLE", "message": reason}}
         return encode_event("message", orjson.dumps(data))

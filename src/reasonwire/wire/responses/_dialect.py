@@ -199,9 +199,6 @@ class ResponsesDialect(Dialect, facts=_facts):
     def stream_error(self, reason: str) -> bytes:
         return _error_event(reason)
 
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
-
     def error_info(self, payload: JSON) -> ErrorInfo | None:
         info = super().error_info(payload)
         if info is None and isinstance(payload, dict) and payload.get("type") == "error":
