@@ -138,12 +138,7 @@ class ResponsesDialect(Dialect, facts=_facts):
     def build_request(
         self, messages: Sequence[Message], options: RequestOptions, profile: str | None = None
     ) -> dict[str, JSON]:
-        defaults = PROFILES.get(profile or "default")
-        if defaults is None:
-            raise ConfigError(
-                f"responses: unknown profile {profile!r}; expected one of: "
-                + ", ".join(sorted(PROFILES))
-            )
+        defaults = self.profile(profile).request_defaults
         body: dict[str, JSON] = {"model": options.model, "input": self._input(messages, options)}
         if options.tools:
             body["tools"] = [tool_spec(t) for t in options.tools]
