@@ -4,11 +4,13 @@ sends back, Google's usage arithmetic, the stream end): each rule held by litera
 from __future__ import annotations
 
 import hashlib
+from types import ModuleType
 
 import pytest
 
 from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import get_dialect
+from reasonwire.wire.dialect import Dialect
 from reasonwire.wire.facts import ErrorInfo, SentCarrier
 from reasonwire.wire.google_usage import UsageNames, google_usage
 from reasonwire.wire.jsontext import arguments_object, arguments_text, json_body, json_object
@@ -22,7 +24,8 @@ from reasonwire.wire.model import (
     native_items,
 )
 from reasonwire.wire.responses._parse import arguments_text as responses_arguments_text
-from reasonwire.wire.vault import sent_turns
+from reasonwire.wire.turnparts import TurnParts
+from reasonwire.wire.vault import carriers_by_turn, sent_turns
 
 # -- jsontext ----------------------------------------------------------------------------------
 
@@ -265,3 +268,79 @@ def test_anthropic_message_stop_closes_open_blocks() -> None:
     assert isinstance(done, Done)
     assert done.turn.text == "hi"
     assert done.turn.native.items == ({"type": "text", "text": "hi"},)
+
+
+# -- the carriers a request sends back, by turn (vault.carriers_by_turn) --------------------
+
+
+def test_carriers_before_the_last_new_turn_are_marked_earlier() -> None:
+    # entries: user, model(a), user, model(b, c), user(new turn), model(d)
+    history = ["u", "a", "u", "bc", "u", "d"]
+    found = carriers_by_turn(
+        history,
+        lambda entry: entry == "u",
+        lambda entry: [] if entry == "u" else [SentCarrier(k, 1, False) for k in str(entry)],
+    )
+    assert [(c.kind, c.earlier_turn) for c in found] == [
+        ("a", True),
+        ("b", True),
+        ("c", True),
+        ("d", False),
+    ]
+
+
+def test_carriers_without_a_new_turn_are_all_current() -> None:
+    found = carriers_by_turn(["a"], lambda entry: False, lambda e: [SentCarrier("a", 1, True)])
+    assert found == [SentCarrier("a", 1, True)]
+
+
+# -- the Turn of a parser's pieces (turnparts.TurnParts) -----------------------------------
+
+
+def test_turn_parts_join_text_plainly_and_reasoning_with_the_given_separator() -> None:
+    got = TurnParts(text=["a", "b"], reasoning=["r1", "r2"])
+    turn = got.turn(
+        Native("responses", ()), {"id": "x", "model": 3}, usage=None, finish=None,
+        reasoning_join="\n\n",
+    )  # fmt: skip
+    assert (turn.dialect, turn.text, turn.reasoning_text) == ("responses", "ab", "r1\n\nr2")
+    assert (turn.response_id, turn.model, turn.finish_reason) == ("x", None, None)
+
+
+def test_turn_parts_read_the_id_and_model_under_the_given_names() -> None:
+    raw = {"responseId": "r", "modelVersion": "m", "id": "no"}
+    turn = TurnParts().turn(
+        Native("gemini", ()), raw, usage=None, finish="STOP", names=("responseId", "modelVersion")
+    )
+    assert (turn.response_id, turn.model, turn.finish_reason) == ("r", "m", "STOP")
+    assert turn.raw == raw
+
+
+# -- a dialect's facts taken from its _facts module (Dialect.FACT_NAMES) -------------------
+
+
+def test_a_dialect_takes_its_facts_module_constants_unless_its_body_sets_them() -> None:
+    facts = ModuleType("toy_facts")
+    facts.ERROR_TYPES = frozenset({"boom"})  # type: ignore[attr-defined]
+    facts.FORWARDED_HEADERS = ("x-version",)  # type: ignore[attr-defined]
+    facts.STREAM_EVENT = "not in the table"  # type: ignore[attr-defined]
+
+    class Toy(Dialect, facts=facts):
+        forwarded_headers = ("x-own",)
+
+    assert Toy.error_types == frozenset({"boom"})
+    assert Toy.forwarded_headers == ("x-own",)  # the class body wins
+    assert Toy.stream_shape is None  # a constant the table does not name is not taken
+    assert Toy.controls == ()  # absent from the module: the default stays
+
+
+def test_a_dialect_detects_with_its_facts_module_function() -> None:
+    facts = ModuleType("toy_facts")
+    facts.detects = lambda payload: payload == {"toy": 1}  # type: ignore[attr-defined]
+
+    class Toy(Dialect, facts=facts):
+        pass
+
+    assert Toy().detects({"toy": 1}) is True
+    assert Toy().detects({"toy": 2}) is False
+    assert Dialect().detects({"toy": 1}) is False  # no facts module: detects nothing

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from types import MappingProxyType
+from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import orjson
@@ -155,6 +155,21 @@ class Dialect:
     ``(!k)`` key absent or null). A text that shares its object with a signature is signed and
     must not be listed (or must be excluded by a ``(!signature)`` filter)."""
 
+    def __init_subclass__(cls, facts: ModuleType | None = None, **kwargs: object) -> None:
+        """``class X(Dialect, facts=_facts)`` takes each attribute of :data:`FACT_NAMES` from
+        the dialect's ``_facts`` module, where the module defines it and the class body does
+        not: the facts are data in one module, and the class does not restate them. The
+        module's ``detects`` function, if any, answers :meth:`detects`."""
+        super().__init_subclass__(**kwargs)
+        if facts is None:
+            return
+        for attr, constant in FACT_NAMES:
+            if attr not in cls.__dict__ and hasattr(facts, constant):
+                setattr(cls, attr, getattr(facts, constant))
+        detect: Callable[[JSON], bool] | None = getattr(facts, "detects", None)
+        if detect is not None:
+            cls._detect = staticmethod(detect)
+
     # -- wire functions (each dialect implements) ------------------------------------------
 
     def request_path(self, options: RequestOptions) -> str:
@@ -184,9 +199,12 @@ class Dialect:
     def strip(self, message: Assistant | Turn) -> list[JSON]:
         raise NotImplementedError
 
+    _detect: Callable[[JSON], bool] | None = None
+    """The ``detects`` function of the dialect's ``_facts`` module, when it has one."""
+
     def detects(self, payload: JSON) -> bool:
         """True when one JSON body or stream payload has this dialect's shape."""
-        return False
+        return self._detect is not None and self._detect(payload)
 
     sent_carriers: SentCarriers | None = None
     """Where :meth:`request_carriers` looks (None: a request sends none back)."""
@@ -331,6 +349,28 @@ class Dialect:
 
     def is_opaque(self, carrier: Carrier) -> bool:
         return carrier.opaque
+
+
+FACT_NAMES: tuple[tuple[str, str], ...] = (
+    ("path_pattern", "PATH"),
+    ("carriers", "CARRIERS"),
+    ("earlier_turns", "EARLIER_TURNS"),
+    ("fold_where", "FOLD_WHERE"),
+    ("controls", "CONTROLS"),
+    ("non_escalating", "NON_ESCALATING"),
+    ("stream_usage", "STREAM_USAGE"),
+    ("forwarded_headers", "FORWARDED_HEADERS"),
+    ("count", "COUNT"),
+    ("server_state", "SERVER_STATE"),
+    ("variants", "VARIANTS"),
+    ("request_shape", "REQUEST"),
+    ("visible_body", "VISIBLE"),
+    ("stream_literals", "STREAM_LITERALS"),
+    ("error_types", "ERROR_TYPES"),
+)
+"""A :class:`Dialect` attribute and the ``_facts`` module constant that holds it. Not listed:
+the gateway path (a string on one API, a pattern on another) and the stream shape (named
+after what each stream carries), which a dialect sets itself."""
 
 
 def _text_filter(profile: Profile | None) -> TextFilter | None:

@@ -15,8 +15,10 @@ Each dialect object says where its keys are (``vault_entries`` / ``reattach``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 
+from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON, JsonObject, canonical_bytes
 
 Lookup = Callable[[str], JSON | None]
@@ -40,6 +42,24 @@ def sent_turns(body: Mapping[str, JSON], key: str, role: str) -> Iterator[JsonOb
             yield msg
 
 
+def carriers_by_turn(
+    history: Sequence[JSON],
+    starts_turn: Callable[[JSON], bool],
+    carriers_of: Callable[[JSON], Iterable[SentCarrier]],
+) -> list[SentCarrier]:
+    """The carriers a request's ``history`` sends back, in order: ``carriers_of`` each entry
+    (nothing for an entry that is not the model's), those before the last entry that
+    ``starts_turn`` (a new user turn) marked ``earlier_turn``, as the probe reports them."""
+    last_user = max((i for i, entry in enumerate(history) if starts_turn(entry)), default=-1)
+    out: list[SentCarrier] = []
+    for at, entry in enumerate(history):
+        found = carriers_of(entry)
+        if at < last_user:
+            found = [replace(c, earlier_turn=True) for c in found]
+        out.extend(found)
+    return out
+
+
 def sized(value: JSON) -> int:
     """UTF-8 bytes of a string carrier as sent; compact JSON bytes of any other value."""
     if isinstance(value, str):
@@ -47,4 +67,4 @@ def sized(value: JSON) -> int:
     return len(canonical_bytes(value))
 
 
-__all__ = ["Lookup", "present", "sent_turns", "sized", "text_key"]
+__all__ = ["Lookup", "carriers_by_turn", "present", "sent_turns", "sized", "text_key"]

@@ -118,33 +118,19 @@ def _assistant(blocks: Sequence[JSON]) -> list[JSON]:
     return [{"role": "assistant", "content": list(blocks)}] if blocks else []
 
 
-class AnthropicDialect(Dialect):
+class AnthropicDialect(Dialect, facts=_facts):
     """The Anthropic Messages wire API."""
 
     name = "anthropic"
     sent_carriers = _hidden
     decoder = AnthropicStreamDecoder
     vault = _hidden
-    path_pattern = _facts.PATH
     gateway_path = "/v1/messages"
-    carriers = _facts.CARRIERS
-    earlier_turns = _facts.EARLIER_TURNS
-    fold_where = _facts.FOLD_WHERE
     usage_total = None
-    controls = _facts.CONTROLS
-    forwarded_headers = _facts.FORWARDED_HEADERS
-    count = _facts.COUNT
-    variants = _facts.VARIANTS
-    request_shape = _facts.REQUEST
-    visible_body = _facts.VISIBLE
     stream_shape = _facts.STREAM_EVENT
-    error_types = _facts.ERROR_TYPES
 
     def stream_error(self, reason: str) -> bytes:
         return _error_event(reason)
-
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
 
     def request_path(self, options: RequestOptions) -> str:
         return "/messages"

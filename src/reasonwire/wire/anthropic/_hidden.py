@@ -4,11 +4,10 @@ signature, which the client returns), and the carriers a request sends back (for
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON, JsonObject, Turn
-from reasonwire.wire.vault import Lookup, present, sent_turns, sized
+from reasonwire.wire.vault import Lookup, carriers_by_turn, present, sent_turns, sized
 
 
 def vault_entries(turn: Turn) -> list[tuple[str, JSON]]:
@@ -42,28 +41,25 @@ def reattach(body: JsonObject, lookup: Lookup) -> int:
 
 
 def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
+    return carriers_by_turn(body.get("messages") or (), _starts_turn, _message_carriers)
+
+
+def _message_carriers(msg: JSON) -> list[SentCarrier]:
+    """The thinking blocks of one assistant message."""
     out: list[SentCarrier] = []
-    messages = body.get("messages") or ()
-    last_user = max((i for i, m in enumerate(messages) if _starts_turn(m)), default=-1)
-    for at, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+    if not isinstance(msg, dict) or msg.get("role") != "assistant":
+        return out
+    content = msg.get("content")
+    for block in content if isinstance(content, list) else ():
+        if not isinstance(block, dict):
             continue
-        content = msg.get("content")
-        if not isinstance(content, list):
-            continue
-        first = len(out)
-        for block in content:
-            if not isinstance(block, dict):
-                continue
-            if block.get("type") == "thinking":
-                if present(block.get("thinking")):
-                    out.append(SentCarrier("thinking", sized(block["thinking"]), False))
-                if present(block.get("signature")):
-                    out.append(SentCarrier("signature", sized(block["signature"]), True))
-            elif block.get("type") == "redacted_thinking" and present(block.get("data")):
-                out.append(SentCarrier("redacted_thinking", sized(block["data"]), True))
-        if at < last_user:
-            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
+        if block.get("type") == "thinking":
+            if present(block.get("thinking")):
+                out.append(SentCarrier("thinking", sized(block["thinking"]), False))
+            if present(block.get("signature")):
+                out.append(SentCarrier("signature", sized(block["signature"]), True))
+        elif block.get("type") == "redacted_thinking" and present(block.get("data")):
+            out.append(SentCarrier("redacted_thinking", sized(block["data"]), True))
     return out
 
 

@@ -17,6 +17,7 @@ import json
 from reasonwire.errors import MalformedBody
 from reasonwire.wire.jsontext import json_body
 from reasonwire.wire.model import JSON, Carrier, JsonObject, Native, ToolCall, Turn, Usage
+from reasonwire.wire.turnparts import TurnParts
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking"})
 """Content block types that carry reasoning state (dropped by ``strip``)."""
@@ -110,10 +111,7 @@ def turn_from_message(message: JSON) -> Turn:
     if not isinstance(content, list):
         raise MalformedBody("anthropic response: 'content' must be a list of content blocks")
 
-    text: list[str] = []
-    reasoning: list[str] = []
-    calls: list[ToolCall] = []
-    carriers: list[Carrier] = []
+    got = TurnParts()
     for i, block in enumerate(content):
         path = f"content[{i}]"
         if not isinstance(block, dict) or not isinstance(block.get("type"), str):
@@ -121,16 +119,16 @@ def turn_from_message(message: JSON) -> Turn:
         kind = block["type"]
         carrier = carrier_for(block, path)
         if carrier is not None:
-            carriers.append(carrier)
+            got.carriers.append(carrier)
             if carrier.text:
-                reasoning.append(carrier.text)
+                got.reasoning.append(carrier.text)
         elif kind == "text":
-            text.append(_str_field(block, "text", path))
+            got.text.append(_str_field(block, "text", path))
         elif kind == "tool_use":
             tool_input = block.get("input", {})
             if not isinstance(tool_input, dict):
                 raise MalformedBody(f"anthropic response: {path}.input must be an object")
-            calls.append(
+            got.calls.append(
                 ToolCall(
                     id=_str_field(block, "id", path),
                     name=_str_field(block, "name", path),
@@ -138,21 +136,11 @@ def turn_from_message(message: JSON) -> Turn:
                 )
             )
 
-    rid = message.get("id")
-    model = message.get("model")
-    stop = message.get("stop_reason")
-    return Turn(
-        dialect="anthropic",
-        text="".join(text),
-        reasoning_text="".join(reasoning),
-        tool_calls=tuple(calls),
-        carriers=tuple(carriers),
+    return got.turn(
+        Native("anthropic", tuple(content)),
+        message,
         usage=usage_from(message.get("usage")),
-        response_id=rid if isinstance(rid, str) else None,
-        model=model if isinstance(model, str) else None,
-        finish_reason=stop if isinstance(stop, str) else None,
-        native=Native("anthropic", tuple(content)),
-        raw=message,
+        finish=message.get("stop_reason"),
     )
 
 

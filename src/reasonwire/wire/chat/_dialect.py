@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 _OFF = ("none",)
 
 
-class ChatDialect(Dialect):
+class ChatDialect(Dialect, facts=_facts):
     """Chat Completions: request building, parsing, stream decoding and replay."""
 
     name = "chat"
@@ -43,19 +43,8 @@ class ChatDialect(Dialect):
     vault = _hidden
     path_pattern = re.compile(r"/chat/completions$", re.IGNORECASE)
     gateway_path = "/v1/chat/completions"
-    carriers = _facts.CARRIERS
-    earlier_turns = _facts.EARLIER_TURNS
-    fold_where = _facts.FOLD_WHERE
     usage_total = "total_tokens"
-    controls = _facts.CONTROLS
-    non_escalating = _facts.NON_ESCALATING
-    stream_usage = _facts.STREAM_USAGE
-    variants = _facts.VARIANTS
-    request_shape = _facts.REQUEST
-    visible_body = _facts.VISIBLE
     stream_shape = _facts.VISIBLE
-    stream_literals = _facts.STREAM_LITERALS
-    error_types = _facts.ERROR_TYPES
     profiles = CHAT_PROFILES
 
     def profile(self, name: str | None = None, **overrides: object) -> Profile:
@@ -114,9 +103,6 @@ class ChatDialect(Dialect):
         return [_assistant(_as_assistant(message), get_profile(profile), keep=False)]
 
     # -- facts ------------------------------------------------------------------------
-
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
 
 
 def _as_assistant(message: Assistant | Turn) -> Assistant:

@@ -8,13 +8,19 @@ hash of its text when it made no call. See :mod:`reasonwire.wire.vault` for the 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from reasonwire.wire.chat._facts import CARRIER_FIELDS, TOOL_CALL_CARRIER
 from reasonwire.wire.chat._parse import THINKING_PART, is_thinking_part, joined_text, thinking_text
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON, JsonObject, Turn
-from reasonwire.wire.vault import Lookup, present, sent_turns, sized, text_key
+from reasonwire.wire.vault import (
+    Lookup,
+    carriers_by_turn,
+    present,
+    sent_turns,
+    sized,
+    text_key,
+)
 
 
 def _key(tool_call_ids: list[str], text: str) -> str:
@@ -78,35 +84,36 @@ def reattach(body: JsonObject, lookup: Lookup) -> int:
 
 
 def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
+    return carriers_by_turn(body.get("messages") or (), _is_user, _message_carriers)
+
+
+def _is_user(msg: JSON) -> bool:
+    return isinstance(msg, dict) and msg.get("role") == "user"
+
+
+def _message_carriers(msg: JSON) -> list[SentCarrier]:
+    """Every carrier field, detail, thinking part and tool-call carrier of one assistant
+    message."""
     out: list[SentCarrier] = []
-    messages = body.get("messages") or ()
-    last_user = max(
-        (i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"),
-        default=-1,
-    )
-    for at, msg in enumerate(messages):
-        if not isinstance(msg, dict) or msg.get("role") != "assistant":
+    if not isinstance(msg, dict) or msg.get("role") != "assistant":
+        return out
+    for field in ("reasoning_content", "reasoning"):
+        if present(msg.get(field)):
+            out.append(SentCarrier(field, sized(msg[field]), False))
+    for detail in msg.get("reasoning_details") or ():
+        if not isinstance(detail, dict):
             continue
-        first = len(out)
-        for field in ("reasoning_content", "reasoning"):
-            if present(msg.get(field)):
-                out.append(SentCarrier(field, sized(msg[field]), False))
-        for detail in msg.get("reasoning_details") or ():
-            if not isinstance(detail, dict):
-                continue
-            kind = str(detail.get("type") or "reasoning_details")
-            for key, opaque in (("text", False), ("summary", False), ("data", True)):
-                if present(detail.get(key)):
-                    out.append(SentCarrier(kind, sized(detail[key]), opaque))
-            if present(detail.get("signature")):
-                out.append(SentCarrier(kind + ".signature", sized(detail["signature"]), True))
-        content = msg.get("content")
-        for part in content if isinstance(content, list) else ():
-            if is_thinking_part(part) and present(thinking_text(part)):
-                out.append(SentCarrier(THINKING_PART, sized(thinking_text(part)), False))
-        for call in msg.get("tool_calls") or ():
-            if isinstance(call, dict) and present(call.get(TOOL_CALL_CARRIER)):
-                out.append(SentCarrier(TOOL_CALL_CARRIER, sized(call[TOOL_CALL_CARRIER]), True))
-        if at < last_user:
-            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
+        kind = str(detail.get("type") or "reasoning_details")
+        for key, opaque in (("text", False), ("summary", False), ("data", True)):
+            if present(detail.get(key)):
+                out.append(SentCarrier(kind, sized(detail[key]), opaque))
+        if present(detail.get("signature")):
+            out.append(SentCarrier(kind + ".signature", sized(detail["signature"]), True))
+    content = msg.get("content")
+    for part in content if isinstance(content, list) else ():
+        if is_thinking_part(part) and present(thinking_text(part)):
+            out.append(SentCarrier(THINKING_PART, sized(thinking_text(part)), False))
+    for call in msg.get("tool_calls") or ():
+        if isinstance(call, dict) and present(call.get(TOOL_CALL_CARRIER)):
+            out.append(SentCarrier(TOOL_CALL_CARRIER, sized(call[TOOL_CALL_CARRIER]), True))
     return out

@@ -100,31 +100,18 @@ def _model_content(parts: list[JSON]) -> list[JSON]:
     return [{"role": "model", "parts": parts}] if parts else []
 
 
-class GeminiDialect(Dialect):
+class GeminiDialect(Dialect, facts=_facts):
     """The Gemini generateContent wire API."""
 
     name = "gemini"
     sent_carriers = _hidden
     decoder = GeminiStreamDecoder
-    path_pattern = _facts.PATH
-    carriers = _facts.CARRIERS
-    earlier_turns = _facts.EARLIER_TURNS
-    fold_where = _facts.FOLD_WHERE
     usage_total = "totalTokenCount"
-    controls = _facts.CONTROLS
-    count = _facts.COUNT
-    variants = _facts.VARIANTS
-    visible_body = _facts.VISIBLE
-    request_shape = _facts.REQUEST
     gateway_path_pattern = _facts.GATEWAY_PATH
     stream_shape = _facts.VISIBLE
-    error_types = _facts.ERROR_TYPES
 
     def stream_error(self, reason: str) -> bytes:
         return _error_event(reason)
-
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
 
     def streams_as_json(self, path: str) -> bool:
         return _facts.JSON_STREAM_PATH.search(path.split("?", 1)[0].rstrip("/")) is not None

@@ -3,31 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON
-from reasonwire.wire.vault import present, sized
+from reasonwire.wire.vault import carriers_by_turn, present, sized
 
 
 def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
+    return carriers_by_turn(body.get("contents") or (), _starts_turn, _model_carriers)
+
+
+def _model_carriers(content: JSON) -> list[SentCarrier]:
+    """The thought parts and signatures of one model content."""
     out: list[SentCarrier] = []
-    contents = body.get("contents") or ()
-    last_user = max((i for i, c in enumerate(contents) if _starts_turn(c)), default=-1)
-    for at, content in enumerate(contents):
-        if not isinstance(content, dict) or content.get("role") != "model":
+    if not isinstance(content, dict) or content.get("role") != "model":
+        return out
+    for part in content.get("parts") or ():
+        if not isinstance(part, dict):
             continue
-        first = len(out)
-        for part in content.get("parts") or ():
-            if not isinstance(part, dict):
-                continue
-            if part.get("thought") is True and present(part.get("text")):
-                out.append(SentCarrier("thought", sized(part["text"]), False))
-            for key in ("thoughtSignature", "thought_signature"):
-                if present(part.get(key)):
-                    out.append(SentCarrier("thoughtSignature", sized(part[key]), True))
-        if at < last_user:
-            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
+        if part.get("thought") is True and present(part.get("text")):
+            out.append(SentCarrier("thought", sized(part["text"]), False))
+        for key in ("thoughtSignature", "thought_signature"):
+            if present(part.get(key)):
+                out.append(SentCarrier("thoughtSignature", sized(part[key]), True))
     return out
 
 

@@ -35,6 +35,7 @@ from reasonwire.wire.model import (
     Usage,
     canonical_text,
 )
+from reasonwire.wire.turnparts import TurnParts
 
 PARTS_PATH = "candidates[0].content.parts"
 
@@ -128,34 +129,29 @@ def is_thought(part: JsonObject) -> bool:
     return part.get("thought") is True and isinstance(part.get("text"), str)
 
 
-def read_parts(
-    parts: list[JSON],
-) -> tuple[str, str, tuple[ToolCall, ...], tuple[Carrier, ...]]:
+def read_parts(parts: list[JSON]) -> TurnParts:
     """Visible text, reasoning text, tool calls and carriers of a list of parts."""
-    text: list[str] = []
-    reasoning: list[str] = []
-    calls: list[ToolCall] = []
-    carriers: list[Carrier] = []
+    got = TurnParts()
     for i, part in enumerate(parts):
         path = f"{PARTS_PATH}[{i}]"
         call_id: str | None = None
         fc = part.get("functionCall")
         if fc is not None:
             call = tool_call_of(fc, i, path)
-            calls.append(call)
+            got.calls.append(call)
             call_id = call.id
         if is_thought(part):
-            reasoning.append(part["text"])
-            carriers.append(
+            got.reasoning.append(part["text"])
+            got.carriers.append(
                 Carrier("gemini", "thought", path, part, opaque=False, text=part["text"])
             )
         elif isinstance(part.get("text"), str):
-            text.append(part["text"])
+            got.text.append(part["text"])
         if "thoughtSignature" in part:
             sig = part["thoughtSignature"]
             if not isinstance(sig, str):
                 raise MalformedBody(f"gemini {path}.thoughtSignature must be a string")
-            carriers.append(
+            got.carriers.append(
                 Carrier(
                     "gemini",
                     "thoughtSignature",
@@ -165,7 +161,7 @@ def read_parts(
                     tool_call_id=call_id,
                 )
             )
-    return "".join(text), "".join(reasoning), tuple(calls), tuple(carriers)
+    return got
 
 
 def tool_call_of(fc: JSON, index: int, path: str) -> ToolCall:
@@ -185,23 +181,15 @@ def parse_body(body: bytes | str | JSON) -> Turn:
     """A non-streaming ``generateContent`` body (or an assembled stream state) -> Turn."""
     data = json_object(body, "gemini response body")
     cand, parts = candidate_parts(data)
-    text, reasoning, calls, carriers = read_parts(parts)
     finish = cand.get("finishReason") if cand is not None else None
     if finish is None:
         feedback = data.get("promptFeedback")
         if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
             finish = feedback["blockReason"]
-    rid, model = data.get("responseId"), data.get("modelVersion")
-    return Turn(
-        dialect="gemini",
-        text=text,
-        reasoning_text=reasoning,
-        tool_calls=calls,
-        carriers=carriers,
+    return read_parts(parts).turn(
+        Native("gemini", tuple(parts)),
+        data,
         usage=parse_usage(data.get("usageMetadata")),
-        response_id=rid if isinstance(rid, str) else None,
-        model=model if isinstance(model, str) else None,
-        finish_reason=finish if isinstance(finish, str) else None,
-        native=Native("gemini", tuple(parts)),
-        raw=data,
+        finish=finish,
+        names=("responseId", "modelVersion"),
     )

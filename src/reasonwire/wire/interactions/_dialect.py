@@ -66,26 +66,15 @@ def _stripped(steps: Sequence[JSON]) -> list[JSON]:
     return out
 
 
-class InteractionsDialect(Dialect):
+class InteractionsDialect(Dialect, facts=_facts):
     """The Gemini Interactions wire API."""
 
     name = NAME
     sent_carriers = _hidden
     decoder = InteractionsStreamDecoder
-    path_pattern = _facts.PATH
     gateway_path = _facts.GATEWAY_PATH
-    carriers = _facts.CARRIERS
-    controls = _facts.CONTROLS
-    server_state = _facts.SERVER_STATE
-    variants = _facts.VARIANTS
-    request_shape = _facts.REQUEST
-    visible_body = _facts.VISIBLE
     stream_shape = _facts.STREAM
-    error_types = _facts.ERROR_TYPES
     usage_total = "total_tokens"
-
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
 
     def stream_error(self, reason: str) -> bytes:
         data = {"event_type": "error", "error": {"code": "UNAVAILABLE", "message": reason}}

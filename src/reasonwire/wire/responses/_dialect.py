@@ -108,27 +108,16 @@ def _without_id(item: JSON) -> JSON:
     return item
 
 
-class ResponsesDialect(Dialect):
+class ResponsesDialect(Dialect, facts=_facts):
     """The Responses wire API (see the module docstring for the request choices)."""
 
     name = "responses"
     sent_carriers = _hidden
     decoder = ResponsesStreamDecoder
     vault = _hidden
-    path_pattern = _facts.PATH
     gateway_path = "/v1/responses"
-    carriers = _facts.CARRIERS
-    earlier_turns = _facts.EARLIER_TURNS
-    fold_where = _facts.FOLD_WHERE
     usage_total = "total_tokens"
-    controls = _facts.CONTROLS
-    count = _facts.COUNT
-    server_state = _facts.SERVER_STATE
-    variants = _facts.VARIANTS
-    request_shape = _facts.REQUEST
-    visible_body = _facts.VISIBLE
     stream_shape = _facts.STREAM_EVENT
-    error_types = _facts.ERROR_TYPES
     profiles = MappingProxyType(
         {n: Profile(n, request_defaults=MappingProxyType(dict(v))) for n, v in PROFILES.items()}
     )
@@ -149,12 +138,7 @@ class ResponsesDialect(Dialect):
     def build_request(
         self, messages: Sequence[Message], options: RequestOptions, profile: str | None = None
     ) -> dict[str, JSON]:
-        defaults = PROFILES.get(profile or "default")
-        if defaults is None:
-            raise ConfigError(
-                f"responses: unknown profile {profile!r}; expected one of: "
-                + ", ".join(sorted(PROFILES))
-            )
+        defaults = self.profile(profile).request_defaults
         body: dict[str, JSON] = {"model": options.model, "input": self._input(messages, options)}
         if options.tools:
             body["tools"] = [tool_spec(t) for t in options.tools]
@@ -209,9 +193,6 @@ class ResponsesDialect(Dialect):
 
     def stream_error(self, reason: str) -> bytes:
         return _error_event(reason)
-
-    def detects(self, payload: JSON) -> bool:
-        return _facts.detects(payload)
 
     def error_info(self, payload: JSON) -> ErrorInfo | None:
         info = super().error_info(payload)

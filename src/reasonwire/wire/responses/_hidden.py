@@ -4,11 +4,10 @@ the carriers a request sends back (for the probe)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 
 from reasonwire.wire.facts import SentCarrier
 from reasonwire.wire.model import JSON, JsonObject, Turn
-from reasonwire.wire.vault import Lookup, present, sized
+from reasonwire.wire.vault import Lookup, carriers_by_turn, present, sized
 
 
 def _opaque_only(item: JSON) -> JSON:
@@ -45,27 +44,30 @@ def reattach(body: JsonObject, lookup: Lookup) -> int:
 
 
 def request_carriers(body: Mapping[str, JSON]) -> list[SentCarrier]:
-    out: list[SentCarrier] = []
     items = body.get("input")
     if not isinstance(items, list):
+        return []
+    return carriers_by_turn(items, _is_user_message, _reasoning_carriers)
+
+
+def _is_user_message(item: JSON) -> bool:
+    return (
+        isinstance(item, dict)
+        and item.get("type", "message") == "message"
+        and item.get("role") == "user"
+    )
+
+
+def _reasoning_carriers(item: JSON) -> list[SentCarrier]:
+    """The summary, reasoning text and encrypted content of one reasoning item."""
+    out: list[SentCarrier] = []
+    if not isinstance(item, dict) or item.get("type") != "reasoning":
         return out
-    last_user = max(
-        (i for i, it in enumerate(items)
-         if isinstance(it, dict) and it.get("type", "message") == "message"
-         and it.get("role") == "user"),
-        default=-1,
-    )  # fmt: skip
-    for at, item in enumerate(items):
-        if not isinstance(item, dict) or item.get("type") != "reasoning":
-            continue
-        first = len(out)
-        for part_key in ("summary", "content"):
-            for part in item.get(part_key) or ():
-                if isinstance(part, dict) and present(part.get("text")):
-                    kind = str(part.get("type") or part_key)
-                    out.append(SentCarrier(kind, sized(part["text"]), False))
-        if present(item.get("encrypted_content")):
-            out.append(SentCarrier("encrypted_content", sized(item["encrypted_content"]), True))
-        if at < last_user:
-            out[first:] = [replace(c, earlier_turn=True) for c in out[first:]]
+    for part_key in ("summary", "content"):
+        for part in item.get(part_key) or ():
+            if isinstance(part, dict) and present(part.get("text")):
+                kind = str(part.get("type") or part_key)
+                out.append(SentCarrier(kind, sized(part["text"]), False))
+    if present(item.get("encrypted_content")):
+        out.append(SentCarrier("encrypted_content", sized(item["encrypted_content"]), True))
     return out

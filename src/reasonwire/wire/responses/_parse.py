@@ -18,6 +18,7 @@ from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsontext
 from reasonwire.wire.jsontext import json_object
 from reasonwire.wire.model import JSON, Carrier, Native, ToolCall, Turn, Usage
+from reasonwire.wire.turnparts import TurnParts
 
 CARRIER_KIND = "reasoning_item"
 """Carrier kind of a whole Responses reasoning item."""
@@ -151,10 +152,7 @@ def turn_from_items(
     ``extra_reasoning`` adds readable text of reasoning items that never completed (a
     truncated stream): their text is shown, but they are no carrier and are never replayed.
     """
-    text_parts: list[str] = []
-    reasoning: list[str] = []
-    calls: list[ToolCall] = []
-    carriers: list[Carrier] = []
+    got = TurnParts()
     for i, item in enumerate(items):
         where = f"output[{i}]"
         if not isinstance(item, dict):
@@ -164,8 +162,8 @@ def turn_from_items(
             texts = reasoning_texts(item)
             joined = TEXT_JOIN.join(texts)
             if joined:
-                reasoning.append(joined)
-            carriers.append(
+                got.reasoning.append(joined)
+            got.carriers.append(
                 Carrier(
                     dialect="responses",
                     kind=CARRIER_KIND,
@@ -176,24 +174,16 @@ def turn_from_items(
                 )
             )
         elif typ == "message":
-            text_parts.append(message_text(item))
+            got.text.append(message_text(item))
         elif typ == "function_call":
-            calls.append(tool_call(item, where))
-    reasoning.extend(t for t in extra_reasoning if t)
-    rid = response.get("id")
-    model = response.get("model")
-    return Turn(
-        dialect="responses",
-        text="".join(text_parts),
-        reasoning_text=TEXT_JOIN.join(reasoning),
-        tool_calls=tuple(calls),
-        carriers=tuple(carriers),
+            got.calls.append(tool_call(item, where))
+    got.reasoning.extend(t for t in extra_reasoning if t)
+    return got.turn(
+        Native(dialect="responses", items=tuple(items)),
+        response,
         usage=parse_usage(response.get("usage")),
-        response_id=rid if isinstance(rid, str) else None,
-        model=model if isinstance(model, str) else None,
-        finish_reason=finish_reason(response),
-        native=Native(dialect="responses", items=tuple(items)),
-        raw=response,
+        finish=finish_reason(response),
+        reasoning_join=TEXT_JOIN,
     )
 
 
