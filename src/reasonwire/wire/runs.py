@@ -10,7 +10,8 @@ control byte is that payload with another plain string.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 
 _CONTROL = bytes(range(32))
 
@@ -68,4 +69,123 @@ def middles(datas: Sequence[bytes], prefix: bytes, suffix: bytes) -> list[str] |
         return None
 
 
-__all__ = ["cut_around", "middle", "middles", "plain"]
+_NUMBER = rb"(?:0|[1-9][0-9]*)"
+"""A JSON integer that is not negative: digits, no leading zero."""
+_STRING = rb'([^"\\\x00-\x1f]*)'
+"""The inside of a plain JSON string, captured: no quote, backslash or control byte."""
+_ASCII = rb"[\x20\x21\x23-\x5b\x5d-\x7e]*"
+"""The inside of a plain ASCII JSON string (an uncaptured hole: it needs no UTF-8 check)."""
+_SAMPLES: tuple[tuple[int, str], ...] = ((7, "a"), (12, "bb"))
+"""Two fillings for the proof of a template (two, so one differs from any learned value)."""
+
+
+class Template:
+    """A payload's bytes with holes: integers and plain strings at fixed places, all else
+    literal. Why: a Responses delta event carries a ``sequence_number`` and an
+    ``obfuscation`` string besides its text, so no single-string shape (:func:`cut_around`)
+    fits two of them; a template does.
+
+    A template is only made by :func:`learn_template`, which proves by parsing that filling
+    its holes with other values gives the learned payload with just those values changed.
+    Token for token a filled template is that payload, so any other integer (digits, no
+    leading zero) and any other plain string give the same JSON but for those fields.
+    """
+
+    __slots__ = ("_pattern", "head")
+
+    def __init__(self, head: bytes, pattern: re.Pattern[bytes]) -> None:
+        self.head = head
+        """The literal bytes before the first hole (a cheap first test)."""
+        self._pattern = pattern
+
+    def captured(self, datas: Sequence[bytes]) -> list[str] | None:
+        """The captured string of every payload of a batch, in order; None when any one is
+        not the template filled with plain integers and plain strings, or is not UTF-8.
+
+        The proof is C-level passes over the payloads joined by newlines: exactly
+        ``len(datas) - 1`` newlines (so a line is a payload), one match of the line-anchored
+        pattern per payload (a match cannot cross a line: no literal and no hole holds a
+        newline), and a UTF-8 decode of the captured strings (the literals were decoded
+        when learned and the other holes are ASCII, so the whole payload is UTF-8)."""
+        blob = b"\n".join(datas)
+        if blob.count(b"\n") != len(datas) - 1:
+            return None
+        found = self._pattern.findall(blob)
+        if len(found) != len(datas):
+            return None
+        try:
+            return b"\n".join(found).decode("utf-8").split("\n")
+        except UnicodeDecodeError:
+            return None
+
+
+def learn_template(
+    data: bytes,
+    payload: Mapping[str, object],
+    holes: Sequence[str],
+    capture: str,
+    loads: Callable[[bytes], object],
+) -> Template | None:
+    """The template of ``data`` (which parsed to ``payload``) with a hole at the value of
+    each key of ``holes`` (an int or a str in ``payload``) and ``capture``'s string captured
+    by :meth:`Template.captured`; None when it cannot be proved.
+
+    Each hole is found as ``"key":value`` in compact form, exactly once; ``data`` must hold
+    no backslash (an escape could hide a quote) and no control byte. The proof: ``data``
+    with every hole filled with other values parses (``loads``) to ``payload`` with just
+    those values changed, for two different fillings."""
+    if b"\\" in data or len(data.translate(None, _CONTROL)) != len(data):
+        return None
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    spans: list[tuple[int, int, str]] = []
+    for key in holes:
+        value = payload.get(key)
+        if type(value) is int:
+            text = str(value).encode()
+        elif type(value) is str:
+            text = b'"' + value.encode("utf-8") + b'"'
+        else:
+            return None
+        needle = b'"' + key.encode("utf-8") + b'":' + text
+        if data.count(needle) != 1:
+            return None
+        start = data.index(needle) + len(needle) - len(text)
+        spans.append((start, start + len(text), key))
+    spans.sort()
+    if (
+        type(payload.get(capture)) is not str
+        or capture not in holes
+        or any(a[1] > b[0] for a, b in zip(spans, spans[1:]))
+    ):
+        return None
+    for number, string in _SAMPLES:
+        filled, at = b"", 0
+        for start, end, key in spans:
+            fill = str(number) if type(payload[key]) is int else '"' + string + key + '"'
+            filled += data[at:start] + fill.encode("utf-8")
+            at = end
+        expected = {
+            **payload,
+            **{k: number if type(payload[k]) is int else string + k for k in holes},
+        }
+        try:
+            if loads(filled + data[at:]) != expected:
+                return None
+        except ValueError:
+            return None
+    pattern, at = b"(?m)^", 0
+    for start, end, key in spans:
+        if type(payload[key]) is int:
+            hole = _NUMBER
+        else:
+            hole = b'"' + (_STRING if key == capture else _ASCII) + b'"'
+        pattern += re.escape(data[at:start]) + hole
+        at = end
+    pattern += re.escape(data[at:]) + b"$"
+    return Template(data[: spans[0][0]], re.compile(pattern))
+
+
+__all__ = ["Template", "cut_around", "learn_template", "middle", "middles", "plain"]

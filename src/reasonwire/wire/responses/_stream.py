@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Final
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload, model
@@ -36,8 +37,14 @@ from reasonwire.wire.responses._parse import (
     arguments_text,
     turn_from_items,
 )
+from reasonwire.wire.runs import Template, learn_template
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
+
+_MAX_SHAPES: Final = 4  # a stream has two or three uniform shapes (summary, reasoning, text)
+_MAX_TRIES: Final = 16  # batches the general path may learn from (learning parses again)
+_HOLES: Final = ("sequence_number", "delta", "obfuscation")
+"""The fields that vary from one text-piece event to the next (the rest repeats)."""
 
 
 @dataclass
@@ -78,6 +85,19 @@ class _Slot:
         return TEXT_JOIN.join(t for t in texts if t)
 
 
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """A text-piece event's bytes learned as a :class:`Template` (holes: the sequence number,
+    the delta, the obfuscation string), with what the literal bytes fix: which part list of
+    which slot the delta goes to and the event it makes (see ``_PIECES``)."""
+
+    template: Template
+    which: str
+    index: int
+    part: int
+    event: type[TextDelta] | type[ReasoningDelta]
+
+
 class ResponsesStreamDecoder(StreamDecoderBase):
     """Incremental decoder for one streamed Responses answer (any split of the bytes)."""
 
@@ -91,13 +111,79 @@ class ResponsesStreamDecoder(StreamDecoderBase):
         self._errors: list[str] = []
         self._final: model.Turn | None = None
         self._guard = jsonload.StreamGuard()
+        self._shapes: list[_Shape] = []
+        self._tries = 0
+        self.bulk_events = 0
+        """Events :meth:`_run` took in bulk (a measure of its fast path, for tests)."""
 
     # -- protocol ------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> Events:
+        """Events of ``data``. A batch whose events all have one learned shape (the long runs
+        of reasoning, then of text, that make up an answer) is taken by :meth:`_run`; any
+        other batch by the general path, which also learns the shapes."""
         loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
-        return self._events(events, loads) if events else []
+        if not events:
+            return []
+        out: Events = []
+        if self._run(events, out):
+            return out
+        out = self._events(events, loads)
+        if self._tries < _MAX_TRIES and len(self._shapes) < _MAX_SHAPES:
+            self._tries += 1
+            self._learn(events)
+        return out
+
+    def _run(self, events: list[RawEvent], out: Events) -> bool:
+        """Take a batch whose payloads are all one learned shape: the pieces and events
+        :meth:`_events` would give (its inline text-piece branch); False to decline. The
+        proof: :meth:`reasonwire.wire.runs.Template.captured`."""
+        if not self._shapes or self._final is not None:
+            return False
+        datas = [e[0] for e in events]
+        first = datas[0]
+        for shape in self._shapes:
+            if not first.startswith(shape.template.head):
+                continue
+            pieces = shape.template.captured(datas)
+            if pieces is None:
+                continue
+            slot = self._slots.get(shape.index)
+            if slot is not None:
+                parts: dict[int, list[str]] = getattr(slot, shape.which)
+                parts.setdefault(shape.part, []).extend(pieces)
+            out.extend(map(shape.event, filter(None, pieces)))
+            self.bulk_events += len(datas)
+            return True
+        return False
+
+    def _learn(self, events: list[RawEvent]) -> None:
+        """Learn the shape of the last payload of a batch just parsed when it is a text piece
+        the inline branch of :meth:`_events` takes (integer ``output_index``, string delta)."""
+        data = events[-1][0]
+        try:
+            payload = jsonload.loads(data)
+        except ValueError:
+            return
+        if type(payload) is not dict:
+            return
+        kind = _PIECES.get(payload.get("type"))  # type: ignore[arg-type]
+        idx = payload.get("output_index")
+        if kind is None or type(idx) is not int or type(payload.get("delta")) is not str:
+            return
+        if any(
+            data.startswith(sh.template.head) and sh.template.captured([data])
+            for sh in self._shapes
+        ):
+            return
+        holes = [h for h in _HOLES if h in payload]
+        template = learn_template(data, payload, holes, "delta", jsonload.loads)
+        if template is None:
+            return
+        which, index_key, event = kind
+        k = payload.get(index_key)
+        self._shapes.append(_Shape(template, which, idx, k if type(k) is int else 0, event))
 
     def _drain(self) -> Events:
         return self._events(self._sse.close_raw(), self._guard.loader(b""))
