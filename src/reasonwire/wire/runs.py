@@ -130,14 +130,13 @@ def learn_template(
     each key of ``holes`` (an int or a str in ``payload``) and ``capture``'s string captured
     by :meth:`Template.captured`; None when it cannot be proved.
 
-    Each hole is found as ``"key":value`` in compact form, exactly once; ``data`` must hold
-    no backslash (an escape could hide a quote) and no control byte. The proof: ``data``
-    with every hole filled with other values parses (``loads``) to ``payload`` with just
-    those values changed, for two different fillings."""
-    if b"\\" in data or len(data.translate(None, _CONTROL)) != len(data):
-        return None
+    Each hole is found as ``"key":value`` in compact form (the value as raw bytes, so a
+    string with an escape is not found), exactly once; ``data`` must be UTF-8. The proof:
+    ``data`` with every hole filled with other values parses (``loads``) to ``payload``
+    with just those values changed, for two different fillings. A literal holding a
+    newline never matches (see :meth:`Template.captured`), so it needs no test here."""
     try:
-        data.decode("utf-8")
+        data.decode("utf-8")  # the literals: what the captured strings' check relies on
     except UnicodeDecodeError:
         return None
     spans: list[tuple[int, int, str]] = []
