@@ -226,3 +226,34 @@ def test_a_template_takes_only_its_own_shape() -> None:
         piece(SUMMARY, 1, " a", "b").replace(b'"b"}', b'"b"} '),  # a byte after the end
     ]:
         assert tpl.captured([same[0], other]) is None, other
+
+
+def test_runs_after_the_terminal_event_change_nothing() -> None:
+    done = js({"type": "response.completed", "sequence_number": 9000,
+               "response": {"id": "r", "status": "completed", "output": []}})  # fmt: skip
+    first = stream(_sum(303), piece(TEXT, 700, " fine", "z"))
+    late = [piece(TEXT, 9001 + i, f" late{i}", "q") for i in range(300)]
+    _, dec = decode(first, 4096)
+    dec.feed(frame(done))
+    assert dec.feed(b"".join(map(frame, late))) == []
+    assert dec.bulk_events > 900  # the template was learned before the end
+
+
+def test_a_run_of_a_second_summary_part_goes_to_that_part() -> None:
+    part1 = [
+        piece(SUMMARY, 2000 + i, f" p{i}", "q").replace(b'"summary_index":0', b'"summary_index":1')
+        for i in range(600)
+    ]
+    payloads = [*stream(_sum(303), piece(TEXT, 700, " fine", "z")), *part1]
+    want, reasoning, text = expected(payloads)
+    events, dec = decode(payloads, 4096)
+    assert deltas(events) == want
+    assert (dec.partial_turn().reasoning_text, dec.partial_turn().text) == (reasoning, text)
+    assert dec.bulk_events > 1300
+
+
+def test_a_payload_holding_a_newline_is_not_two_lines_of_the_batch() -> None:
+    holes = ["sequence_number", "delta", "obfuscation"]
+    tpl = learn_template(LEARNED, _loads(LEARNED), holes, "delta", _loads)
+    assert tpl is not None
+    assert tpl.captured([LEARNED + b"\n" + LEARNED, b"{}"]) is None
