@@ -56,8 +56,9 @@ def stream(summary_hostile: bytes, text_hostile: bytes) -> list[bytes]:
         for i in range(601):
             if i == 300:
                 runs.append(hostile)
-            else:
-                runs.append(piece(typ, seq, words[i % len(words)] + str(i), f"o{i}Xy"[: 1 + i % 5]))
+            else:  # an empty word stays empty: a piece that adds no event
+                word = words[i % len(words)]
+                runs.append(piece(typ, seq, (word and word + str(i)), f"o{i}Xy"[: 1 + i % 5]))
             seq += 1
     return [*OPEN, *runs]  # no terminal event: the partial turn shows the pieces
 
@@ -112,6 +113,9 @@ HOSTILE = {
     # an escaped quote in the obfuscation and in the delta
     "escaped quote": f'{{"type":"{SUMMARY}","sequence_number":303,{RS},"delta":" a\\"b",'
     '"obfuscation":"q\\"r"}',
+    # an escape that is not a quote: the plain rule unescapes it
+    "escaped newline": f'{{"type":"{SUMMARY}","sequence_number":303,{RS},"delta":" a\\nb",'
+    '"obfuscation":"q"}',
     "negative number": f'{{"type":"{SUMMARY}","sequence_number":-303,{RS},"delta":" neg",'
     '"obfuscation":"q"}',
     "long number": f'{{"type":"{SUMMARY}","sequence_number":123456789012345678901234,{RS},'
@@ -198,6 +202,12 @@ def _loads(raw: bytes) -> Any:
     [
         (LEARNED.replace(b'"ob"}', b'"ob","delta":" hi"}'), "duplicate: the hole is not the value"),
         (LEARNED.replace(b'"ob"}', b'"ob","x":{"delta":" hi"}}'), "the delta twice"),
+        (
+            LEARNED.replace(b'" hi"', b'" h\\u0069"').replace(
+                b'"ob"}', b'"ob","x":{"delta":" hi"}}'
+            ),
+            "the one raw needle is in a nested object (the proof finds it is not the delta)",
+        ),
         (LEARNED.replace(b'"type"', b'"t\xffpe"'), "a literal that is not UTF-8"),
         (LEARNED.replace(b'"sequence_number":42', b'"sequence_number": 42'), "not compact"),
     ],
