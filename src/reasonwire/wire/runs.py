@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
+from itertools import pairwise
 
 _CONTROL = bytes(range(32))
 
@@ -157,7 +158,7 @@ def learn_template(
     if (
         type(payload.get(capture)) is not str
         or capture not in holes
-        or any(a[1] > b[0] for a, b in zip(spans, spans[1:]))
+        or any(a[1] > b[0] for a, b in pairwise(spans))
     ):
         return None
     for number, string in _SAMPLES:

@@ -168,7 +168,8 @@ class ResponsesStreamDecoder(StreamDecoderBase):
             return
         if type(payload) is not dict:
             return
-        kind = _PIECES.get(payload.get("type"))  # type: ignore[arg-type]
+        typ = payload.get("type")
+        kind = _PIECES.get(typ) if type(typ) is str else None
         idx = payload.get("output_index")
         if kind is None or type(idx) is not int or type(payload.get("delta")) is not str:
             return
