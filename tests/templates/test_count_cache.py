@@ -1,5 +1,6 @@
-"""Stored token counts: a scan loads each vocabulary at most once, a repeated scan none, and a
-stored count is only ever used for the same vocabulary bytes and tokenizer code."""
+"""Stored work between scans: a scan loads each vocabulary at most once and a repeated scan
+none; a compiled template is parsed once across scans. A stored count or compiled template is
+only ever used for the same vocabulary bytes / template text and the same code."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from pathlib import Path
 import orjson
 import pytest
 
+from reasonwire.errors import TemplateRenderError
 from reasonwire.llamacpp.sdist import templates_dir, vocab_dir
 from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
-from reasonwire.templates import _count_cache
+from reasonwire.templates import _count_cache, render
+from reasonwire.templates._compiled_store import CompiledStore
 from reasonwire.templates._count_cache import CachedVocabCounts
 from reasonwire.templates.scan import TemplateSource, resolve_sources, scan
+from reasonwire.wire.model import JsonObject
 
 # test_tokenize.py: this prompt is 5 qwen2 tokens (two specials, "user", "\n", "hi")
 QWEN_PROMPT = "<|im_start|>user\nhi<|im_end|>"
@@ -114,3 +118,66 @@ def test_a_store_from_other_tokenizer_code_or_corrupt_is_ignored(
     path.write_bytes(b"{not json")
     corrupt = CachedVocabCounts(vocab, store)
     assert (corrupt.loads, corrupt.count(QWEN_PROMPT)) == (1, 5)
+
+
+TEMPLATE = (
+    "{% for m in messages %}[{{ m.role }}]{{ m.content }}{% if extra %}!{% endif %}{% endfor %}"
+)
+MESSAGES: list[JsonObject] = [{"role": "user", "content": "hi"}]
+
+
+@pytest.fixture
+def compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Parses of a template (the step a stored entry skips), with an empty store."""
+    monkeypatch.setenv("REASONWIRE_CACHE", str(tmp_path))
+    seen: list[str] = []
+    real = render._parsed
+
+    def counting(template: str, compat: bool) -> object:
+        seen.append(template)
+        return real.__wrapped__(template, compat)
+
+    monkeypatch.setattr(render, "_parsed", counting)
+    render.compile_template.cache_clear()
+    render.variables_read.cache_clear()
+    return seen
+
+
+def _fresh_process() -> None:
+    render.compile_template.cache_clear()
+    render.variables_read.cache_clear()
+
+
+def test_a_compiled_template_is_stored_and_reused(compiles: list[str], tmp_path: Path) -> None:
+    assert render.render_chat_template(TEMPLATE, MESSAGES, extra=True) == "[user]hi!"
+    assert render.variables_read(TEMPLATE) == {"messages", "extra"}
+    assert len(compiles) == 2
+    _fresh_process()
+    assert render.render_chat_template(TEMPLATE, MESSAGES, extra=False) == "[user]hi"
+    assert render.variables_read(TEMPLATE) == {"messages", "extra"}
+    assert len(compiles) == 2  # both read from the store
+    assert render.render_chat_template(TEMPLATE + "?", MESSAGES) == "[user]hi?"
+    assert len(compiles) == 3
+
+
+def test_a_corrupt_or_foreign_compiled_entry_is_a_miss(compiles: list[str], tmp_path: Path) -> None:
+    render.compile_template(TEMPLATE)
+    render.variables_read(TEMPLATE)
+    for entry in (tmp_path / "compiled-templates").iterdir():
+        entry.write_bytes(b"\x00not marshal data")
+    _fresh_process()
+    assert render.render_chat_template(TEMPLATE, MESSAGES, extra=True) == "[user]hi!"
+    assert render.variables_read(TEMPLATE) == {"messages", "extra"}
+    assert len(compiles) == 4
+    # an environment module with other bytes names other entries
+    other = tmp_path / "other_render.py"
+    other.write_text("# another environment\n")
+    assert CompiledStore(other).load_code(TEMPLATE, False) is None
+    assert render._STORE.load_code(TEMPLATE, False) is not None
+
+
+def test_a_failing_template_is_not_stored(compiles: list[str], tmp_path: Path) -> None:
+    with pytest.raises(TemplateRenderError, match="syntax error"):
+        render.compile_template("{% for %}")
+    assert render.variables_read("{% for %}") == frozenset()
+    assert not (tmp_path / "compiled-templates").exists()
