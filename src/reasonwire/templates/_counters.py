@@ -1,4 +1,5 @@
-"""Token counters for a scan: the vocabulary that fits a template, loaded once per scan."""
+"""Token counters for a scan: the vocabulary that fits a template, loaded at most once per
+scan, and not at all when the counts a scan needs are stored (:mod:`._count_cache`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 from typing import Final
 
 from reasonwire.errors import ConfigError
-from reasonwire.llamacpp.tokenize import CharsPerToken, GGUFVocabTokenizer, TokenCounter
+from reasonwire.llamacpp.tokenize import CharsPerToken, TokenCounter
+from reasonwire.templates._count_cache import CachedVocabCounts
 from reasonwire.templates._sources import TemplateSource
 
 # Template stem (lower-cased, searched) -> (GGUF vocabulary stem, exact family?). First match
@@ -63,13 +65,33 @@ class _TokenizerJSON:
 
 
 class CounterPool:
-    """Loads each vocabulary once per scan and picks the fitting one for a template."""
+    """Picks the fitting vocabulary for a template; each vocabulary is loaded at most once per
+    scan, and only for texts whose counts are not stored under ``store_dir`` (default: the
+    reasonwire cache). Call :meth:`save` at the end of a scan to store the new counts."""
 
-    def __init__(self, vocab_dir: Path | None = None, *, force_chars: bool = False) -> None:
+    def __init__(
+        self,
+        vocab_dir: Path | None = None,
+        *,
+        force_chars: bool = False,
+        store_dir: Path | None = None,
+    ) -> None:
         self._vocab_dir = vocab_dir
         self._force_chars = force_chars
+        self._store_dir = store_dir
         self._cache: dict[str, Counter] = {}
-        self._loaded: dict[str, GGUFVocabTokenizer | None] = {}
+        self._loaded: dict[str, CachedVocabCounts | None] = {}
+
+    @property
+    def vocabulary_loads(self) -> int:
+        """How many GGUF vocabularies this pool has loaded (stored counts need none)."""
+        return sum(c.loads for c in self._loaded.values() if c is not None)
+
+    def save(self) -> None:
+        """Store the counts computed in this scan for the next one."""
+        for counts in self._loaded.values():
+            if counts is not None:
+                counts.save()
 
     def for_source(self, src: TemplateSource) -> Counter:
         if self._force_chars:
@@ -104,7 +126,7 @@ class CounterPool:
         self._cache[key] = counter
         return counter
 
-    def _load(self, stem: str) -> GGUFVocabTokenizer | None:
+    def _load(self, stem: str) -> CachedVocabCounts | None:
         if stem in self._loaded:
             return self._loaded[stem]
         vocab_dir = self._vocab_dir
@@ -113,6 +135,11 @@ class CounterPool:
 
             vocab_dir = default_vocab_dir()
         path = vocab_dir / f"{stem}.gguf"
-        tok = GGUFVocabTokenizer.from_file(path) if path.is_file() else None
+        store_dir = self._store_dir
+        if store_dir is None:
+            from reasonwire.llamacpp.sdist import cache_root
+
+            store_dir = cache_root() / "token-counts"
+        tok = CachedVocabCounts(path, store_dir) if path.is_file() else None
         self._loaded[stem] = tok
         return tok

@@ -26,9 +26,11 @@ import json
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache, partial
+from pathlib import Path
 
 from reasonwire._extras import as_missing_extra
 from reasonwire.errors import TemplateRenderError, _RaisedByTemplate
+from reasonwire.templates._compiled_store import CompiledStore
 from reasonwire.wire.model import JSON, JsonObject
 
 try:
@@ -109,6 +111,8 @@ def _environment(*, compat: bool) -> SandboxedEnvironment:
 
 _HF_ENV = _environment(compat=False)
 _COMPAT_ENV = _environment(compat=True)
+# this module configures both environments: its source is part of every stored entry's name
+_STORE = CompiledStore(Path(__file__))
 
 
 @lru_cache(maxsize=512)
@@ -126,24 +130,35 @@ def _parsed(template: str, compat: bool) -> tuple[jinja2.nodes.Template, frozens
 
 @lru_cache(maxsize=512)
 def compile_template(template: str, *, compat: bool = False) -> jinja2.Template:
-    """Compile once per template text (a scan renders each template dozens of times)."""
+    """Compile once per template text (a scan renders each template dozens of times), and
+    once across scans: the compiled code is stored on disk (:mod:`._compiled_store`)."""
     env = _COMPAT_ENV if compat else _HF_ENV
-    tree, _ = _parsed(template, compat)
-    try:
-        code = env.compile(tree)
-    except jinja2.TemplateSyntaxError as exc:
-        raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+    code = _STORE.load_code(template, compat)
+    if code is None:
+        tree, _ = _parsed(template, compat)
+        try:
+            code = env.compile(tree)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+        _STORE.save_code(template, compat, code)
     return env.template_class.from_code(env, code, env.make_globals(None))
 
 
+@lru_cache(maxsize=512)
 def variables_read(template: str) -> frozenset[str]:
     """The variables ``template`` reads that it does not set itself (``messages``, ``tools``,
     ``clear_thinking`` ...). Why: a server setting that reaches templates as a variable
-    changes a verdict only where the template reads it; the report names those."""
+    changes a verdict only where the template reads it; the report names those. Stored on
+    disk like the compiled code."""
+    stored = _STORE.load_variables(template, False)
+    if stored is not None:
+        return stored
     try:
-        return _parsed(template, False)[1]
+        variables = _parsed(template, False)[1]
     except TemplateRenderError:
         return frozenset()
+    _STORE.save_variables(template, False, variables)
+    return variables
 
 
 def render_chat_template(

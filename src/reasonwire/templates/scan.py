@@ -317,6 +317,7 @@ def scan(
         if progress is not None:
             progress(src.name)
         rows.extend(scan_template(src, fixture, pool.for_source(src), opts))
+    pool.save()
     return ScanResult(rows, time.perf_counter() - start, opts, fixture)
 
 
