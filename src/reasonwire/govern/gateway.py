@@ -81,6 +81,7 @@ from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
 from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
+    FixedOnce,
     Outcome,
     SQLiteStore,
     StreamState,
@@ -781,7 +782,12 @@ class Gateway:
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
             call.facts = replace(call.facts, attempt=int(attempt))
-            auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, call))
+            if self._authorise_inline(call.facts.conversation_id):
+                auth = self._authorise(headers, dialect, call)
+            else:
+                auth = await self._db(
+                    budget, lambda: self._authorise_flushed(headers, dialect, call)
+                )
             since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             budget.spend(since)
@@ -852,6 +858,19 @@ class Gateway:
             await self._open_row(budget, call, lambda: (None, again))
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
+
+    def _authorise_inline(self, conversation_id: str | None) -> bool:
+        """The authorisation needs no store hop: the outbox is empty (nothing to write
+        first) and the conversation's effort and intent are cached (fixed once, they never
+        change). A thread hop costs more than the whole check; the pending row's commit
+        before the upstream call still goes to the store."""
+        store = self.store
+        return (
+            conversation_id is not None
+            and not (self._outbox or self._refusals)
+            and isinstance(store, FixedOnce)
+            and store.fixed(conversation_id)
+        )
 
     def _authorise_flushed(
         self, headers: Mapping[str, str], dialect: Dialect, call: _Call
