@@ -265,6 +265,11 @@ class FixedOnce:
             known = cache[conv] = self._first(table, column, conv, value)
         return known
 
+    def fixed(self, conversation_id: str) -> bool:
+        """Both fixed values of the conversation are cached: its ``fix_effort`` and
+        ``fix_intent`` then read no store, so a caller may run them off the store threads."""
+        return conversation_id in self._efforts and conversation_id in self._intents
+
     def fix_effort(self, conversation_id: str, level: str) -> str:
         return self._fix("conversation_effort", "level", self._efforts, conversation_id, level)
 

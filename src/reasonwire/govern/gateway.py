@@ -81,6 +81,7 @@ from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
 from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
+    FixedOnce,
     Outcome,
     SQLiteStore,
     StreamState,
@@ -374,7 +375,9 @@ class Gateway:
         self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.limits = limits if limits is not None else Limits()
         self.fold = fold
-        self._verified: dict[str, Binding] = {}
+        # Verified bindings per token, with the key that verified them (see _verify).
+        self._verified: dict[str, tuple[Binding, object]] = {}
+        self.binding_cache_hits = 0
         self._profiles: dict[tuple[str, str], Profile] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
@@ -640,13 +643,25 @@ class Gateway:
     # -- authorisation ------------------------------------------------------------------
 
     def _verify(self, token: str) -> Binding:
+        """:func:`verify`, cached per token (an EdDSA check costs more than the rest of the
+        authorisation). A hit is refused to the uncached path unless it would accept it too:
+        the expiry is checked against the clock on every call (``exp`` rounded down, so a
+        hit never outlives the token), and the key the token was verified with must still be
+        the ring's key for its id (a revoked, retired or replaced key misses). The
+        conversation and the rest are checked after, on every call, hit or not."""
         hit = self._verified.get(token)
-        if hit is not None and hit.key_id in self.keys.public and hit.expires_at > time.time():
-            return hit
+        if hit is not None:
+            binding, key = hit
+            if self.keys.public.get(binding.key_id) is key and binding.expires_at > time.time():
+                self.binding_cache_hits += 1
+                return binding
+        public = self.keys.public
         binding = verify(self.keys, token)  # raises with the reason (expired, bad key...)
-        if len(self._verified) >= 50_000:
-            self._verified.clear()
-        self._verified[token] = binding
+        key = public.get(binding.key_id)
+        if key is not None and self.keys.public is public:  # no re-read in between
+            if len(self._verified) >= 50_000:
+                self._verified.clear()
+            self._verified[token] = (binding, key)
         return binding
 
     def _authorise(self, headers: Mapping[str, str], dialect: Dialect, call: _Call) -> _Authorised:
@@ -781,7 +796,12 @@ class Gateway:
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
             call.facts = replace(call.facts, attempt=int(attempt))
-            auth = await self._db(budget, lambda: self._authorise_flushed(headers, dialect, call))
+            if self._authorise_inline(call.facts.conversation_id):
+                auth = self._authorise(headers, dialect, call)
+            else:
+                auth = await self._db(
+                    budget, lambda: self._authorise_flushed(headers, dialect, call)
+                )
             since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             budget.spend(since)
@@ -852,6 +872,19 @@ class Gateway:
             await self._open_row(budget, call, lambda: (None, again))
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
+
+    def _authorise_inline(self, conversation_id: str | None) -> bool:
+        """The authorisation needs no store hop: the outbox is empty (nothing to write
+        first) and the conversation's effort and intent are cached (fixed once, they never
+        change). A thread hop costs more than the whole check; the pending row's commit
+        before the upstream call still goes to the store."""
+        store = self.store
+        return (
+            conversation_id is not None
+            and not (self._outbox or self._refusals)
+            and isinstance(store, FixedOnce)
+            and store.fixed(conversation_id)
+        )
 
     def _authorise_flushed(
         self, headers: Mapping[str, str], dialect: Dialect, call: _Call
