@@ -264,3 +264,128 @@ def test_two_process_report_equals_the_single_process_one(
 
     for name in ("matrix.md", REPORT_HTML, "matrix.json"):
         assert text(single, name, stamps[0]) == text(forked, name, stamps[1]), name
+
+
+# A page of this many bytes opens in Chromium in about a second; the uncapped page of a
+# million-record run was 202 MB (issue 28).
+HTML_BOUND = 6_000_000
+COPIES = 400
+
+
+def _replicate(src: Path, dst: Path, copies: int) -> None:
+    """``copies`` renamed copies of a run's call records (``<model>~<n>``), as the report bench
+    makes its million records, with the matching targets in ``runs.jsonl``."""
+    import json
+
+    dst.mkdir()
+    lines = (src / "calls.jsonl").read_text().splitlines()
+    calls = [json.loads(x) for x in lines if x.strip()]
+    calls = [r for r in calls if r.get("type") == "call"]
+    with (dst / "calls.jsonl").open("w") as fh:
+        for i in range(copies):
+            for rec in calls:
+                r = dict(rec, model=f"{rec['model']}~{i:04d}", key=f"{i:08x}{rec['key'][8:]}")
+                fh.write(json.dumps(r) + "\n")
+    with (dst / "runs.jsonl").open("w") as fh:
+        for line in (src / "runs.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("type") == "run_start":
+                rec["targets"] = [
+                    {**t, "model": f"{t['model']}~{i:04d}"}
+                    for i in range(copies)
+                    for t in rec["targets"]
+                ]
+            elif "model" in rec:
+                continue
+            fh.write(json.dumps(rec) + "\n")
+
+
+def test_report_of_a_large_record_set_has_a_bounded_size(
+    run_dir: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """Many times the rows the page details: the page stays under a fixed size, shows a capped
+    table per dialect (its first rows, in matrix order) with a link to the full matrix files,
+    and its summary counts every row."""
+    import re
+
+    import reasonwire.eval._report_html as html_mod
+
+    src, small = run_dir
+    big = tmp_path / "big"
+    _replicate(src, big, COPIES)
+    matrix = html_mod.write_all(big)
+    assert len(matrix["rows"]) == COPIES * len(small["rows"]) > 2 * 1000
+    page = (big / REPORT_HTML).read_text()
+    assert len(page.encode()) < HTML_BOUND, len(page.encode())
+    dom = _Dom()
+    dom.feed(page)
+    assert len(dom.rows) <= 1000
+    by_dialect: dict[str, list[tuple[str, str, str]]] = {}
+    for r in matrix["rows"]:
+        by_dialect.setdefault(r["dialect"], []).append((r["route"], r["model"], r["lane"]))
+    shown = [rid for rows in by_dialect.values() for rid in rows[: 1000 // len(by_dialect)]]
+    assert dom.rows == shown
+    assert page.count('<a href="matrix.md">matrix.md</a>') == len(by_dialect)
+    for dialect, rows in by_dialect.items():
+        m = re.search(rf'<tr data-dialect="{dialect}"><td><a [^>]*>[^<]*</a></td><td>(\d+)<', page)
+        assert m and int(m.group(1)) == len(rows), dialect
+
+
+_LAYOUT_JS = """<script>
+const out = [];
+for (const t of document.querySelectorAll("table.matrix")) {
+  for (const th of t.tHead.rows[0].cells)
+    out.push(["th", th.textContent, th.getBoundingClientRect().width]);
+  for (const tr of t.tBodies[0].rows) {
+    if (!tr.dataset.model) continue;
+    for (const td of tr.cells)
+      out.push(["td", td.textContent.slice(0, 40), td.getBoundingClientRect().height]);
+  }
+}
+const pre = document.createElement("pre");
+pre.id = "layout";
+pre.textContent = JSON.stringify({width: document.documentElement.clientWidth, cells: out});
+document.body.appendChild(pre);
+</script>"""
+MIN_COLUMN_PX = 48  # "verdict" / a chip pair fit in it; a squeezed column is ~20-30 px
+MAX_CELL_PX = 80  # four lines of 13px/1.4 text: a badge and its chips, a wrapped carrier list
+
+
+def test_no_matrix_column_collapses_at_1280_px(
+    run_dir: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """At 1280 px, measured in headless Chromium (JS in a copy of the page): no column of a
+    matrix table is narrower than MIN_COLUMN_PX and no cell of a row is taller than
+    MAX_CELL_PX, with a long note and a long error on a row (text of that length in a column
+    wraps a few characters per line: the cell grows to hundreds of pixels)."""
+    import json
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip(f"chromium not installed (CI: `{CHROMIUM_APT}`)")
+    _, matrix = run_dir
+    m = copy.deepcopy(matrix)
+    row = next(r for r in m["rows"] if r["errors"])
+    row["notes"] = [*row.get("notes", []), "a note of many words " * 12]
+    row["errors"][0]["error"] = "an error body of many words " * 10
+    page = tmp_path / "page.html"
+    page.write_text(render_html(m).replace("</body>", _LAYOUT_JS + "</body>"))
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]  # fmt: skip
+    run = subprocess.run(
+        [*flags, "--window-size=1280,1000", "--dump-dom", page.resolve().as_uri()],
+        check=True, capture_output=True, timeout=120, text=True,
+    )  # fmt: skip
+    raw = run.stdout.split('<pre id="layout">', 1)[1].split("</pre>", 1)[0]
+    from html import unescape
+
+    layout = json.loads(unescape(raw))
+    assert 1200 <= layout["width"] <= 1280, layout["width"]
+    heads = [(text, w) for kind, text, w in layout["cells"] if kind == "th"]
+    cells = [(text, h) for kind, text, h in layout["cells"] if kind == "td"]
+    assert heads and cells
+    narrow = [(t, w) for t, w in heads if w < MIN_COLUMN_PX]
+    assert not narrow, narrow
+    tall = [(t, h) for t, h in cells if h > MAX_CELL_PX]
+    assert not tall, tall

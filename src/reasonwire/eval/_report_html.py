@@ -13,7 +13,11 @@ run metadata and, when ``templates.json`` sits in the same directory, the offlin
 chat-template section of :mod:`reasonwire.templates.scan`.
 
 Built with string joins, not a template engine: a million-record run has ~70,000 rows and the
-whole report has a 20 s bar.
+whole report has a 10 s bar. The page has a bounded size whatever the run: a summary matrix
+(row verdicts per dialect, over every row) and at most :data:`HTML_ROW_CAP` detailed rows; the
+rest is in ``matrix.md`` / ``matrix.json`` next to it, linked from the page. A 200 MB page is not
+a report: no browser opens it. Errors and notes sit in a line under their row, not in a column
+of their own, so at a laptop's width no column is squeezed to a few characters per line.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from typing import Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
-from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_files
+from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_json, write_matrix_md
 from reasonwire.fold.report import fold_html
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
@@ -36,6 +40,9 @@ from reasonwire.wire.model import JsonObject
 
 REPORT_HTML: Final = "report.html"
 TEMPLATES_JSON: Final = "templates.json"
+HTML_ROW_CAP: Final = 1000
+"""At most this many matrix rows are detailed in ``report.html`` (shared evenly between the
+dialects); about 3 KB each, the page stays a few MB and opens in a browser in well under 2 s."""
 NOISE: Final = 0.1
 """A delta below this share of the threshold (in absolute value) shows as ~0."""
 
@@ -74,6 +81,12 @@ border-color:#d69e2e}.o-zero{background:#edf2f7;border-color:#a0aec0}
 border-color:#dd6b20}.o-missing{background:#fff;border-color:#e2e8f0;color:#a0aec0}
 .o-base{background:#fff;border-color:#cbd5e0}
 .hit{font-weight:700}.err{color:#c53030;cursor:help}.note{color:#4a5568;cursor:help}
+tr.detail td{border-top:none;padding:0 6px 4px 18px;background:#fafafa}
+tr.has-detail td{border-bottom:none}
+td.flags{white-space:nowrap}.flag{display:inline-block;padding:0 4px;border-radius:3px;
+font-size:11px;margin-right:2px}.flag-e{background:#fed7d7;color:#9b2c2c}
+.flag-n{background:#edf2f7;color:#4a5568}
+p.cap{background:#fffbea;border:1px solid #d69e2e;padding:4px 8px;display:inline-block}
 .legend span.chip{min-width:0;margin-right:4px}.legend td{border:none;padding:1px 8px 1px 0}
 dl.meta{display:grid;grid-template-columns:max-content auto;gap:2px 12px;margin:4px 0}
 dl.meta dt{color:#4a5568}dl.meta dd{margin:0;font-family:ui-monospace,Menlo,monospace}
@@ -221,15 +234,19 @@ def _canary(row: JsonObject) -> str:
     return f'<td class="canary" title="{_e(tip)}">{len(hits)}/{asked}</td>'
 
 
-def _errors(row: JsonObject) -> str:
-    """The failed calls (red: the count and the first one's status and words) and, apart,
-    the notes (plain: what the method did or could not do, e.g. a dialect without text
-    variants, a parameter fix, an estimated cost): a note is not an error."""
+def _errors(row: JsonObject) -> tuple[str, str]:
+    """The row's errors and notes: a narrow cell of flags (``N err``, ``note``) and the words
+    for the line under the row ("" when there is nothing to say).
+
+    The words: the failed calls (red: the count and the first one's status and words) and,
+    apart, the notes (plain: what the method did or could not do, e.g. a dialect without text
+    variants, a parameter fix, an estimated cost): a note is not an error. They go under the
+    row, not in a column: a column of long text is the one a narrow window squeezes."""
     notes = [*row.get("notes", []), *row.get("params_fix", [])]
     if row.get("price") == "unknown":
         notes.append(f"cost ${float(row.get('cost_usd') or 0):.4f} is an estimate (price unknown)")
     errs = row.get("errors") or []
-    parts = []
+    parts, flags = [], []
     if errs:
         tip = "&#10;".join(
             f"{_ec(str(e.get('step')))} {_ec(str(e.get('variant')))} "
@@ -242,11 +259,13 @@ def _errors(row: JsonObject) -> str:
             f'<span class="err" title="{tip}">{len(errs)} error(s): '
             f"{_n(first.get('status'))} {why}</span>"
         )
+        flags.append(f'<span class="flag flag-e">{len(errs)} err</span>')
     if notes:
         text = "; ".join(str(n) for n in notes)
-        short = text if len(text) <= 90 else text[:88] + "..."
+        short = text if len(text) <= 160 else text[:158] + "..."
         parts.append(f'<small class="note" title="{_free(text)}">note: {_free(short)}</small>')
-    return f"<td>{'<br>'.join(parts)}</td>"
+        flags.append('<span class="flag flag-n">note</span>')
+    return f'<td class="flags">{"".join(flags)}</td>', " &middot; ".join(parts)
 
 
 def _first_words(text: object, words: int = 8) -> str:
@@ -265,27 +284,38 @@ def _row_verdict(row: JsonObject) -> str:
     return f'<td class="row-verdict" data-row-verdict="{v}">{badge}</td>'
 
 
-def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject) -> str:
+def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject, cap: int) -> str:
+    """The detailed table of ``dialect``: its first ``cap`` rows, each with its line of errors
+    and notes under it when it has some."""
     th = matrix["thresholds"]
     variants = [v for v in matrix["variants"].get(dialect, []) if v != "none"]
-    extras = sorted({e for r in rows for e in r["opaque"]})
+    shown = rows[:cap]
+    extras = sorted({e for r in shown for e in r["opaque"]})
     head = ["route", "model", "lane", "verdict", *variants, *extras, "turn-1 carriers",
-            "canary", "errors / notes"]  # fmt: skip
+            "canary", "errors"]  # fmt: skip
     out = [f'<h2 id="d-{_e(dialect)}">{_e(dialect)}</h2>']
     if dialect in matrix["no_text_variants"]:
         out.append(
             f'<p class="sub">Text variants: none ({_e(matrix["no_text_variants"][dialect])}).</p>'
         )
+    if len(rows) > len(shown):
+        out.append(
+            f'<p class="cap" data-shown="{len(shown)}" data-rows="{len(rows)}">The first '
+            f"{len(shown)} of {len(rows)} rows; every row is in "
+            '<a href="matrix.md">matrix.md</a> and <a href="matrix.json">matrix.json</a>.</p>'
+        )
     out.append(f'<table class="matrix" data-dialect="{_e(dialect)}"><thead><tr>')
     out.append("".join(f"<th>{_e(h)}</th>" for h in head))
     out.append("</tr></thead><tbody>")
-    for r in rows:
+    for r in shown:
         T = int(r.get("T") or matrix["run"]["T"] or 0)
         text_thr = float(th["consume_ratio"]) * T
         opaque_thr = float(th["opaque_min"])
         route, model, lane = _ec(str(r["route"])), _e(r["model"]), _ec(str(r["lane"]))
+        flags, detail = _errors(r)
+        more = ' class="has-detail"' if detail else ""
         cells = [
-            f'<tr data-route="{route}" data-model="{model}" data-lane="{lane}">'
+            f'<tr{more} data-route="{route}" data-model="{model}" data-lane="{lane}">'
             f'<td class="id">{route}</td><td class="id">{model}</td><td>{lane}</td>'
             + _row_verdict(r)
         ]
@@ -293,11 +323,39 @@ def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject) -> str:
         cells.extend(_cell(r["opaque"].get(x), opaque_thr, T) for x in extras)
         cells.append(_carriers(r.get("turn1")))
         cells.append(_canary(r))
-        cells.append(_errors(r))
+        cells.append(flags)
         cells.append("</tr>")
+        if detail:
+            cells.append(f'<tr class="detail"><td colspan="{len(head)}">{detail}</td></tr>')
         out.append("".join(cells))
     out.append("</tbody></table>")
     return "".join(out)
+
+
+def _summary(by_dialect: dict[str, list[JsonObject]]) -> str:
+    """Rows per dialect and row verdict, over every row (the detailed tables may be capped)."""
+    counts: dict[str, dict[str, int]] = {}
+    verdicts: dict[str, None] = {}
+    for dialect, rows in by_dialect.items():
+        c = counts.setdefault(dialect, {})
+        for r in rows:
+            v = str(r.get("verdict") or "-")
+            c[v] = c.get(v, 0) + 1
+            verdicts.setdefault(v)
+    head = "".join(
+        f'<th><span class="badge v-{_ec(v)}">{_ec(v)}</span></th>' for v in sorted(verdicts)
+    )
+    body = "".join(
+        f'<tr data-dialect="{_e(d)}"><td><a href="#d-{_e(d)}">{_e(d)}</a></td>'
+        f"<td>{len(by_dialect[d])}</td>"
+        + "".join(f"<td>{c.get(v, 0)}</td>" for v in sorted(verdicts))
+        + "</tr>"
+        for d, c in counts.items()
+    )
+    return (
+        '<section id="summary"><h2>Summary</h2><table class="summary"><thead><tr>'
+        f"<th>dialect</th><th>rows</th>{head}</tr></thead><tbody>{body}</tbody></table></section>"
+    )
 
 
 def _legend(matrix: JsonObject) -> str:
@@ -361,7 +419,9 @@ def render_html(matrix: JsonObject, templates_section: str | None = None) -> str
         f"calls. Does the provider read replayed reasoning? Measured by billed prompt tokens.</p>",
         _legend(matrix),
     ]
-    parts.extend(_table(d, rows, matrix) for d, rows in by_dialect.items())
+    parts.append(_summary(by_dialect))
+    cap = max(1, HTML_ROW_CAP // max(1, len(by_dialect)))
+    parts.extend(_table(d, rows, matrix, cap) for d, rows in by_dialect.items())
     parts.append(fold_html(matrix))
     parts.append(_meta(matrix))
     if templates_section:
@@ -389,8 +449,9 @@ def templates_section(out_dir: str | Path) -> str | None:
 
 
 _FORK_ROWS = 5000
-"""From this many rows the HTML is rendered in a forked child while the parent writes
-``matrix.json`` and ``matrix.md`` (the two cores halve the output time of a large report)."""
+"""From this many rows ``matrix.md`` and the HTML are rendered in a forked child while the
+parent writes ``matrix.json`` (the two cores halve the output time of a large report; the
+capped HTML is small, ``matrix.md`` is the larger half)."""
 
 
 def write_all(out_dir: str | Path) -> JsonObject:
@@ -402,16 +463,18 @@ def write_all(out_dir: str | Path) -> JsonObject:
     if child == 0:
         code = 1
         try:
+            write_matrix_md(out, matrix)
             write_html(out, matrix)
             code = 0
         finally:
             os._exit(code)  # the child never returns into the caller's code
-    write_matrix_files(out, matrix)
+    write_matrix_json(out, matrix)
     if child > 0:
         _, status = os.waitpid(child, 0)
         if os.waitstatus_to_exitcode(status) == 0:
             return matrix
-    write_html(out, matrix)  # no fork, or the child failed: here its error surfaces
+    write_matrix_md(out, matrix)  # no fork, or the child failed: here its error surfaces
+    write_html(out, matrix)
     return matrix
 
 
@@ -424,6 +487,7 @@ def write_html(out_dir: str | Path, matrix: JsonObject) -> Path:
 
 
 __all__: Sequence[str] = [
+    "HTML_ROW_CAP",
     "LEGEND",
     "REPORT_HTML",
     "chip_class",

@@ -35,6 +35,9 @@ from reasonwire.eval._records import (
     Note,
     RunStart,
     TRecord,
+    jsonl_lines,
+    parse_line,
+    peek_route_model,
     read_jsonl,
     read_records,
 )
@@ -121,8 +124,10 @@ def _shard_of(k: tuple[str, str], shards: int) -> int:
 
 def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     """Read every call record; keep (slimmed) only those of this shard's keys; build their
-    rows. Each shard parses the whole file, but keeping records (memory) and building rows
-    (the larger costs) is split, so two shards run in about half the time of one."""
+    rows. Each shard reads the whole file but decodes only its own keys' lines (and the first
+    line of every key, so that each shard discovers every key in file order): the key of a
+    line is peeked from its bytes (:func:`peek_route_model`), so two shards decode, keep and
+    build about half the records each."""
     groups: dict[tuple[str, str], list[Rec]] = defaultdict(list)
     discovered: list[tuple[tuple[str, str], str]] = []
     seen: set[tuple[str, str]] = set(ctx.dialects)
@@ -130,8 +135,13 @@ def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
     spent = billed = 0.0
     ncalls = 0
     fid = ctx.fid
-    for rec in read_jsonl(calls):
-        if rec.get("type") != "call" or rec.get("fixture_id") != fid:
+    for raw in jsonl_lines(calls):
+        if shards > 1:
+            peeked = peek_route_model(raw)
+            if peeked is not None and mine.get(peeked) is False:
+                continue  # another shard's key, already discovered: not decoded here
+        rec = parse_line(raw)
+        if rec is None or rec.get("type") != "call" or rec.get("fixture_id") != fid:
             continue
         k = (str(rec.get("route")), str(rec.get("model")))
         if k not in seen:
@@ -448,6 +458,16 @@ def write_reports(out_dir: str | Path) -> JsonObject:
 
 def write_matrix_files(out: Path, matrix: JsonObject) -> None:
     """``matrix.json`` and ``matrix.md`` for a built matrix."""
+    write_matrix_json(out, matrix)
+    write_matrix_md(out, matrix)
+
+
+def write_matrix_json(out: Path, matrix: JsonObject) -> None:
+    """``matrix.json`` for a built matrix."""
     # orjson: the stdlib's indented encoder is pure Python (~8x slower on a large matrix)
     (out / "matrix.json").write_bytes(orjson.dumps(matrix, option=orjson.OPT_INDENT_2) + b"\n")
+
+
+def write_matrix_md(out: Path, matrix: JsonObject) -> None:
+    """``matrix.md`` for a built matrix."""
     (out / "matrix.md").write_text(render_md(matrix))
