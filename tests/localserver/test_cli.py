@@ -56,7 +56,7 @@ def test_serve_prints_base_url_and_stops_on_ctrl_c() -> None:
         children = _children(proc.pid)
         assert children, "serve runs llama-server as a child"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
+        assert proc.wait(timeout=120) == 0  # a bound for a loaded machine, not a timing check
         for pid in children:
             assert not Path(f"/proc/{pid}").exists() or _zombie(pid)
     finally:
