@@ -75,6 +75,34 @@ class Scene:
 
 
 PORT = "8765"
+GATEWAY_PORT = "8787"
+
+
+def _free_port() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
+
+
+LIVE: dict[str, str] = {PORT: _free_port(), GATEWAY_PORT: _free_port()}
+"""The pages show the default ports (8765, 8787); the runs listen on free ones, so two runs on
+one machine (two test suites, a suite beside ``make docs``) never collide. What a run prints is
+mapped back to the shown port."""
+
+
+def _live(text: str) -> str:
+    for shown, live in LIVE.items():
+        text = text.replace(f"127.0.0.1:{shown}", f"127.0.0.1:{live}")
+    return text
+
+
+def _shown(text: str) -> str:
+    for shown, live in LIVE.items():
+        text = text.replace(f"127.0.0.1:{live}", f"127.0.0.1:{shown}")
+        text = text.replace(f"--port {live}", f"--port {shown}")
+    return text
+
+
 PORT_OPEN = "<port open>"
 """``until`` for a server that prints nothing when it is up: wait until the port answers."""
 """The port the server scenes listen on (the simulator's default); each scene stops its
@@ -146,7 +174,7 @@ SCENES: tuple[Scene, ...] = (
         "gateway-serve",
         ("gateway", "serve", "--policy", "my_policy", "--keys", "keys"),
         until=PORT_OPEN,
-        port="8787",
+        port=GATEWAY_PORT,
         client=("python", "ask.py"),
         upstream=True,
     ),
@@ -290,8 +318,8 @@ def make_inputs(work: Path, scenes: Collection[str]) -> None:
         for name in TEMPLATES:
             shutil.copy(templates_dir() / f"{name}.jinja", work / "templates")
     (work / "my_agent.py").write_text(MY_AGENT, "utf-8")
-    (work / "my_policy.py").write_text(MY_POLICY, "utf-8")
-    (work / "ask.py").write_text(ASK, "utf-8")
+    (work / "my_policy.py").write_text(_live(MY_POLICY), "utf-8")
+    (work / "ask.py").write_text(_live(ASK), "utf-8")
 
 
 def _stream_turn(client: httpx.Client, model: str, msgs: list[JSON]) -> JsonObject:
@@ -363,7 +391,10 @@ def _pythonpath(work: Path) -> str:
 def _argv(scene: Scene) -> list[str]:
     if scene.program != "reasonwire":
         return [scene.program, *scene.argv]
-    return [sys.executable, "-c", "from reasonwire.cli import main; main()", *scene.argv]
+    argv = [LIVE.get(a, a) for a in scene.argv]
+    if scene.until == PORT_OPEN and "--port" not in argv:  # a server on its default port
+        argv += ["--port", LIVE[scene.port]]
+    return [sys.executable, "-c", "from reasonwire.cli import main; main()", *argv]
 
 
 def run_scene(scene: Scene, work: Path) -> str:
@@ -372,7 +403,7 @@ def run_scene(scene: Scene, work: Path) -> str:
         if scene.upstream:
             from reasonwire.sim.server import SimServer
 
-            stack.enter_context(SimServer(seed=0, port=8765))
+            stack.enter_context(SimServer(seed=0, port=int(LIVE[PORT])))
         proc = subprocess.Popen(
             _argv(scene),
             cwd=work,
@@ -389,7 +420,7 @@ def run_scene(scene: Scene, work: Path) -> str:
                 proc.wait()
     if code != scene.code:
         raise SystemExit(f"{scene.line()}: exit {code}, expected {scene.code}:\n{out[-2000:]}")
-    out = out.replace(str(work) + os.sep, "").replace(str(work), ".")
+    out = _shown(out).replace(str(work) + os.sep, "").replace(str(work), ".")
     out = out.replace(str(Path.home()), "~")
     lines = [ln.rstrip() for ln in out.rstrip().splitlines()]
     if scene.keep is not None:
@@ -413,7 +444,7 @@ def _serve(scene: Scene, proc: subprocess.Popen[str], work: Path) -> tuple[str, 
     assert proc.stdout is not None and scene.until is not None
     seen: list[str] = []
     if scene.until == PORT_OPEN:
-        if not _port_open(int(scene.port), proc):
+        if not _port_open(int(LIVE[scene.port]), proc):
             return _wait(proc)
     else:
         for line in proc.stdout:
