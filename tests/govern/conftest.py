@@ -333,3 +333,16 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             yield World(gw, recorder, ring, gsrv.url, store)
     store.close()
     mp.undo()
+
+
+SUBJECT_CLAIMS: dict[str, Any] = {
+    "conversation_id": "c1",
+    "task_id": "t1",
+    "runtime_id": RUNTIME[0],
+    "runtime_version": RUNTIME[1],
+    "route_id": "chat/sim-chat-all",
+    "requested": "low",
+    "ceiling": "medium",
+}
+"""One governed turn's binding subject on the test registry's chat route (the binding tests'
+claims start from it)."""

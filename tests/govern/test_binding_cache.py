@@ -16,23 +16,13 @@ from reasonwire.govern.binding import HEADER, KeyRing, issue
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
 from reasonwire.govern.policy import OrgPolicy
-from tests.govern.conftest import RUNTIME, make_registry
+from tests.govern.conftest import SUBJECT_CLAIMS, make_registry
 
 # Issue time of every token here (exp = T0 + TTL); in the past, as PyJWT checks iat against
 # its own clock, which the tests do not move.
 T0 = int(time.time()) - 10
 TTL = 60
-CLAIMS: dict[str, Any] = {
-    "conversation_id": "c1",
-    "task_id": "t1",
-    "runtime_id": RUNTIME[0],
-    "runtime_version": RUNTIME[1],
-    "route_id": "chat/sim-chat-all",
-    "requested": "low",
-    "ceiling": "medium",
-    "ttl_seconds": TTL,
-    "now": T0,
-}
+CLAIMS: dict[str, Any] = {**SUBJECT_CLAIMS, "ttl_seconds": TTL, "now": T0}
 
 
 @pytest.fixture

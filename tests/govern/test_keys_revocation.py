@@ -22,17 +22,9 @@ from reasonwire.govern.cli import gateway as gateway_cli
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
 from reasonwire.govern.policy import OrgPolicy
-from tests.govern.conftest import RUNTIME, World, make_registry, new_conv
+from tests.govern.conftest import SUBJECT_CLAIMS, World, make_registry, new_conv
 
-CLAIMS: dict[str, Any] = {
-    "conversation_id": "c1",
-    "task_id": "t1",
-    "runtime_id": RUNTIME[0],
-    "runtime_version": RUNTIME[1],
-    "route_id": "chat/sim-chat-all",
-    "requested": "low",
-    "ceiling": "medium",
-}
+CLAIMS: dict[str, Any] = dict(SUBJECT_CLAIMS)
 
 
 @pytest.fixture
