@@ -8,6 +8,9 @@ protocol and the URLs are written here once, over their own ``start``, ``stop``,
 
 from __future__ import annotations
 
+import signal
+from collections.abc import Callable
+from types import FrameType
 from typing import Self
 
 
@@ -41,3 +44,36 @@ class Running:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+class StopSignals:
+    """``with StopSignals() as stop:`` SIGINT and SIGTERM set ``stop.requested`` (and call
+    ``on_stop``) instead of raising ``KeyboardInterrupt`` wherever the main thread happens to be.
+
+    Why: a foreground server prints its URL and whoever reads that line may signal it at once.
+    As an exception, a signal that lands before the server's own handlers are in place (an
+    import, uvicorn's or asyncio's setup) ends the process with a traceback and exit 3 or 130,
+    or after startup in whatever cleanup it interrupts; as a flag it is seen by the serving
+    loop whenever it comes, and the server stops the one orderly way. The previous handlers
+    are restored when the block ends.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self, on_stop: Callable[[], None] | None = None) -> None:
+        self.requested = False
+        self._on_stop = on_stop
+        self._previous: dict[int, signal._HANDLER] = {}
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.requested = True
+        if self._on_stop is not None:
+            self._on_stop()
+
+    def __enter__(self) -> Self:
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in self.SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)

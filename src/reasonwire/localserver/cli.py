@@ -10,6 +10,7 @@ from types import FrameType
 
 import typer
 
+from reasonwire._running import StopSignals
 from reasonwire.errors import ReasonwireError
 from reasonwire.localserver import build as build_mod
 from reasonwire.localserver import model as model_mod
@@ -65,22 +66,26 @@ def serve_command(
     vocab: str | None = typer.Option(None, help="Bundled vocab name or a path."),
     port: int | None = typer.Option(None, help="Loopback port (default: a free one)."),
 ) -> None:
-    """Serve a tiny real-template model on loopback until Ctrl-C; print the base URL."""
+    """Serve a tiny real-template model on loopback until Ctrl-C; print the base URL.
+
+    Ctrl-C while the model or the server is being built interrupts that; once the URL is
+    printed, Ctrl-C or SIGTERM at any moment stops the server the one orderly way, exit 0.
+    """
 
     def _interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)  # while starting, SIGTERM is a Ctrl-C
     try:
         with LocalServer(template, vocab=vocab, port=port, quiet=False) as server:
-            typer.echo(server.base_url)
-            sys.stdout.flush()
-            try:
-                while server.alive():
-                    time.sleep(0.5)
-            except KeyboardInterrupt:
-                typer.echo("stopping", err=True)
-                return
+            with StopSignals() as stop:
+                typer.echo(server.base_url)
+                sys.stdout.flush()
+                while server.alive() and not stop.requested:
+                    time.sleep(0.2)
+                if stop.requested:
+                    typer.echo("stopping", err=True)
+                    return
             server.raise_if_dead()
     except ReasonwireError as exc:
         raise _fail(exc) from None

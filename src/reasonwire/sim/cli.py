@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="Reference provider simulator.")
@@ -13,25 +15,50 @@ def serve(
     port: int = typer.Option(8765, help="TCP port (0 picks a free one)."),
     seed: int = typer.Option(0, help="Seed for seals, signatures and gateway lanes."),
 ) -> None:
-    """Serve all four dialects (chat, responses, anthropic, gemini) until interrupted."""
+    """Serve all four dialects (chat, responses, anthropic, gemini) until interrupted.
+
+    The socket is bound before the URL is printed (so ``--port 0`` prints the port it got and
+    a client reading the line can connect at once), and Ctrl-C or SIGTERM at any moment after
+    that line stops the server the same orderly way, exit 0.
+    """
     import uvicorn
 
+    from reasonwire._running import StopSignals
     from reasonwire.sim.app import build_app
 
-    typer.echo(f"reasonwire sim: http://{host}:{port}/v1 (gemini: http://{host}:{port}/v1beta)")
+    config = uvicorn.Config(
+        build_app(seed), log_level="warning", http="h11", access_log=False, lifespan="off"
+    )
+    server = uvicorn.Server(config)
     try:
-        uvicorn.run(
-            build_app(seed),
-            host=host,
-            port=port,
-            log_level="warning",
-            http="h11",
-            access_log=False,
-            lifespan="off",
-        )
+        sock = _listen(host, port)
     except OSError as exc:
         typer.echo(f"error: cannot listen on {host}:{port}: {exc}", err=True)
         raise typer.Exit(2) from None
+    with sock, StopSignals(on_stop=lambda: setattr(server, "should_exit", True)):
+        url = f"http://{_authority(host, sock.getsockname()[1])}"
+        typer.echo(f"reasonwire sim: {url}/v1 (gemini: {url}/v1beta)")
+        server.run(sockets=[sock])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv6 when the host is an IPv6 literal)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio disables Nagle's algorithm only on sockets whose proto
+    # is TCP (see sim/server.py).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @app.command("models")
