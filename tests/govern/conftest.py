@@ -20,7 +20,7 @@ import uvicorn
 from reasonwire.govern.binding import HEADER, KeyRing
 from reasonwire.govern.control import project
 from reasonwire.govern.evidence import SQLiteStore
-from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
+from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway, StoreSettings
 from reasonwire.govern.levels import LEVELS, Requested
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration, RuntimeAdapter
@@ -320,6 +320,14 @@ def new_conv() -> str:
     return "conv-" + uuid.uuid4().hex[:12]
 
 
+ROOMY = StoreSettings(timeout=60.0)
+"""The store bound for worlds whose tests are not about it. The default 2 s budget is the
+operator's promise (503 past it, tested at its boundary with a fake clock in
+test_evidence_first.py and with a stalled database in test_store_faults.py); a machine running
+two suites beside a CPU hog once took longer than 2 s for a SQLite commit, and a hostile test
+about think tags got that 503 instead of its answer."""
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     mp = pytest.MonkeyPatch()
@@ -328,7 +336,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     with ThreadServer(recorder) as upstream:
         ring = KeyRing.generate("k1")
         store = SQLiteStore(tmp_path_factory.mktemp("ev") / "evidence.sqlite")
-        gw = Gateway(make_registry(upstream.url + "/v1"), POLICY, ring, store)
+        gw = Gateway(make_registry(upstream.url + "/v1"), POLICY, ring, store, store_settings=ROOMY)
         with ThreadServer(gw.app) as gsrv:
             yield World(gw, recorder, ring, gsrv.url, store)
     store.close()

@@ -37,7 +37,7 @@ from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
 from reasonwire.govern.levels import LEVELS, Requested
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration, RuntimeAdapter
-from tests.govern.conftest import RUNTIME, ThreadServer
+from tests.govern.conftest import ROOMY, RUNTIME, ThreadServer
 
 KEY_ENV = "RW_HOSTILE_UPSTREAM_KEY"
 CONV = re.compile(r"conv-[0-9a-f]{12}")
@@ -888,7 +888,9 @@ def hostile_world(tmp: Any) -> Iterator[HostileWorld]:
         with ThreadServer(app) as upstream:
             ring = KeyRing.generate("k1")
             store = SQLiteStore(tmp / "evidence.sqlite")
-            gw = Gateway(make_registry(upstream.url + "/v1"), POLICY, ring, store)
+            gw = Gateway(
+                make_registry(upstream.url + "/v1"), POLICY, ring, store, store_settings=ROOMY
+            )
             with ThreadServer(gw.app) as gsrv:
                 yield HostileWorld(gw, app, ring, gsrv.url, store, key)
             store.close()

@@ -38,6 +38,7 @@ from reasonwire.govern.stores import SQLiteVault
 from reasonwire.govern.validator import mapping_id, validate_text
 from reasonwire.sim.app import build_app
 from tests.govern.conftest import (
+    ROOMY,
     RUNTIME,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
@@ -257,7 +258,9 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
         with ThreadServer(recorder) as upstream:
             ring = KeyRing.generate("k1")
             store = SQLiteStore(db)
-            gw = Gateway(pinned_registry(upstream.url + "/v1"), MEDIUM, ring, store)
+            gw = Gateway(
+                pinned_registry(upstream.url + "/v1"), MEDIUM, ring, store, store_settings=ROOMY
+            )
             with ThreadServer(gw.app) as gsrv:
                 method = _Method(gw, gsrv.url, ring, tmp)
                 method.run()

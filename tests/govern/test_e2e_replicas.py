@@ -28,6 +28,7 @@ from reasonwire.govern.stores import PostgresEvidenceStore, PostgresVault
 from reasonwire.sim.app import build_app
 from tests import pg
 from tests.govern.conftest import (
+    ROOMY,
     RUNTIME,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
@@ -76,7 +77,12 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
                 store, vault = PostgresEvidenceStore(dsn), PostgresVault(dsn)
                 opened += [store, vault]
                 gw = Gateway(
-                    pinned_registry(upstream.url + "/v1"), MEDIUM, ring, store, vault=vault
+                    pinned_registry(upstream.url + "/v1"),
+                    MEDIUM,
+                    ring,
+                    store,
+                    vault=vault,
+                    store_settings=ROOMY,
                 )
                 gws.append(gw)
                 servers.append(ThreadServer(gw.app).__enter__())

@@ -38,6 +38,7 @@ from tests.govern.conftest import (
     CHAT_TOOLS,
     POLICY,
     RESPONSES_TOOLS,
+    ROOMY,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
     Recorder,
@@ -152,7 +153,7 @@ def tapped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[World, Wo
         for reg, operator in ((fold_registry(url, boundary), OPERATOR), (plain, None)):
             store = SQLiteStore(tmp_path_factory.mktemp("ev") / "evidence.sqlite")
             stack.callback(store.close)
-            gw = Gateway(reg, POLICY, ring, store, fold=operator)
+            gw = Gateway(reg, POLICY, ring, store, fold=operator, store_settings=ROOMY)
             srv = stack.enter_context(ThreadServer(gw.app))
             worlds.append(World(gw, tap, ring, srv.url, store, {"boundary": boundary}))  # type: ignore[arg-type]
         yield worlds[0], worlds[1], tap

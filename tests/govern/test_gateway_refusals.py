@@ -16,7 +16,7 @@ from reasonwire.govern.binding import HEADER, KeyRing, issue
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import ATTEMPT_HEADER, CONVERSATION_HEADER, Gateway
 from reasonwire.govern.policy import OrgPolicy
-from tests.govern.conftest import RUNTIME, World, make_registry, new_conv
+from tests.govern.conftest import ROOMY, RUNTIME, World, make_registry, new_conv
 
 STRICT = OrgPolicy(allowed=frozenset({"low", "medium"}), maximum="medium")
 
@@ -27,7 +27,9 @@ class Harness:
         self.ring = KeyRing.generate("k1")
         upstream = world.gateway.registry.routes["chat/sim-chat-all"].upstream_base_url
         self.store = SQLiteStore()
-        self.gw = Gateway(make_registry(upstream), STRICT, self.ring, self.store)
+        self.gw = Gateway(
+            make_registry(upstream), STRICT, self.ring, self.store, store_settings=ROOMY
+        )
 
     def token(self, conv: str, **over: Any) -> str:
         claims: dict[str, Any] = {

@@ -39,7 +39,7 @@ from reasonwire.govern.registry import (
     dialect_levels,
 )
 from tests.conformance.corpus import Interaction, load_cassette
-from tests.govern.conftest import RUNTIME, ThreadServer
+from tests.govern.conftest import ROOMY, RUNTIME, ThreadServer
 from tests.govern.hostile import HostileUpstream, Reply, Seen, new_conv
 from tests.wire.server_tool_oracle import (
     ADVISOR,
@@ -126,7 +126,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             policy = OrgPolicy(allowed=frozenset(LEVELS), maximum="high")
             ring = KeyRing.generate("k1")
             store = SQLiteStore(tmp / "evidence.sqlite")
-            gw = Gateway(reg, policy, ring, store)
+            gw = Gateway(reg, policy, ring, store, store_settings=ROOMY)
             with ThreadServer(gw.app) as gsrv:
                 yield World(gw, app, ring, gsrv.url, store)
             store.close()

@@ -22,7 +22,7 @@ from reasonwire.govern.cli import gateway as gateway_cli
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import CONVERSATION_HEADER, Gateway
 from reasonwire.govern.policy import OrgPolicy
-from tests.govern.conftest import SUBJECT_CLAIMS, World, make_registry, new_conv
+from tests.govern.conftest import ROOMY, SUBJECT_CLAIMS, World, make_registry, new_conv
 
 CLAIMS: dict[str, Any] = dict(SUBJECT_CLAIMS)
 
@@ -241,7 +241,9 @@ class DirHarness:
         self.ring = KeyRing.load_dir(keys)
         upstream = world.gateway.registry.routes["chat/sim-chat-all"].upstream_base_url
         policy = OrgPolicy(allowed=frozenset({"low", "medium"}), maximum="medium")
-        self.gw = Gateway(make_registry(upstream), policy, self.ring, SQLiteStore())
+        self.gw = Gateway(
+            make_registry(upstream), policy, self.ring, SQLiteStore(), store_settings=ROOMY
+        )
 
     async def call(self, conv: str, kid: str) -> httpx.Response:
         token = _token(self.control, kid, conversation_id=conv, task_id="t-" + conv)

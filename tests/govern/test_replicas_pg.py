@@ -23,6 +23,7 @@ from reasonwire.sim.app import build_app
 from tests import pg
 from tests.govern.conftest import (
     POLICY,
+    ROOMY,
     RUNTIME,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
@@ -94,6 +95,7 @@ def replicas() -> Iterator[Replicas]:
                 ring,
                 store,
                 vault=vault,
+                store_settings=ROOMY,
             )
             gws.append(gw)
             servers.append(ThreadServer(gw.app).__enter__())
