@@ -22,7 +22,7 @@ import itertools
 import os
 import pickle
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -146,7 +146,8 @@ class Scanned(Generic[R]):
     """What the scan found over the whole file, and what ``finish`` made of each process's
     keys (the first process's result first)."""
 
-    order: list[Key]  # the targets' keys, then every other key with a record in file order
+    order: dict[Key, str]  # the targets, then every other key with a record in file order:
+    # each key's dialect (its target's, else its first record's)
     discovered: dict[Key, str]  # every key with a record, in file order: its first dialect
     spent: float
     billed: float
@@ -154,10 +155,11 @@ class Scanned(Generic[R]):
     results: list[R]
 
 
-Finish = Callable[[dict[Key, list[Rec]], list[Key]], R]
+Finish = Callable[[dict[Key, list[Rec]], dict[Key, str]], R]
 """Run in each process over the keys it owns (each with all of its records, in file order; a
-key of ``order`` without a record is the first process's, with none) and the order of every
-key; its result comes back to the caller (pickled from the second process)."""
+key of ``order`` without a record is the first process's, with none) and every key in order
+with its dialect (:attr:`Scanned.order`); its result comes back to the caller (pickled from
+the second process)."""
 
 
 def owner(n_first: int, n_second: int) -> int:
@@ -166,13 +168,15 @@ def owner(n_first: int, n_second: int) -> int:
     return 0 if n_first >= n_second else 1
 
 
-def _order(targets: Sequence[Key], discovered: dict[Key, str]) -> list[Key]:
-    known = set(targets)
-    return [*targets, *(k for k in discovered if k not in known)]
+def _order(targets: Mapping[Key, str], discovered: dict[Key, str]) -> dict[Key, str]:
+    order = dict(targets)
+    for k, dialect in discovered.items():
+        order.setdefault(k, dialect)
+    return order
 
 
 def scan(
-    path: Path, fid: str, processes: int, targets: Sequence[Key], finish: Finish[R]
+    path: Path, fid: str, processes: int, targets: Mapping[Key, str], finish: Finish[R]
 ) -> Scanned[R]:
     """Read ``path`` in ``processes`` (1 or 2) byte ranges and run ``finish`` in each (see
     :data:`Finish` and the module docstring)."""
@@ -281,7 +285,7 @@ def _second(
     start: int,
     end: int,
     fid: str,
-    targets: Sequence[Key],
+    targets: Mapping[Key, str],
     finish: Finish[R],
 ) -> None:
     """The second process: read its range, swap counts and records, build, send, exit."""

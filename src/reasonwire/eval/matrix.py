@@ -19,7 +19,7 @@ import gc
 import os
 import time
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -118,13 +118,15 @@ KeyRows = tuple[list[JsonObject], list[JsonObject]]
 """The encoded matrix rows and fold rows of one (route, model)."""
 
 
-def key_rows(own: Mapping[Key, list[Rec]], ctx: RowContext) -> dict[Key, KeyRows]:
+def key_rows(
+    own: Mapping[Key, list[Rec]], order: Mapping[Key, str], ctx: RowContext
+) -> dict[Key, KeyRows]:
     """The rows of each (route, model) of ``own`` (its records in file order; none for a
-    target without a record), encoded; its dialect is its target's, else its first
-    record's. Fold rows only for keys with records, when a ``--fold`` run set them up."""
+    target without a record), encoded; ``order`` gives its dialect. Fold rows only for keys
+    with records, when a ``--fold`` run set them up."""
     out: dict[Key, KeyRows] = {}
     for k, recs in own.items():
-        dialect = ctx.dialects[k] if k in ctx.dialects else str(recs[0].get("dialect"))
+        dialect = order[k]
         fold: list[JsonObject] = []
         if ctx.fold is not None and recs:
             fold = [to_json(r) for r in fold_rows_of(k, dialect, recs, ctx.fold, ctx.th)]
@@ -159,7 +161,7 @@ class Plan:
     runs: list[Record]
     last: RunStart
     mine: list[RunStart]
-    targets: list[Key]
+    targets: dict[Key, str]  # in order, with their dialects
 
 
 def plan(out_dir: str | Path) -> Plan:
@@ -196,7 +198,7 @@ def plan(out_dir: str | Path) -> Plan:
     fold_setup = next((r.fold for r in reversed(mine) if r.fold), None)
     ctx = RowContext(fid, dialects, dict(notes), t_of, last.T or 1, last.canary, th, lane_defaults,
                    frozenset(want_direct), fold_setup)  # fmt: skip
-    return Plan(out, ctx, runs, last, mine, list(dialects))
+    return Plan(out, ctx, runs, last, mine, dialects)
 
 
 def scan_calls(p: Plan, finish: Finish[R]) -> Scanned[R]:
@@ -257,7 +259,7 @@ def document(p: Plan, s: Scanned[object], rows: JSON, unknown_price: bool,
 
 def _build_matrix(out_dir: str | Path) -> JsonObject:
     p = plan(out_dir)
-    s = scan_calls(p, lambda own, order: key_rows(own, p.ctx))
+    s = scan_calls(p, lambda own, order: key_rows(own, order, p.ctx))
     by_key: dict[Key, KeyRows] = {}
     for part in s.results:
         by_key.update(part)
@@ -267,8 +269,70 @@ def _build_matrix(out_dir: str | Path) -> JsonObject:
     return document(p, s, rows, unknown, fold)  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class MdRow:
+    """One row of a ``matrix.md`` table before its dialect's opaque columns are known (they
+    are every opaque pair of the dialect's rows): the cells before them, joined; its own
+    opaque cells; the cells after them, joined."""
+
+    head: str
+    opaque: dict[str, str]
+    tail: str
+
+    def line(self, extras: list[str]) -> str:
+        """The table line, with a cell for each of the dialect's opaque pairs ``extras``."""
+        return " | ".join([self.head, *(self.opaque.get(x, "") for x in extras), self.tail])
+
+
+def md_variants(variants: Mapping[str, Iterable[str]], dialect: str) -> list[str]:
+    """The text variant columns of ``dialect``'s table (the baseline has none), from the
+    variants per dialect (the matrix's, or :data:`~reasonwire.eval._variants.TEXT_VARIANTS`
+    it is written from)."""
+    return [v for v in variants.get(dialect, []) if v != BASELINE]
+
+
+def md_row(r: JsonObject, variants: list[str]) -> MdRow:
+    """The ``matrix.md`` cells of one encoded row."""
+    cells = [r["route"], r["model"], r["lane"], r.get("verdict") or "-"]
+    for v in variants:
+        e = r["text"].get(v)
+        cells.append(_fmt(e, "delta") if e else "")
+    opaque = {x: _fmt(e, "delta") if e else "" for x, e in r["opaque"].items()}
+    kinds = sorted({c["kind"] for c in (r["turn1"] or {}).get("carriers") or []})
+    extra = list(r["notes"]) + list(r["params_fix"])
+    if r.get("T_source") == "count-endpoint":
+        extra.insert(0, f"T = {r['T']} (count endpoint)")
+    if r.get("price") == "unknown":
+        extra.append(f"cost ${r['cost_usd']:.4f} is an estimate (price unknown)")
+    if r["errors"]:
+        e = r["errors"][0]
+        extra.append(
+            f"{len(r['errors'])} error(s), first: {e['step']} {e['variant']} "
+            f"{e['position']}: {e['status'] or 'no status'} {first_words(e['error'])}"
+        )
+    tail = [", ".join(kinds) or "-", "; ".join(extra).replace("|", "/")[:300]]
+    return MdRow(
+        "| " + " | ".join(str(c) for c in cells), opaque, " | ".join(str(c) for c in tail) + " |"
+    )
+
+
 def render_md(matrix: JsonObject) -> str:
     """``matrix.md``: one table per dialect, then the thresholds and run metadata."""
+    by_dialect: dict[str, list[JsonObject]] = defaultdict(list)
+    for row in matrix["rows"]:
+        by_dialect[row["dialect"]].append(row)
+    tables = [
+        (dialect, [md_row(r, md_variants(matrix["variants"], dialect)) for r in rows])
+        for dialect, rows in by_dialect.items()
+    ]
+    return md_document(matrix, tables, unknown_priced(matrix["rows"]))
+
+
+def md_document(
+    matrix: JsonObject, tables: list[tuple[str, list[MdRow]]], unknown: list[str]
+) -> str:
+    """``matrix.md`` from the matrix's head, the rows' cells per dialect (in order) and the
+    (route, model)s whose price is unknown (:func:`unknown_priced`)."""
     lines = ["# reasonwire consumption matrix", ""]
     th = matrix["thresholds"]
     run = matrix["run"]
@@ -278,15 +342,12 @@ def render_md(matrix: JsonObject) -> str:
         f"consumed when delta >= {th['consume_ratio']} * T (text) or > {th['opaque_min']} "
         f"tokens (opaque, verbatim vs stripped). Canary word: `{run['canary']}`. Seed "
         f"{run['seed']}, {run['runs']} run(s), {matrix['calls']} calls, "
-        f"{spent_text(matrix)}."
+        f"{spent_text(matrix, unknown)}."
     )
     lines.append("")
-    by_dialect: dict[str, list[JsonObject]] = defaultdict(list)
-    for row in matrix["rows"]:
-        by_dialect[row["dialect"]].append(row)
-    for dialect, rows in by_dialect.items():
-        variants = [v for v in matrix["variants"].get(dialect, []) if v != BASELINE]
-        extras = sorted({e for r in rows for e in r["opaque"]})
+    for dialect, rows in tables:
+        variants = md_variants(matrix["variants"], dialect)
+        extras = sorted({e for r in rows for e in r.opaque})
         lines.append(f"## {dialect}")
         if dialect in matrix["no_text_variants"]:
             lines.append(f"Text variants: none ({matrix['no_text_variants'][dialect]}).")
@@ -295,29 +356,7 @@ def render_md(matrix: JsonObject) -> str:
                 "notes"]  # fmt: skip
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
-        for r in rows:
-            cells = [r["route"], r["model"], r["lane"], r.get("verdict") or "-"]
-            for v in variants:
-                e = r["text"].get(v)
-                cells.append(_fmt(e, "delta") if e else "")
-            for x in extras:
-                e = r["opaque"].get(x)
-                cells.append(_fmt(e, "delta") if e else "")
-            kinds = sorted({c["kind"] for c in (r["turn1"] or {}).get("carriers") or []})
-            cells.append(", ".join(kinds) or "-")
-            extra = list(r["notes"]) + list(r["params_fix"])
-            if r.get("T_source") == "count-endpoint":
-                extra.insert(0, f"T = {r['T']} (count endpoint)")
-            if r.get("price") == "unknown":
-                extra.append(f"cost ${r['cost_usd']:.4f} is an estimate (price unknown)")
-            if r["errors"]:
-                e = r["errors"][0]
-                extra.append(
-                    f"{len(r['errors'])} error(s), first: {e['step']} {e['variant']} "
-                    f"{e['position']}: {e['status'] or 'no status'} {first_words(e['error'])}"
-                )
-            cells.append("; ".join(extra).replace("|", "/")[:300])
-            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.extend(r.line(extras) for r in rows)
         lines.append("")
     lines.extend(fold_md(matrix))
     if matrix["budget_stops"]:
@@ -325,10 +364,16 @@ def render_md(matrix: JsonObject) -> str:
     return "\n".join(lines) + "\n"
 
 
-def spent_text(matrix: JsonObject) -> str:
+def unknown_priced(rows: list[JsonObject]) -> list[str]:
+    """``route/model`` of every row whose price is unknown, sorted, once each."""
+    return sorted({f"{r['route']}/{r['model']}" for r in rows if r.get("price") == "unknown"})
+
+
+def spent_text(matrix: JsonObject, unknown: list[str] | None = None) -> str:
     """``$X spent ($B billed by the provider, $E estimated ...)``: the providers' own figures
     apart from the estimates, these labelled by why (an unknown price, calls in flight at an
-    interruption). Matrices written before the split show the total alone."""
+    interruption). Matrices written before the split show the total alone. ``unknown``: the
+    rows' :func:`unknown_priced` when known, else read from the matrix's rows."""
     text = f"${matrix['spent_usd']:.4f} spent"
     if "spent_billed_usd" not in matrix:
         return text
@@ -337,8 +382,8 @@ def spent_text(matrix: JsonObject) -> str:
         f"${matrix['spent_estimated_usd']:.4f} estimated"
     )
     if matrix.get("spent_estimate"):
-        unknown = sorted({f"{r['route']}/{r['model']}" for r in matrix["rows"]
-                          if r.get("price") == "unknown"})  # fmt: skip
+        if unknown is None:
+            unknown = unknown_priced(matrix["rows"])
         text += f"; estimate: price unknown for {', '.join(unknown)}"
     flight = matrix.get("in_flight") or {}
     if flight.get("calls"):
