@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import gc
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,12 +116,16 @@ def _write(out: Path) -> None:
     unknown = sorted(set().union(*(part.unknown for part in s.results)))
     hole = f"rows-{uuid.uuid4().hex}"
     doc = document(p, s, hole, bool(unknown), fold)
-    text = orjson.dumps(doc, option=orjson.OPT_INDENT_2)
-    mark = orjson.dumps(hole)
-    rows = b",\n".join(where[k].json[k] for k in s.order)
-    (out / "matrix.json").write_bytes(
-        text.replace(mark, b"[\n" + rows + b"\n  ]" if rows else b"[]", 1) + b"\n"
-    )
+    before, after = orjson.dumps(doc, option=orjson.OPT_INDENT_2).split(orjson.dumps(hole))
+    with (out / "matrix.json").open("wb") as fh:  # the rows' text is written, never joined
+        fh.write(before)
+        if s.order:
+            fh.write(b"[\n")
+            fh.writelines(_joined((where[k].json[k] for k in s.order), b",\n"))
+            fh.write(b"\n  ]")
+        else:
+            fh.write(b"[]")
+        fh.write(after + b"\n")
     tables: dict[str, list[MdRow]] = {}
     by_dialect: dict[str, DialectRows] = {}
     cap = row_cap(len(set(s.order.values())))
@@ -134,6 +139,14 @@ def _write(out: Path) -> None:
     (out / "matrix.md").write_text(md_document(doc, list(tables.items()), unknown))
     html = page(doc, by_dialect, unknown, templates_section(out))
     (out / REPORT_HTML).write_text(html, encoding="utf-8")
+
+
+def _joined(pieces: Iterable[bytes], sep: bytes) -> Iterator[bytes]:
+    """``pieces`` with ``sep`` between them."""
+    for i, piece in enumerate(pieces):
+        if i:
+            yield sep
+        yield piece
 
 
 __all__ = ["write_report"]
