@@ -8,9 +8,12 @@ fields and their layouts are defined and documented there), which ``matrix.json`
 :mod:`reasonwire.method.verdicts`.
 
 Call records are read as JSON, not as :class:`~reasonwire.eval._records.CallRecord`: the report
-reads a million of them under a 20 s bar, and decoding each into objects would cost more than
-the whole report. The rows (:mod:`reasonwire.eval._rows`) are typed; the shards that build
-them encode them too.
+reads a million of them under a 10 s bar, and decoding each into objects would cost more than
+the whole report. A large file is read by two processes, a byte range each
+(:mod:`reasonwire.eval._shards`); each (route, model) is built by one of them. The rows
+(:mod:`reasonwire.eval._rows`) are typed; the process that builds them encodes them too.
+``eval report`` writes the files without this whole document (:mod:`reasonwire.eval.
+_report_files`); :func:`render_md` and the HTML page share its row cells and page parts.
 """
 
 from __future__ import annotations
@@ -56,11 +59,9 @@ R = TypeVar("R")
 
 @dataclass(frozen=True)
 class RowContext:
-    """What row building needs besides the call records (all from ``runs.jsonl``); the
-    targets' dialects."""
+    """What row building needs besides the call records (all from ``runs.jsonl``)."""
 
     fid: str
-    dialects: dict[Key, str]
     notes: dict[Key, list[str]]
     t_of: dict[Key, TRecord]
     T: int
@@ -140,7 +141,7 @@ def build_matrix(out_dir: str | Path) -> JsonObject:
 
     The cyclic GC is paused while the records are loaded: they are plain acyclic dicts, and
     with it running, a million of them trigger full collections that cost several times the
-    JSON parsing (the report bar is 1,000,000 records in under 20 s).
+    JSON parsing (the report bar is 1,000,000 records in under 10 s).
     """
     paused = gc.isenabled()
     gc.disable()
@@ -196,7 +197,7 @@ def plan(out_dir: str | Path) -> Plan:
             if msg not in notes[k]:
                 notes[k].append(msg)
     fold_setup = next((r.fold for r in reversed(mine) if r.fold), None)
-    ctx = RowContext(fid, dialects, dict(notes), t_of, last.T or 1, last.canary, th, lane_defaults,
+    ctx = RowContext(fid, dict(notes), t_of, last.T or 1, last.canary, th, lane_defaults,
                    frozenset(want_direct), fold_setup)  # fmt: skip
     return Plan(out, ctx, runs, last, mine, dialects)
 
