@@ -327,7 +327,8 @@ def _by_position(recs: list[Rec]) -> dict[str, list[Rec]]:
     """The text records at each position, in record order."""
     out: dict[str, list[Rec]] = {p: [] for p in POSITIONS}
     for r in recs:
-        at = out.get(r.get("position"))  # type: ignore[arg-type]
+        position = r.get("position")
+        at = out.get(position) if isinstance(position, str) else None
         if at is not None:
             at.append(r)
     return out

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import orjson
 
@@ -206,12 +206,12 @@ def scan(
         result: R = finish(own, order)
         del own  # the records go while the second process still works, not after
         mine.recs.clear()
-        other = _receive(here)
+        other = cast(R, _receive(here))  # what ``finish`` returned there
     finally:
         here.close()
         child.join()
     return Scanned(order, discovered, mine.spent + theirs.spent, mine.billed + theirs.billed,
-                   mine.ncalls + theirs.ncalls, [result, other])  # type: ignore[list-item]  # fmt: skip
+                   mine.ncalls + theirs.ncalls, [result, other])  # fmt: skip
 
 
 def _discovered(first: dict[Key, str], second: dict[Key, str]) -> dict[Key, str]:

@@ -209,7 +209,7 @@ def scan_calls(p: Plan, finish: Finish[R]) -> Scanned[R]:
     return scan(calls, p.ctx.fid, _shards(calls), p.targets, finish)
 
 
-def document(p: Plan, s: Scanned[object], rows: JSON, unknown_price: bool,
+def document(p: Plan, s: Scanned[R], rows: JSON, unknown_price: bool,
              fold_rows: list[JsonObject]) -> JsonObject:  # fmt: skip
     """The matrix document around ``rows`` (``unknown_price``: a row's price is unknown;
     ``fold_rows``: the fold section's rows, when a ``--fold`` run set it up)."""
@@ -267,7 +267,7 @@ def _build_matrix(out_dir: str | Path) -> JsonObject:
     rows = [row for k in s.order for row in by_key[k][0]]
     fold = [row for k in s.order for row in by_key[k][1]]
     unknown = any(r.get("price") == "unknown" for r in rows)
-    return document(p, s, rows, unknown, fold)  # type: ignore[arg-type]
+    return document(p, s, rows, unknown, fold)
 
 
 @dataclass(frozen=True)
