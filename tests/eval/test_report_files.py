@@ -6,7 +6,8 @@ The records are a real simulator run's, each tagged with its line number (``seq`
 reader keeps), plus hostile lines: escaped and non-ASCII keys, a key spelled with ``\\u``
 escapes that decodes to an existing one, reversed key order, a duplicated key (the last one
 counts), NaN and a 30-digit integer (the stdlib fallback), lines that are not records, and a
-torn last line.
+last line without its newline (a killed writer's: skipped even though it parses). The run's
+targets gain one that has no record (it still gets its row).
 """
 
 from __future__ import annotations
@@ -71,7 +72,10 @@ def hostile_dir(
     them and a torn last line."""
     src, _ = sim_run
     out = tmp_path_factory.mktemp("hostile")
-    shutil.copy(src / "runs.jsonl", out / "runs.jsonl")
+    runs = [json.loads(x) for x in (src / "runs.jsonl").read_text().splitlines() if x.strip()]
+    start = next(r for r in runs if r["type"] == "run_start")
+    start["targets"].append({"route": "sim", "dialect": "chat", "model": "never-called"})
+    (out / "runs.jsonl").write_text("".join(_dump(r) + "\n" for r in runs), encoding="utf-8")
     recs = [json.loads(x) for x in (src / "calls.jsonl").read_text().splitlines() if x.strip()]
     fid = str(recs[0]["fixture_id"])
     lines = [_dump(r) for r in recs]
@@ -84,7 +88,8 @@ def hostile_dir(
         if line.startswith("{") and line.endswith("}") and '"type":"call"' in line:
             line = line[:-1] + f',"seq":{n}}}'
         tagged.append(line)
-    body = "\n".join(tagged) + "\n" + '{"type":"call","route":"sim","model":"torn","seq":'
+    torn = _dump({**recs[-1], "model": "torn", "seq": len(tagged)})  # complete, no newline
+    body = "\n".join(tagged) + "\n" + torn
     (out / "calls.jsonl").write_text(body, encoding="utf-8")
     return out
 
@@ -121,6 +126,7 @@ def test_the_reference_sees_the_hostile_lines(hostile_dir: Path) -> None:
     assert {'q"uote\\back', "模型-é-😀", "dup-real", "nan-cost", "big-int"} <= models
     assert not {"decoy", "torn", "unterminated"} & models
     assert ("ré", "模型-é-😀") in ref
+    assert json.loads((hostile_dir / "calls.jsonl").read_bytes().rsplit(b"\n", 1)[1])
 
 
 @pytest.mark.parametrize("processes", [1, 2])
@@ -131,6 +137,7 @@ def test_each_key_gets_all_its_records_in_file_order_once(
     """Whatever the cut, every record reaches exactly one process, with its key's other
     records, in file order; the keys come in file order after the targets."""
     monkeypatch.setattr(shards_mod, "FIRST_SHARE", share)
+    monkeypatch.setattr(shards_mod, "_CHUNK", 777)  # lines cross chunk boundaries
     calls, fid = hostile_dir / "calls.jsonl", _fid(hostile_dir)
     ref = _reference(calls, fid)
     targets = matrix_mod.plan(hostile_dir).targets
@@ -165,11 +172,24 @@ def _stamped(d: Path, name: str) -> bytes:
     return re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", b"<generated_at>", raw)
 
 
+@pytest.fixture(scope="module")
+def many_dir(
+    sim_run: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Copies of the simulator run under renamed models: more rows than the page details."""
+    from tests.eval.test_report_html import _replicate
+
+    out = tmp_path_factory.mktemp("many") / "run"
+    _replicate(sim_run[0], out, 30)
+    return out
+
+
 @pytest.mark.parametrize("sharded", [False, True])
-@pytest.mark.parametrize("which", ["hostile", "sim"])
+@pytest.mark.parametrize("which", ["hostile", "sim", "many"])
 def test_the_report_files_equal_those_of_the_whole_matrix(
     hostile_dir: Path,
     sim_run: tuple[Path, dict[str, Any]],
+    many_dir: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     sharded: bool,
@@ -179,7 +199,7 @@ def test_the_report_files_equal_those_of_the_whole_matrix(
     matrix (one process, no fork), on the simulator run and the hostile records."""
     import reasonwire.eval._report_html as html_mod
 
-    src = hostile_dir if which == "hostile" else sim_run[0]
+    src = {"hostile": hostile_dir, "sim": sim_run[0], "many": many_dir}[which]
     whole, pieces = tmp_path / "whole", tmp_path / "pieces"
     for d in (whole, pieces):
         d.mkdir()
@@ -192,6 +212,8 @@ def test_the_report_files_equal_those_of_the_whole_matrix(
     if sharded:
         assert matrix_mod._shards(pieces / "calls.jsonl") == min(2, os.cpu_count() or 1)
     write_report(pieces)
+    if which == "many":  # the page details the first rows of each dialect only
+        assert 'class="cap"' in (pieces / "report.html").read_text()
     for name in ("matrix.json", "matrix.md", "report.html"):
         assert _stamped(pieces, name) == _stamped(whole, name), name
 
@@ -206,7 +228,7 @@ def test_the_matrix_is_the_same_read_by_one_or_two_processes(
     one.pop("generated_at"), two.pop("generated_at")
     assert json.dumps(one) == json.dumps(two)
     models = [r["model"] for r in one["rows"]]
-    assert {'q"uote\\back', "模型-é-😀", "dup-real", "big-int"} <= set(models)
+    assert {'q"uote\\back', "模型-é-😀", "dup-real", "big-int", "never-called"} <= set(models)
 
 
 def test_a_failure_in_the_second_process_is_raised_in_the_first(hostile_dir: Path) -> None:
