@@ -242,3 +242,38 @@ def test_a_failure_in_the_second_process_is_raised_in_the_first(hostile_dir: Pat
     calls = hostile_dir / "calls.jsonl"
     with pytest.raises(ValueError, match="boom in the second process"):
         scan(calls, _fid(hostile_dir), 2, {}, finish)
+
+
+def _row_facts(recs: list[dict[str, Any]], want_direct: bool = False) -> list[Any]:
+    from reasonwire.eval._rows import rows_of
+    from reasonwire.method.verdicts import Thresholds
+
+    rows = rows_of(("r", "m"), "no-such-dialect", recs, [], (100, "chars/4", None), "",
+                   Thresholds(0.5, 25, 12), "direct", want_direct)  # fmt: skip
+    return [(r.lane, str(r.verdict), r.calls, r.cost_usd, r.params_fix, r.price) for r in rows]
+
+
+def test_a_row_without_carrier_entries_is_failed_only_when_a_call_failed() -> None:
+    """The rule of ``row_verdict`` (no carrier entry: ``baseline-failed`` when a call of the
+    row failed, else ``incomplete``), with the row's shared facts from every record: calls,
+    cost summed, parameter fixes sorted once each, the weakest price, the lanes answers
+    landed on (sorted)."""
+    ok = {"step": "opaque", "position": "turn1", "ok": True, "lane": "direct", "cost_usd": 0.25,
+          "fix_notes": ["b", "a"], "price": "listed"}  # fmt: skip
+    failed = {"step": "opaque", "position": "turn1", "ok": False, "status": 500,
+              "cost_usd": 0.5, "fix_notes": ["a"], "price": "unknown"}  # fmt: skip
+    assert _row_facts([ok]) == [("direct", "incomplete", 1, 0.25, ("a", "b"), "listed")]
+    assert _row_facts([ok, failed]) == [
+        ("direct", "baseline-failed", 2, 0.75, ("a", "b"), "unknown")
+    ]
+    other = {**ok, "lane": "via-proxy", "price": "free"}
+    assert _row_facts([other, ok]) == [
+        ("direct", "incomplete", 2, 0.5, ("a", "b"), "listed"),
+        ("via-proxy", "incomplete", 2, 0.5, ("a", "b"), "listed"),
+    ]
+    # want_direct and no answer on the direct lane: its row is appended, and neither row
+    # speaks for the direct lane
+    assert [f[:2] for f in _row_facts([other], want_direct=True)] == [
+        ("via-proxy", "direct-lane-not-reached"),
+        ("direct", "direct-lane-not-reached"),
+    ]
