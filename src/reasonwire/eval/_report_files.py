@@ -87,7 +87,7 @@ def _pieces(own: dict[Key, list[Rec]], order: dict[Key, str], ctx: RowContext) -
         room = cap - kept.get(dialect, 0)
         if room > 0:
             out.shown[k] = rows[:room]
-            kept[dialect] = cap - room + len(out.shown[k])
+            kept[dialect] = kept.get(dialect, 0) + len(out.shown[k])
         counts = out.counts.setdefault(dialect, DialectRows())
         for r in rows:
             counts.count(str(r.get("verdict") or "-"))
