@@ -26,6 +26,7 @@ import reasonwire.eval.matrix as matrix_mod
 from reasonwire.eval._report_files import write_report
 from reasonwire.eval._report_html import write_all
 from reasonwire.eval._shards import cut, owner, scan
+from reasonwire.wire.model import ABSENT
 
 SHARES = (0.0, 0.05, 0.3, 0.45, 0.5, 0.7, 0.95, 1.0)
 """Where the first range ends, as a share of the file (the report uses FIRST_SHARE)."""
@@ -271,6 +272,9 @@ def test_a_row_without_carrier_entries_is_failed_only_when_a_call_failed() -> No
         ("direct", "incomplete", 2, 0.5, ("a", "b"), "listed"),
         ("via-proxy", "incomplete", 2, 0.5, ("a", "b"), "listed"),
     ]
+    # no record: nothing spent, written as matrix.json always has (``0``, not ``0.0``)
+    (row,) = _row_facts([])
+    assert row == ("direct", "incomplete", 0, 0, (), ABSENT) and repr(row[3]) == "0"
     # want_direct and no answer on the direct lane: its row is appended, and neither row
     # speaks for the direct lane
     assert [f[:2] for f in _row_facts([other], want_direct=True)] == [

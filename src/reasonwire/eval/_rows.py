@@ -238,7 +238,7 @@ def rows_of(
     landed: set[JSON] = set()  # the lanes themselves (a string lane compares equal)
     fix_set: set[str] = set()
     prices: set[str] = set()
-    cost = 0.0
+    cost: float = 0  # as sum() counts: no record costs the int 0 (matrix.json writes 0)
     errored = False
     for r in recs:
         get = r.get
