@@ -13,7 +13,9 @@ line (a killed writer), which the reader must skip.
 Timed: the ``reasonwire eval report --out DIR`` command in a fresh process (imports included,
 stdout to /dev/null). Peer in the same run: a plain pass over the same ``calls.jsonl`` that
 only counts the lines ``json.loads`` parses (stdlib), i.e. the cost of reading the records
-once with nothing built. Printed: both times and their ratio.
+once with nothing built. Printed: both times and their ratio, wall and CPU (user + sys; the
+report's CPU is both of its processes'). On a loaded machine the wall ratio swings with the
+load (a forked child shares its parent's scheduling group), the CPU ratio much less.
 
 Run: .venv/bin/python bench/bench_report.py [--records 1000000] [--keep DIR | --reuse DIR]
 """
@@ -93,9 +95,9 @@ def _count_lines(path: Path) -> int:
         return sum(1 for raw in fh if raw.endswith(b"\n"))
 
 
-def peer_json_pass(path: Path) -> tuple[float, int]:
-    """Seconds for stdlib ``json.loads`` over every line, counting the records."""
-    t0 = time.perf_counter()
+def peer_json_pass(path: Path) -> tuple[float, float, int]:
+    """Wall and CPU seconds for stdlib ``json.loads`` over every line, counting the records."""
+    t0, c0 = time.perf_counter(), time.process_time()
     n = 0
     with path.open("rb") as fh:
         for raw in fh:
@@ -104,7 +106,7 @@ def peer_json_pass(path: Path) -> tuple[float, int]:
             except ValueError:
                 continue
             n += 1
-    return time.perf_counter() - t0, n
+    return time.perf_counter() - t0, time.process_time() - c0, n
 
 
 def time_report(out: Path) -> tuple[float, float]:
@@ -139,7 +141,7 @@ def main() -> None:
             n, size = _count_lines(out / "calls.jsonl"), (out / "calls.jsonl").stat().st_size
         print(f"records: {n} call records, {size / 1e6:.0f} MB calls.jsonl "
               f"(ready in {time.perf_counter() - t0:.1f} s)")  # fmt: skip
-        peer_s, parsed = peer_json_pass(out / "calls.jsonl")
+        peer_s, peer_cpu, parsed = peer_json_pass(out / "calls.jsonl")
         assert parsed == n, (parsed, n)
         report_s, report_cpu = time_report(out)
         matrix = json.loads((out / "matrix.json").read_text())
@@ -151,8 +153,11 @@ def main() -> None:
               f"{BAR_HTML_MB:.0f} MB: {'PASS' if html_mb < BAR_HTML_MB else 'FAIL'}")  # fmt: skip
         print(f"         {report_cpu:.2f} s CPU (user+sys); load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")  # fmt: skip
-        print(f"peer:    {peer_s:.2f} s  (stdlib json.loads line pass, nothing built)")
-        print(f"ratio:   report / peer = {report_s / peer_s:.2f}")
+        print(f"peer:    {peer_s:.2f} s, {peer_cpu:.2f} s CPU  (stdlib json.loads line pass, "
+              "nothing built)")  # fmt: skip
+        print(f"ratio:   report / peer = {report_s / peer_s:.2f} (wall), "
+              f"{report_cpu / peer_cpu:.2f} (CPU: steadier on a loaded machine, where the "
+              "report's two processes share one scheduling group's time)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -263,3 +263,27 @@ def test_cli_bad_fold_settings_is_one_line_and_sends_nothing(
 def test_cli_missing_fold_settings_file(sim: SimServer, tmp_path: Path) -> None:
     code, output = _cli(tmp_path, sim, "--fold-settings", str(tmp_path / "nope.toml"))
     assert code == 2 and "cannot read fold settings" in output and "Traceback" not in output
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_the_report_command_writes_the_fold_section_as_the_whole_matrix_does(
+    fold_run: tuple[Path, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded: bool
+) -> None:
+    """``eval report`` joins the fold rows of each process's keys: its files equal those
+    ``write_all`` rendered from the whole matrix of the same records."""
+    import shutil
+
+    import reasonwire.eval.matrix as matrix_mod
+    from reasonwire.eval._report_files import write_report
+    from tests.eval.test_report_files import _stamped
+
+    out, matrix = fold_run
+    assert matrix["fold"]["rows"]
+    pieces = tmp_path / "pieces"
+    pieces.mkdir()
+    for name in ("calls.jsonl", "runs.jsonl", "cost.jsonl"):
+        shutil.copy(out / name, pieces / name)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0 if sharded else 1 << 62)
+    write_report(pieces)
+    for name in ("matrix.json", "matrix.md", "report.html"):
+        assert _stamped(pieces, name) == _stamped(out, name), name

@@ -105,35 +105,3 @@ def test_the_writer_appends_one_redacted_line_per_record(tmp_path: Path) -> None
         records.close()
     assert (tmp_path / RUNS).read_text() == (V1 / RUNS).read_text()
     assert (tmp_path / CALLS).read_text() == ""
-
-
-PEEKS = [
-    # (line, the key a sharded reader may take from the bytes alone, None = must decode)
-    (b'{"type":"call","route":"sim","model":"m-1","usage":{"x":1}}\n', ("sim", "m-1")),
-    (b'{"type":"call","route":"r\xc3\xa9","model":"m"}\n', ("r\xe9", "m")),
-    # a nested object before the key: its "model" could be the nested one
-    (b'{"raw":{"model":"inner"},"route":"sim","model":"outer"}\n', None),
-    (b'{"carriers":[1],"route":"sim","model":"m"}\n', None),
-    # a second "model" anywhere (nested, or repeated: the decoder keeps the last)
-    (b'{"route":"sim","model":"a","usage":{"model":"b"}}\n', None),
-    (b'{"route":"sim","model":"a","model":"b"}\n', None),
-    # an escape in the value: the bytes are not the value
-    (b'{"route":"sim","model":"a\\"b"}\n', None),
-    (b'{"route":"sim","model":"a\\u00e9"}\n', None),
-    # not a plain string, or spaced out (the stdlib's default separators), or absent
-    (b'{"route":"sim","model":null}\n', None),
-    (b'{"route": "sim", "model": "m"}\n', None),
-    (b'{"route":"sim"}\n', None),
-    # a quoted "model":" inside a string value is escaped, so it is not a key
-    (b'{"route":"sim","note":"say \\"model\\":\\"x\\"","model":"m"}\n', ("sim", "m")),
-]
-
-
-@pytest.mark.parametrize(("line", "key"), PEEKS)
-def test_peek_route_model_is_sure_or_declines(line: bytes, key: tuple[str, str] | None) -> None:
-    from reasonwire.eval._records import parse_line, peek_route_model
-
-    assert peek_route_model(line) == key
-    if key is not None:  # when it answers, it is what decoding the line says
-        rec = parse_line(line)
-        assert rec is not None and (rec["route"], rec["model"]) == key

@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Final, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import orjson
 
@@ -492,39 +492,3 @@ def parse_line(raw: bytes) -> JsonObject | None:
         except ValueError:
             return None
     return rec if isinstance(rec, dict) else None
-
-
-_ROUTE: Final = b'"route":"'
-_MODEL: Final = b'"model":"'
-
-
-def peek_route_model(raw: bytes) -> tuple[str, str] | None:
-    """The top-level ``route`` and ``model`` of a call-record line without decoding it, or
-    None when the bytes alone cannot say for sure (then the caller decodes the line).
-
-    Why: a sharded report reads the whole calls file in each process but keeps only its
-    shard's keys; deciding from the bytes spares decoding the other shards' lines, the larger
-    part of its reading cost. Sure only when each key occurs once in the line (no nested or
-    repeated ``model``), both come before any nested object or array (so they are top-level:
-    the writer puts them there), and both values are plain strings without escapes (then the
-    raw bytes are the value). Inside a JSON string a quote is always escaped, so the patterns
-    cannot match within a value.
-    """
-    if raw.count(b'"route":') != 1 or raw.count(b'"model":') != 1:
-        return None
-    r = raw.find(_ROUTE)
-    m = raw.find(_MODEL)
-    if r < 0 or m < 0:
-        return None
-    r0, m0 = r + len(_ROUTE), m + len(_MODEL)
-    r1, m1 = raw.find(b'"', r0), raw.find(b'"', m0)
-    if r1 < 0 or m1 < 0:
-        return None
-    end = max(r1, m1)
-    head = raw[1:end]
-    if b"{" in head or b"[" in head or b"\\" in raw[r0:r1] or b"\\" in raw[m0:m1]:
-        return None
-    try:
-        return raw[r0:r1].decode(), raw[m0:m1].decode()
-    except UnicodeDecodeError:
-        return None

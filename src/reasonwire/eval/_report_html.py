@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import lru_cache
 from html import escape
 from pathlib import Path
@@ -32,7 +33,13 @@ from typing import Final
 
 from reasonwire.credentials import redact
 from reasonwire.errors import ConfigError
-from reasonwire.eval.matrix import build_matrix, spent_text, write_matrix_json, write_matrix_md
+from reasonwire.eval.matrix import (
+    build_matrix,
+    spent_text,
+    unknown_priced,
+    write_matrix_json,
+    write_matrix_md,
+)
 from reasonwire.fold.report import fold_html
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.verdicts import Outcome
@@ -284,12 +291,11 @@ def _row_verdict(row: JsonObject) -> str:
     return f'<td class="row-verdict" data-row-verdict="{v}">{badge}</td>'
 
 
-def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject, cap: int) -> str:
-    """The detailed table of ``dialect``: its first ``cap`` rows, each with its line of errors
-    and notes under it when it has some."""
+def _table(dialect: str, shown: list[JsonObject], total: int, matrix: JsonObject) -> str:
+    """The detailed table of ``dialect``: its first rows (``shown`` of ``total``), each with
+    its line of errors and notes under it when it has some."""
     th = matrix["thresholds"]
     variants = [v for v in matrix["variants"].get(dialect, []) if v != "none"]
-    shown = rows[:cap]
     extras = sorted({e for r in shown for e in r["opaque"]})
     head = ["route", "model", "lane", "verdict", *variants, *extras, "turn-1 carriers",
             "canary", "errors"]  # fmt: skip
@@ -298,10 +304,10 @@ def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject, cap: int) -
         out.append(
             f'<p class="sub">Text variants: none ({_e(matrix["no_text_variants"][dialect])}).</p>'
         )
-    if len(rows) > len(shown):
+    if total > len(shown):
         out.append(
-            f'<p class="cap" data-shown="{len(shown)}" data-rows="{len(rows)}">The first '
-            f"{len(shown)} of {len(rows)} rows; every row is in "
+            f'<p class="cap" data-shown="{len(shown)}" data-rows="{total}">The first '
+            f"{len(shown)} of {total} rows; every row is in "
             '<a href="matrix.md">matrix.md</a> and <a href="matrix.json">matrix.json</a>.</p>'
         )
     out.append(f'<table class="matrix" data-dialect="{_e(dialect)}"><thead><tr>')
@@ -332,25 +338,46 @@ def _table(dialect: str, rows: list[JsonObject], matrix: JsonObject, cap: int) -
     return "".join(out)
 
 
-def _summary(by_dialect: dict[str, list[JsonObject]]) -> str:
+@dataclass
+class DialectRows:
+    """The rows of one dialect as the page shows them: the first ones in detail, and how
+    many there are by row verdict (the summary counts every row)."""
+
+    shown: list[JsonObject] = field(default_factory=list)
+    total: int = 0
+    verdicts: dict[str, int] = field(default_factory=dict)
+
+    def add(self, row: JsonObject, cap: int) -> None:
+        """Count ``row``; keep it while fewer than ``cap`` are shown."""
+        if len(self.shown) < cap:
+            self.shown.append(row)
+        self.count(str(row.get("verdict") or "-"))
+
+    def count(self, verdict: str, n: int = 1) -> None:
+        self.total += n
+        self.verdicts[verdict] = self.verdicts.get(verdict, 0) + n
+
+    def merge(self, other: DialectRows) -> None:
+        """Add ``other``'s counts (its rows are not shown)."""
+        for verdict, n in other.verdicts.items():
+            self.count(verdict, n)
+
+
+def row_cap(dialects: int) -> int:
+    """Detailed rows per dialect: :data:`HTML_ROW_CAP` shared evenly."""
+    return max(1, HTML_ROW_CAP // max(1, dialects))
+
+
+def _summary(by_dialect: dict[str, DialectRows]) -> str:
     """Rows per dialect and row verdict, over every row (the detailed tables may be capped)."""
-    counts: dict[str, dict[str, int]] = {}
-    verdicts: dict[str, None] = {}
-    for dialect, rows in by_dialect.items():
-        c = counts.setdefault(dialect, {})
-        for r in rows:
-            v = str(r.get("verdict") or "-")
-            c[v] = c.get(v, 0) + 1
-            verdicts.setdefault(v)
-    head = "".join(
-        f'<th><span class="badge v-{_ec(v)}">{_ec(v)}</span></th>' for v in sorted(verdicts)
-    )
+    verdicts = sorted({v for d in by_dialect.values() for v in d.verdicts})
+    head = "".join(f'<th><span class="badge v-{_ec(v)}">{_ec(v)}</span></th>' for v in verdicts)
     body = "".join(
         f'<tr data-dialect="{_e(d)}"><td><a href="#d-{_e(d)}">{_e(d)}</a></td>'
-        f"<td>{len(by_dialect[d])}</td>"
-        + "".join(f"<td>{c.get(v, 0)}</td>" for v in sorted(verdicts))
+        f"<td>{rows.total}</td>"
+        + "".join(f"<td>{rows.verdicts.get(v, 0)}</td>" for v in verdicts)
         + "</tr>"
-        for d, c in counts.items()
+        for d, rows in by_dialect.items()
     )
     return (
         '<section id="summary"><h2>Summary</h2><table class="summary"><thead><tr>'
@@ -377,7 +404,7 @@ def _legend(matrix: JsonObject) -> str:
     )
 
 
-def _meta(matrix: JsonObject) -> str:
+def _meta(matrix: JsonObject, unknown: list[str]) -> str:
     run, th = matrix["run"], matrix["thresholds"]
     versions = ", ".join(f"{k} {v}" for k, v in (run.get("versions") or {}).items())
     items = [
@@ -391,7 +418,7 @@ def _meta(matrix: JsonObject) -> str:
         ("opaque threshold", f"delta > {th['opaque_min']} tokens"),
         ("lane attempts", th.get("lane_attempts")),
         ("effort / max tokens", f"{run.get('effort')} / {run.get('max_tokens')}"),
-        ("budget", f"${run.get('budget_usd')}, {spent_text(matrix)}"),
+        ("budget", f"${run.get('budget_usd')}, {spent_text(matrix, unknown)}"),
         ("calls", matrix.get("calls")),
         ("runs", f"{run.get('runs')} ({', '.join(str(i) for i in run.get('run_ids') or [])})"),
         ("fixture", run.get("fixture_id")),
@@ -406,10 +433,23 @@ def _meta(matrix: JsonObject) -> str:
 
 def render_html(matrix: JsonObject, templates_section: str | None = None) -> str:
     """The whole page for ``matrix``; ``templates_section`` is trusted HTML appended as is."""
-    by_dialect: dict[str, list[JsonObject]] = {}
+    dialects = list(dict.fromkeys(str(row["dialect"]) for row in matrix["rows"]))
+    cap = row_cap(len(dialects))
+    by_dialect = {d: DialectRows() for d in dialects}
     for row in matrix["rows"]:
-        by_dialect.setdefault(str(row["dialect"]), []).append(row)
-    nrows = len(matrix["rows"])
+        by_dialect[str(row["dialect"])].add(row, cap)
+    return page(matrix, by_dialect, unknown_priced(matrix["rows"]), templates_section)
+
+
+def page(
+    matrix: JsonObject,
+    by_dialect: dict[str, DialectRows],
+    unknown: list[str],
+    templates_section: str | None = None,
+) -> str:
+    """The page from the matrix's head, its rows per dialect (in order) and the (route,
+    model)s whose price is unknown (:func:`~reasonwire.eval.matrix.unknown_priced`)."""
+    nrows = sum(d.total for d in by_dialect.values())
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
         "<title>reasonwire consumption matrix</title>"
@@ -420,10 +460,9 @@ def render_html(matrix: JsonObject, templates_section: str | None = None) -> str
         _legend(matrix),
     ]
     parts.append(_summary(by_dialect))
-    cap = max(1, HTML_ROW_CAP // max(1, len(by_dialect)))
-    parts.extend(_table(d, rows, matrix, cap) for d, rows in by_dialect.items())
+    parts.extend(_table(d, rows.shown, rows.total, matrix) for d, rows in by_dialect.items())
     parts.append(fold_html(matrix))
-    parts.append(_meta(matrix))
+    parts.append(_meta(matrix, unknown))
     if templates_section:
         parts.append(templates_section)
     parts.append("</body></html>\n")
@@ -490,8 +529,11 @@ __all__: Sequence[str] = [
     "HTML_ROW_CAP",
     "LEGEND",
     "REPORT_HTML",
+    "DialectRows",
     "chip_class",
+    "page",
     "render_html",
+    "row_cap",
     "templates_section",
     "write_all",
     "write_html",

@@ -47,13 +47,18 @@ def _row_error(step: str, variant: str, position: str, e: CallError) -> RowError
 
 
 def _text_cells(
-    recs: list[Rec], lane: str, canary: str, T: int, th: Thresholds, variants: Iterable[str]
+    by_position: Mapping[str, list[Rec]],
+    lane: str,
+    canary: str,
+    T: int,
+    th: Thresholds,
+    variants: Iterable[str],
 ) -> tuple[dict[str, TextEntry], dict[str, str], list[RowError]]:
     wording: dict[str, str] = {}
     errors: list[RowError] = []
     per_pos: dict[str, dict[str, TextPosition]] = {}
     for position in POSITIONS:
-        at = [r for r in recs if r.get("position") == position]
+        at = by_position[position]
         bases = [r for r in at if r.get("variant") == BASELINE]
         ok_bases = [r for r in bases if r.get("ok") and r.get("lane") == lane]
         cells: dict[str, TextPosition] = {}
@@ -224,47 +229,70 @@ def rows_of(
     want_direct: bool,
 ) -> list[MatrixRow]:
     T, T_source, T_note = t_row
-    lanes = sorted({str(r["lane"]) for r in recs if r.get("ok") and r.get("lane")})
+    # one pass over the records for what every lane's row shares (a million-record report
+    # builds ~70,000 rows: each further pass over a key's records costs about a second)
+    text_recs: list[Rec] = []
+    op_recs: list[Rec] = []
+    turn1s: list[Rec] = []
+    ok_lanes: set[str] = set()  # str() of every truthy lane an answer landed on
+    landed: set[JSON] = set()  # the lanes themselves (a string lane compares equal)
+    fix_set: set[str] = set()
+    prices: set[str] = set()
+    cost: float = 0  # as sum() counts: no record costs the int 0 (matrix.json writes 0)
+    errored = False
+    for r in recs:
+        get = r.get
+        ok = get("ok")
+        if ok:
+            lane = get("lane")
+            if lane:
+                ok_lanes.add(str(lane))
+            if isinstance(lane, str):
+                landed.add(lane)
+        else:
+            errored = True
+        step = get("step")
+        if step == "text":
+            text_recs.append(r)
+        elif step == "opaque":
+            op_recs.append(r)
+            if get("position") == "turn1" and ok and get("tool_calls") and get("carriers"):
+                turn1s.append(r)
+        notes_fixed = get("fix_notes")
+        if notes_fixed:
+            fix_set.update(notes_fixed)
+        cost += float(get("cost_usd") or 0.0)
+        price = get("price")
+        if price:
+            prices.add(str(price))
+    lanes = sorted(ok_lanes)
     multi = bool(lanes) and (len(lanes) > 1 or lanes[0] != default_lane)
     if want_direct and default_lane not in lanes:
         lanes.append(default_lane)
     if not lanes:
         lanes = [default_lane]
-    text_recs = [r for r in recs if r.get("step") == "text"]
-    op_recs = [r for r in recs if r.get("step") == "opaque"]
-    turn1s = [
-        r
-        for r in op_recs
-        if r.get("position") == "turn1"
-        and r.get("ok")
-        and r.get("tool_calls")
-        and r.get("carriers")
-    ]
     variants = list(TEXT_VARIANTS.get(dialect, {}))
-    fixes = tuple(sorted({n for r in recs for n in (r.get("fix_notes") or [])}))
+    fixes = tuple(sorted(fix_set))
     calls = len(recs)
-    cost = round(sum(float(r.get("cost_usd") or 0.0) for r in recs), 8)
-    price = price_of(recs)
+    cost = round(cost, 8)
+    price = _weakest(prices)
+    text_by_position = _by_position(text_recs)
     rows = []
     for lane in lanes:
         # turn 1 of this lane: its carriers are what this lane's opaque cells replay
         t1 = newest_capture([r for r in turn1s if r.get("lane") == lane])
         word = canary_in(str(t1.get("reasoning_excerpt") or "")) if t1 is not None else None
-        text, wording, errs = _text_cells(text_recs, lane, canary, T, th, variants)
+        text, wording, errs = _text_cells(text_by_position, lane, canary, T, th, variants)
         t1_run = None if t1 is None else t1.get("run_id")
         opaque, oerrs = _opaque_cells(op_recs, lane, th, word, t1_run)
         not_direct = want_direct and lane != default_lane and (multi or default_lane not in lanes)
-        unreached = (
-            want_direct
-            and lane == default_lane
-            and not any(r.get("lane") == lane and r.get("ok") for r in recs)
-        )
+        unreached = want_direct and lane == default_lane and lane not in landed
         if not_direct or unreached:
             text = _unreached(text)
             opaque = _unreached(opaque)
             verdict = Verdict.DIRECT_LANE_NOT_REACHED
         else:
-            verdict = row_verdict(text, opaque, any(not r.get("ok") for r in recs))
+            verdict = row_verdict(text, opaque, errored)
         rows.append(
             MatrixRow(
                 route=k[0],
@@ -295,6 +323,17 @@ def rows_of(
     return rows
 
 
+def _by_position(recs: list[Rec]) -> dict[str, list[Rec]]:
+    """The text records at each position, in record order."""
+    out: dict[str, list[Rec]] = {p: [] for p in POSITIONS}
+    for r in recs:
+        position = r.get("position")
+        at = out.get(position) if isinstance(position, str) else None
+        if at is not None:
+            at.append(r)
+    return out
+
+
 def newest_capture(turn1s: list[Rec]) -> Rec | None:
     """The turn-1 capture a lane's row replays when several runs captured one (two runs
     sharing ``--out``, or records of two machines put together): the newest, by the time its
@@ -313,7 +352,10 @@ _PRICE_ORDER = ("unknown", "listed", "billed", "free")
 
 def price_of(recs: Iterable[Rec]) -> str:
     """The weakest price source among the calls (``unknown`` first); ABSENT for none."""
-    seen = {str(r.get("price")) for r in recs if r.get("price")}
+    return _weakest({str(r.get("price")) for r in recs if r.get("price")})
+
+
+def _weakest(seen: set[str]) -> str:
     return next((p for p in _PRICE_ORDER if p in seen), ABSENT)
 
 

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from reasonwire.errors import ConfigError, MissingExtra, ReasonwireError
 from reasonwire.eval._catalog import classify, fetch_catalog, select
+from reasonwire.eval._report_files import write_report
 from reasonwire.eval._report_html import write_all
 from reasonwire.eval.matrix import render_md
 from reasonwire.eval.runner import EvalConfig, RunResult, Target, run_eval
@@ -291,7 +292,7 @@ def models_command(
 def report_command(out: Path = typer.Option(DEFAULT_OUT)) -> None:
     """Write matrix.md, matrix.json and report.html from the records under --out."""
     try:
-        write_all(out)
+        write_report(out)
     except ReasonwireError as exc:
         raise _fail(exc) from None
     typer.echo((out.expanduser() / "matrix.md").read_text())  # as written: not rendered twice

@@ -8,9 +8,12 @@ fields and their layouts are defined and documented there), which ``matrix.json`
 :mod:`reasonwire.method.verdicts`.
 
 Call records are read as JSON, not as :class:`~reasonwire.eval._records.CallRecord`: the report
-reads a million of them under a 20 s bar, and decoding each into objects would cost more than
-the whole report. The rows (:mod:`reasonwire.eval._rows`) are typed; the shards that build
-them encode them too.
+reads a million of them under a 10 s bar, and decoding each into objects would cost more than
+the whole report. A large file is read by two processes, a byte range each
+(:mod:`reasonwire.eval._shards`); each (route, model) is built by one of them. The rows
+(:mod:`reasonwire.eval._rows`) are typed; the process that builds them encodes them too.
+``eval report`` writes the files without this whole document (:mod:`reasonwire.eval.
+_report_files`); :func:`render_md` and the HTML page share its row cells and page parts.
 """
 
 from __future__ import annotations
@@ -18,10 +21,11 @@ from __future__ import annotations
 import gc
 import os
 import time
-import zlib
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import orjson
 
@@ -33,15 +37,14 @@ from reasonwire.eval._records import (
     RUNS,
     BudgetStop,
     Note,
+    Record,
     RunStart,
     TRecord,
-    jsonl_lines,
-    parse_line,
-    peek_route_model,
     read_jsonl,
     read_records,
 )
 from reasonwire.eval._rows import Rec, rows_of
+from reasonwire.eval._shards import Finish, Key, Scanned, scan
 from reasonwire.eval._variants import BASELINE, NO_TEXT_VARIANTS_REASON, TEXT_VARIANTS
 from reasonwire.eval.budget import likely_cost
 from reasonwire.fold.report import fold_md
@@ -49,41 +52,24 @@ from reasonwire.method.codec import to_json
 from reasonwire.method.fixture import POSITIONS
 from reasonwire.method.matrix import SCHEMA, FoldSection, FoldSetup, Matrix, MatrixRun
 from reasonwire.method.verdicts import Thresholds
-from reasonwire.wire.model import JsonObject
+from reasonwire.wire.model import JSON, JsonObject
 
-_UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
-"""Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
-_UNUSED_TURN1 = tuple(k for k in _UNUSED if k != "t")
-"""A turn-1 record keeps ``t``: the newest capture is the one a row replays (``_rows``)."""
+R = TypeVar("R")
 
 
 @dataclass(frozen=True)
-class _Context:
+class RowContext:
     """What row building needs besides the call records (all from ``runs.jsonl``)."""
 
     fid: str
-    dialects: dict[tuple[str, str], str]
-    notes: dict[tuple[str, str], list[str]]
-    t_of: dict[tuple[str, str], TRecord]
+    notes: dict[Key, list[str]]
+    t_of: dict[Key, TRecord]
     T: int
     canary: str
     th: Thresholds
     lane_defaults: dict[str, str]
     want_direct: frozenset[str]
     fold: FoldSetup | None = None  # the last ``--fold`` run's setup: its records make the section
-
-
-@dataclass
-class _Part:
-    """One shard's result: rows of its (route, model) keys (encoded), and what every shard
-    counts."""
-
-    rows: dict[tuple[str, str], list[JsonObject]]
-    discovered: list[tuple[tuple[str, str], str]]
-    spent: float
-    ncalls: int
-    billed: float  # of ``spent``: the providers' own figures (``cost_estimate`` false)
-    fold: dict[tuple[str, str], list[JsonObject]]
 
 
 def _in_flight(out: Path) -> tuple[int, float, float]:
@@ -110,7 +96,7 @@ _SHARD_MIN_BYTES = 64 << 20
 
 
 def _shards(calls: Path) -> int:
-    """Two processes on a large file where fork exists (the report bar: 1M records < 20 s)."""
+    """Two processes on a large file where fork exists (the report bar: 1M records < 10 s)."""
     try:
         big = calls.stat().st_size >= _SHARD_MIN_BYTES
     except OSError:
@@ -118,64 +104,7 @@ def _shards(calls: Path) -> int:
     return min(2, os.cpu_count() or 1) if big and hasattr(os, "fork") else 1
 
 
-def _shard_of(k: tuple[str, str], shards: int) -> int:
-    return zlib.crc32(f"{k[0]}\0{k[1]}".encode()) % shards if shards > 1 else 0
-
-
-def _scan(calls: Path, ctx: _Context, shard: int, shards: int) -> _Part:
-    """Read every call record; keep (slimmed) only those of this shard's keys; build their
-    rows. Each shard reads the whole file but decodes only its own keys' lines (and the first
-    line of every key, so that each shard discovers every key in file order): the key of a
-    line is peeked from its bytes (:func:`peek_route_model`), so two shards decode, keep and
-    build about half the records each."""
-    groups: dict[tuple[str, str], list[Rec]] = defaultdict(list)
-    discovered: list[tuple[tuple[str, str], str]] = []
-    seen: set[tuple[str, str]] = set(ctx.dialects)
-    mine: dict[tuple[str, str], bool] = {}
-    spent = billed = 0.0
-    ncalls = 0
-    fid = ctx.fid
-    for raw in jsonl_lines(calls):
-        if shards > 1:
-            peeked = peek_route_model(raw)
-            if peeked is not None and mine.get(peeked) is False:
-                continue  # another shard's key, already discovered: not decoded here
-        rec = parse_line(raw)
-        if rec is None or rec.get("type") != "call" or rec.get("fixture_id") != fid:
-            continue
-        k = (str(rec.get("route")), str(rec.get("model")))
-        if k not in seen:
-            seen.add(k)
-            discovered.append((k, str(rec.get("dialect"))))
-        keep = mine.get(k)
-        if keep is None:
-            keep = mine[k] = _shard_of(k, shards) == shard
-        if not keep:
-            continue
-        cost = float(rec.get("cost_usd") or 0.0)
-        spent += cost
-        if rec.get("cost_estimate") is False:
-            billed += cost
-        if rec.get("position") != "turn1":
-            for unused in _UNUSED:
-                rec.pop(unused, None)
-            rec.pop("carriers", None)
-        else:
-            for unused in _UNUSED_TURN1:
-                rec.pop(unused, None)
-        groups[k].append(rec)
-        ncalls += 1
-    dialects = dict(ctx.dialects)
-    dialects.update(discovered)
-    rows = {k: _key_rows(k, dialects[k], recs, ctx) for k, recs in groups.items()}
-    fold: dict[tuple[str, str], list[JsonObject]] = {}
-    if ctx.fold is not None:
-        for k, recs in groups.items():
-            fold[k] = [to_json(r) for r in fold_rows_of(k, dialects[k], recs, ctx.fold, ctx.th)]
-    return _Part(rows, discovered, spent, ncalls, billed, fold)
-
-
-def _key_rows(k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context) -> list[JsonObject]:
+def _key_rows(k: Key, dialect: str, recs: list[Rec], ctx: RowContext) -> list[JsonObject]:
     """The rows of one (route, model), encoded (a shard's rows cross a process boundary)."""
     t_rec = ctx.t_of.get(k)
     t_row: tuple[int, str, str | None] = (ctx.T, "chars/4", None)
@@ -186,36 +115,24 @@ def _key_rows(k: tuple[str, str], dialect: str, recs: list[Rec], ctx: _Context) 
     return [to_json(row) for row in rows]
 
 
-def _scan_sharded(calls: Path, ctx: _Context, shards: int) -> list[_Part]:
-    """Shard 0 in this process, the others in forked children (records never cross a process
-    boundary; a child's encoded rows come back as one orjson blob, which costs a fraction of
-    pickling their dicts)."""
-    if shards == 1:
-        return [_scan(calls, ctx, 0, 1)]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    fork = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=shards - 1, mp_context=fork) as pool:
-        others = [pool.submit(_scan_packed, calls, ctx, i, shards) for i in range(1, shards)]
-        first = _scan(calls, ctx, 0, shards)
-        return [first, *(_unpack(f.result()) for f in others)]
+KeyRows = tuple[list[JsonObject], list[JsonObject]]
+"""The encoded matrix rows and fold rows of one (route, model)."""
 
 
-def _scan_packed(calls: Path, ctx: _Context, shard: int, shards: int) -> tuple[_Part, bytes]:
-    part = _scan(calls, ctx, shard, shards)
-    blob = orjson.dumps([[k[0], k[1], rows, part.fold.get(k, [])] for k, rows in part.rows.items()])
-    return replace(part, rows={}, fold={}), blob
-
-
-def _unpack(packed: tuple[_Part, bytes]) -> _Part:
-    part, blob = packed
-    data = orjson.loads(blob)
-    return replace(
-        part,
-        rows={(r, m): rows for r, m, rows, _ in data},
-        fold={(r, m): fold for r, m, _, fold in data if fold},
-    )
+def key_rows(
+    own: Mapping[Key, list[Rec]], order: Mapping[Key, str], ctx: RowContext
+) -> dict[Key, KeyRows]:
+    """The rows of each (route, model) of ``own`` (its records in file order; none for a
+    target without a record), encoded; ``order`` gives its dialect. Fold rows only for keys
+    with records, when a ``--fold`` run set them up."""
+    out: dict[Key, KeyRows] = {}
+    for k, recs in own.items():
+        dialect = order[k]
+        fold: list[JsonObject] = []
+        if ctx.fold is not None and recs:
+            fold = [to_json(r) for r in fold_rows_of(k, dialect, recs, ctx.fold, ctx.th)]
+        out[k] = (_key_rows(k, dialect, recs, ctx), fold)
+    return out
 
 
 def build_matrix(out_dir: str | Path) -> JsonObject:
@@ -224,7 +141,7 @@ def build_matrix(out_dir: str | Path) -> JsonObject:
 
     The cyclic GC is paused while the records are loaded: they are plain acyclic dicts, and
     with it running, a million of them trigger full collections that cost several times the
-    JSON parsing (the report bar is 1,000,000 records in under 20 s).
+    JSON parsing (the report bar is 1,000,000 records in under 10 s).
     """
     paused = gc.isenabled()
     gc.disable()
@@ -235,7 +152,21 @@ def build_matrix(out_dir: str | Path) -> JsonObject:
             gc.enable()
 
 
-def _build_matrix(out_dir: str | Path) -> JsonObject:
+@dataclass(frozen=True)
+class Plan:
+    """What ``runs.jsonl`` says of a report: the row-building context, the last run of the
+    fixture (the matrix speaks for it), every run of it, the targets' keys in order."""
+
+    out: Path
+    ctx: RowContext
+    runs: list[Record]
+    last: RunStart
+    mine: list[RunStart]
+    targets: dict[Key, str]  # in order, with their dialects
+
+
+def plan(out_dir: str | Path) -> Plan:
+    """Read ``runs.jsonl`` under ``out_dir``; a :class:`ConfigError` when it has no run."""
     out = Path(out_dir).expanduser()
     runs = list(read_records(out / RUNS))
     starts = [r for r in runs if isinstance(r, RunStart)]
@@ -246,22 +177,16 @@ def _build_matrix(out_dir: str | Path) -> JsonObject:
     mine = [r for r in starts if r.fixture_id == fid]
     th_run = last.thresholds
     th = Thresholds(float(th_run.consume_ratio), int(th_run.opaque_min), th_run.lane_attempts)
-    T = last.T or 1
-    canary = last.canary
     want_direct: set[str] = set()
     lane_defaults: dict[str, str] = {}
-    dialects: dict[tuple[str, str], str] = {}
-    order: list[tuple[str, str]] = []
+    dialects: dict[Key, str] = {}
     for start in mine:
         want_direct.update(start.want_direct)
         lane_defaults.update(start.lane_defaults)
         for t in start.targets:
-            k = (t.route, t.model)
-            if k not in dialects:
-                order.append(k)
-            dialects[k] = t.dialect
-    notes: dict[tuple[str, str], list[str]] = defaultdict(list)
-    t_of: dict[tuple[str, str], TRecord] = {}
+            dialects[(t.route, t.model)] = t.dialect
+    notes: dict[Key, list[str]] = defaultdict(list)
+    t_of: dict[Key, TRecord] = {}
     for r in runs:
         if isinstance(r, TRecord) and r.fixture_id == fid:
             t_of[(r.route, r.model)] = r  # the last measurement wins
@@ -272,72 +197,143 @@ def _build_matrix(out_dir: str | Path) -> JsonObject:
             if msg not in notes[k]:
                 notes[k].append(msg)
     fold_setup = next((r.fold for r in reversed(mine) if r.fold), None)
-    ctx = _Context(fid, dict(dialects), dict(notes), t_of, T, canary, th, lane_defaults,
+    ctx = RowContext(fid, dict(notes), t_of, last.T or 1, last.canary, th, lane_defaults,
                    frozenset(want_direct), fold_setup)  # fmt: skip
-    calls = out / CALLS
-    parts = _scan_sharded(calls, ctx, _shards(calls))
-    spent = sum(part.spent for part in parts)
-    billed = sum(part.billed for part in parts)
-    in_flight, in_flight_usd, in_flight_likely = _in_flight(out)
-    ncalls = sum(part.ncalls for part in parts)
-    for k, dialect in parts[0].discovered:  # every shard sees every key, in file order
-        if k not in dialects:
-            order.append(k)
-            dialects[k] = dialect
-    by_key: dict[tuple[str, str], list[JsonObject]] = {}
-    for part in parts:
-        by_key.update(part.rows)
-    for k in order:  # targets without a single record still get their (unmeasured) rows
-        if k not in by_key:
-            by_key[k] = _key_rows(k, dialects[k], [], ctx)
+    return Plan(out, ctx, runs, last, mine, dialects)
+
+
+def scan_calls(p: Plan, finish: Finish[R]) -> Scanned[R]:
+    """The call records under ``p.out``, each (route, model) handed to ``finish`` once, in one
+    or two processes (:mod:`reasonwire.eval._shards`)."""
+    calls = p.out / CALLS
+    return scan(calls, p.ctx.fid, _shards(calls), p.targets, finish)
+
+
+def document(p: Plan, s: Scanned[R], rows: JSON, unknown_price: bool,
+             fold_rows: list[JsonObject]) -> JsonObject:  # fmt: skip
+    """The matrix document around ``rows`` (``unknown_price``: a row's price is unknown;
+    ``fold_rows``: the fold section's rows, when a ``--fold`` run set it up)."""
+    in_flight, in_flight_usd, in_flight_likely = _in_flight(p.out)
+    last, ctx = p.last, p.ctx
     head = Matrix(
         schema=SCHEMA,
         generated_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        out=str(out),
+        out=str(p.out),
         run=MatrixRun(
             seed=last.seed,
-            canary=canary,
-            T=T,
+            canary=ctx.canary,
+            T=ctx.T,
             T_source="chars/4",
             trace_chars=last.trace_chars,
-            fixture_id=fid,
+            fixture_id=ctx.fid,
             effort=last.effort,
             max_tokens=last.max_tokens,
             budget_usd=last.budget_usd,
             versions=last.versions,
-            runs=len(mine),
-            run_ids=tuple(start.run_id for start in mine),
+            runs=len(p.mine),
+            run_ids=tuple(start.run_id for start in p.mine),
         ),
-        thresholds=th,
+        thresholds=ctx.th,
         variants={d: tuple(v) for d, v in TEXT_VARIANTS.items() if v},
         no_text_variants={str(d): reason for d, reason in NO_TEXT_VARIANTS_REASON.items()},
-        spent_usd=round(spent + in_flight_usd, 8),
-        calls=ncalls,
-        budget_stops=tuple(r.to_json() for r in runs if isinstance(r, BudgetStop)),
+        spent_usd=round(s.spent + in_flight_usd, 8),
+        calls=s.ncalls,
+        budget_stops=tuple(r.to_json() for r in p.runs if isinstance(r, BudgetStop)),
         rows=(),
     )
     matrix = to_json(head)
-    matrix["rows"] = [row for k in order for row in by_key[k]]  # encoded by the shards
-    matrix["spent_estimate"] = any(r.get("price") == "unknown" for r in matrix["rows"])
-    matrix["spent_billed_usd"] = round(billed, 8)
-    matrix["spent_estimated_usd"] = round(spent - billed + in_flight_usd, 8)
+    matrix["rows"] = rows
+    matrix["spent_estimate"] = unknown_price
+    matrix["spent_billed_usd"] = round(s.billed, 8)
+    matrix["spent_estimated_usd"] = round(s.spent - s.billed + in_flight_usd, 8)
     matrix["in_flight"] = {
         "calls": in_flight,
         "usd": round(in_flight_usd, 8),
         "likely_usd": round(in_flight_likely, 8),
     }
-    if fold_setup is not None:
-        fold_rows = {}
-        for part in parts:
-            fold_rows.update(part.fold)
-        section = to_json(FoldSection(fold_setup, ()))
-        section["rows"] = [row for k in order for row in fold_rows.get(k, [])]
+    if ctx.fold is not None:
+        section = to_json(FoldSection(ctx.fold, ()))
+        section["rows"] = fold_rows
         matrix["fold"] = section
     return matrix
 
 
+def _build_matrix(out_dir: str | Path) -> JsonObject:
+    p = plan(out_dir)
+    s = scan_calls(p, lambda own, order: key_rows(own, order, p.ctx))
+    by_key: dict[Key, KeyRows] = {}
+    for part in s.results:
+        by_key.update(part)
+    rows = [row for k in s.order for row in by_key[k][0]]
+    fold = [row for k in s.order for row in by_key[k][1]]
+    unknown = any(r.get("price") == "unknown" for r in rows)
+    return document(p, s, rows, unknown, fold)
+
+
+@dataclass(frozen=True)
+class MdRow:
+    """One row of a ``matrix.md`` table before its dialect's opaque columns are known (they
+    are every opaque pair of the dialect's rows): the cells before them, joined; its own
+    opaque cells; the cells after them, joined."""
+
+    head: str
+    opaque: dict[str, str]
+    tail: str
+
+    def line(self, extras: list[str]) -> str:
+        """The table line, with a cell for each of the dialect's opaque pairs ``extras``."""
+        return " | ".join([self.head, *(self.opaque.get(x, "") for x in extras), self.tail])
+
+
+def md_variants(variants: Mapping[str, Iterable[str]], dialect: str) -> list[str]:
+    """The text variant columns of ``dialect``'s table (the baseline has none), from the
+    variants per dialect (the matrix's, or :data:`~reasonwire.eval._variants.TEXT_VARIANTS`
+    it is written from)."""
+    return [v for v in variants.get(dialect, []) if v != BASELINE]
+
+
+def md_row(r: JsonObject, variants: list[str]) -> MdRow:
+    """The ``matrix.md`` cells of one encoded row."""
+    cells = [r["route"], r["model"], r["lane"], r.get("verdict") or "-"]
+    for v in variants:
+        e = r["text"].get(v)
+        cells.append(_fmt(e, "delta") if e else "")
+    opaque = {x: _fmt(e, "delta") if e else "" for x, e in r["opaque"].items()}
+    kinds = sorted({c["kind"] for c in (r["turn1"] or {}).get("carriers") or []})
+    extra = list(r["notes"]) + list(r["params_fix"])
+    if r.get("T_source") == "count-endpoint":
+        extra.insert(0, f"T = {r['T']} (count endpoint)")
+    if r.get("price") == "unknown":
+        extra.append(f"cost ${r['cost_usd']:.4f} is an estimate (price unknown)")
+    if r["errors"]:
+        e = r["errors"][0]
+        extra.append(
+            f"{len(r['errors'])} error(s), first: {e['step']} {e['variant']} "
+            f"{e['position']}: {e['status'] or 'no status'} {first_words(e['error'])}"
+        )
+    tail = [", ".join(kinds) or "-", "; ".join(extra).replace("|", "/")[:300]]
+    return MdRow(
+        "| " + " | ".join(str(c) for c in cells), opaque, " | ".join(str(c) for c in tail) + " |"
+    )
+
+
 def render_md(matrix: JsonObject) -> str:
     """``matrix.md``: one table per dialect, then the thresholds and run metadata."""
+    by_dialect: dict[str, list[JsonObject]] = defaultdict(list)
+    for row in matrix["rows"]:
+        by_dialect[row["dialect"]].append(row)
+    tables = [
+        (dialect, [md_row(r, md_variants(matrix["variants"], dialect)) for r in rows])
+        for dialect, rows in by_dialect.items()
+    ]
+    return md_document(matrix, tables, unknown_priced(matrix["rows"]))
+
+
+def md_document(
+    matrix: JsonObject, tables: list[tuple[str, list[MdRow]]], unknown: list[str]
+) -> str:
+    """``matrix.md`` from the matrix's head, the rows' cells per dialect (in order) and the
+    (route, model)s whose price is unknown (:func:`unknown_priced`)."""
     lines = ["# reasonwire consumption matrix", ""]
     th = matrix["thresholds"]
     run = matrix["run"]
@@ -347,15 +343,12 @@ def render_md(matrix: JsonObject) -> str:
         f"consumed when delta >= {th['consume_ratio']} * T (text) or > {th['opaque_min']} "
         f"tokens (opaque, verbatim vs stripped). Canary word: `{run['canary']}`. Seed "
         f"{run['seed']}, {run['runs']} run(s), {matrix['calls']} calls, "
-        f"{spent_text(matrix)}."
+        f"{spent_text(matrix, unknown)}."
     )
     lines.append("")
-    by_dialect: dict[str, list[JsonObject]] = defaultdict(list)
-    for row in matrix["rows"]:
-        by_dialect[row["dialect"]].append(row)
-    for dialect, rows in by_dialect.items():
-        variants = [v for v in matrix["variants"].get(dialect, []) if v != BASELINE]
-        extras = sorted({e for r in rows for e in r["opaque"]})
+    for dialect, rows in tables:
+        variants = md_variants(matrix["variants"], dialect)
+        extras = sorted({e for r in rows for e in r.opaque})
         lines.append(f"## {dialect}")
         if dialect in matrix["no_text_variants"]:
             lines.append(f"Text variants: none ({matrix['no_text_variants'][dialect]}).")
@@ -364,29 +357,7 @@ def render_md(matrix: JsonObject) -> str:
                 "notes"]  # fmt: skip
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
-        for r in rows:
-            cells = [r["route"], r["model"], r["lane"], r.get("verdict") or "-"]
-            for v in variants:
-                e = r["text"].get(v)
-                cells.append(_fmt(e, "delta") if e else "")
-            for x in extras:
-                e = r["opaque"].get(x)
-                cells.append(_fmt(e, "delta") if e else "")
-            kinds = sorted({c["kind"] for c in (r["turn1"] or {}).get("carriers") or []})
-            cells.append(", ".join(kinds) or "-")
-            extra = list(r["notes"]) + list(r["params_fix"])
-            if r.get("T_source") == "count-endpoint":
-                extra.insert(0, f"T = {r['T']} (count endpoint)")
-            if r.get("price") == "unknown":
-                extra.append(f"cost ${r['cost_usd']:.4f} is an estimate (price unknown)")
-            if r["errors"]:
-                e = r["errors"][0]
-                extra.append(
-                    f"{len(r['errors'])} error(s), first: {e['step']} {e['variant']} "
-                    f"{e['position']}: {e['status'] or 'no status'} {first_words(e['error'])}"
-                )
-            cells.append("; ".join(extra).replace("|", "/")[:300])
-            lines.append("| " + " | ".join(str(c) for c in cells) + " |")
+        lines.extend(r.line(extras) for r in rows)
         lines.append("")
     lines.extend(fold_md(matrix))
     if matrix["budget_stops"]:
@@ -394,10 +365,16 @@ def render_md(matrix: JsonObject) -> str:
     return "\n".join(lines) + "\n"
 
 
-def spent_text(matrix: JsonObject) -> str:
+def unknown_priced(rows: list[JsonObject]) -> list[str]:
+    """``route/model`` of every row whose price is unknown, sorted, once each."""
+    return sorted({f"{r['route']}/{r['model']}" for r in rows if r.get("price") == "unknown"})
+
+
+def spent_text(matrix: JsonObject, unknown: list[str] | None = None) -> str:
     """``$X spent ($B billed by the provider, $E estimated ...)``: the providers' own figures
     apart from the estimates, these labelled by why (an unknown price, calls in flight at an
-    interruption). Matrices written before the split show the total alone."""
+    interruption). Matrices written before the split show the total alone. ``unknown``: the
+    rows' :func:`unknown_priced` when known, else read from the matrix's rows."""
     text = f"${matrix['spent_usd']:.4f} spent"
     if "spent_billed_usd" not in matrix:
         return text
@@ -406,8 +383,8 @@ def spent_text(matrix: JsonObject) -> str:
         f"${matrix['spent_estimated_usd']:.4f} estimated"
     )
     if matrix.get("spent_estimate"):
-        unknown = sorted({f"{r['route']}/{r['model']}" for r in matrix["rows"]
-                          if r.get("price") == "unknown"})  # fmt: skip
+        if unknown is None:
+            unknown = unknown_priced(matrix["rows"])
         text += f"; estimate: price unknown for {', '.join(unknown)}"
     flight = matrix.get("in_flight") or {}
     if flight.get("calls"):

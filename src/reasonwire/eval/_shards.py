@@ -1,0 +1,315 @@
+"""``calls.jsonl`` read in byte ranges, one process per range, each (route, model) built once.
+
+Why: the report's bar is a million call records in less time than one plain ``json.loads``
+pass over them, on two cores. Reading the whole file in each process and keeping only some
+keys (the earlier design) decodes or peeks every line twice; here each process decodes only
+its half of the bytes. A (route, model)'s rows need all of its records, which may sit in both
+halves (two runs sharing ``--out``, a resumed run): the two processes swap their per-key
+counts, each key goes to the process that holds more of its records (the first on a tie),
+and only the records of keys owned by the other process cross (pickled, so every value read,
+NaN and ints beyond 64 bits included, arrives as it was). Records of one key stay in file
+order: the first range's before the second's. A run written in one go leaves each key's
+records in one place, and almost nothing crosses.
+
+The ranges split at a line start, so no line is cut; a torn last line (a killed writer's,
+without its newline) ends the file and is skipped, as :func:`~reasonwire.eval._records.
+jsonl_lines` does. Lines that do not parse, records of another type or fixture are skipped.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import traceback
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Generic, TypeVar, cast
+
+import orjson
+
+from reasonwire.eval._records import parse_line
+from reasonwire.eval._rows import Rec
+
+Key = tuple[str, str]
+"""(route, model)."""
+R = TypeVar("R")
+
+_UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
+"""Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
+_UNUSED_TURN1 = tuple(k for k in _UNUSED if k != "t")
+"""A turn-1 record keeps ``t``: the newest capture is the one a row replays (``_rows``)."""
+_CHUNK = 8 << 20
+"""Bytes read at a time (lines are split out of each chunk in C)."""
+
+
+@dataclass
+class Groups:
+    """One byte range's call records of the fixture, slimmed, by (route, model); the keys in
+    the order of their first record in the range, with that record's dialect."""
+
+    recs: dict[Key, list[Rec]] = field(default_factory=dict)
+    dialects: dict[Key, str] = field(default_factory=dict)
+    spent: float = 0.0
+    billed: float = 0.0  # of ``spent``: the providers' own figures (``cost_estimate`` false)
+    ncalls: int = 0
+
+
+FIRST_SHARE = 0.45
+"""The first process's share of the file's bytes: it also joins and writes the report once
+both are done, so it reads less (measured on the report bench's million records)."""
+
+
+def cut(path: Path, share: float) -> int:
+    """The start of the line holding byte ``share`` x the size of ``path`` (after its last
+    newline when there is none: the file's end)."""
+    size = path.stat().st_size
+    at = int(size * share)
+    if at <= 0:
+        return 0
+    with path.open("rb") as fh:
+        fh.seek(at - 1)
+        fh.readline()  # to the end of the line holding byte at-1: the next line's start
+        return min(fh.tell(), size)
+
+
+def _lines(path: Path, start: int, end: int) -> Iterator[list[bytes]]:
+    """The complete lines of ``path[start:end]`` (without their newline), a chunk's worth at
+    a time; the bytes after the last newline (a torn last line) are dropped."""
+    with path.open("rb", buffering=0) as fh:
+        fh.seek(start)
+        left = end - start
+        tail = b""
+        while left > 0:
+            chunk = fh.read(min(_CHUNK, left))
+            if not chunk:
+                break
+            left -= len(chunk)
+            lines = (tail + chunk if tail else chunk).split(b"\n")
+            tail = lines.pop()
+            yield lines
+
+
+def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
+    """The call records of fixture ``fid`` in ``path[start:end]`` (see the module docstring)."""
+    g = Groups()
+    if not path.exists():
+        return g
+    recs, dialects = g.recs, g.dialects
+    loads, decode_error = orjson.loads, orjson.JSONDecodeError
+    spent = billed = 0.0
+    ncalls = 0
+    for lines in _lines(path, start, end):
+        for raw in lines:
+            try:
+                rec = loads(raw)
+            except decode_error:
+                rec = parse_line(raw)  # the writer's stdlib json: NaN, ints beyond 64 bits
+            if type(rec) is not dict:
+                continue
+            get = rec.get
+            if get("type") != "call" or get("fixture_id") != fid:
+                continue
+            k = (str(get("route")), str(get("model")))
+            group = recs.get(k)
+            if group is None:
+                group = recs[k] = []
+                dialects[k] = str(get("dialect"))
+            cost = float(get("cost_usd") or 0.0)
+            spent += cost
+            if get("cost_estimate") is False:
+                billed += cost
+            pop = rec.pop
+            if get("position") != "turn1":
+                pop("raw", None)
+                pop("usage", None)
+                pop("error_body", None)
+                pop("key", None)
+                pop("elapsed_s", None)
+                pop("t", None)
+                pop("T_source", None)
+                pop("cost_estimate", None)
+                pop("carriers", None)
+            else:
+                for unused in _UNUSED_TURN1:
+                    pop(unused, None)
+            group.append(rec)
+            ncalls += 1
+    g.spent, g.billed, g.ncalls = spent, billed, ncalls
+    return g
+
+
+@dataclass(frozen=True)
+class Scanned(Generic[R]):
+    """What the scan found over the whole file, and what ``finish`` made of each process's
+    keys (the first process's result first)."""
+
+    order: dict[Key, str]  # the targets, then every other key with a record in file order:
+    # each key's dialect (its target's, else its first record's)
+    discovered: dict[Key, str]  # every key with a record, in file order: its first dialect
+    spent: float
+    billed: float
+    ncalls: int
+    results: list[R]
+
+
+Finish = Callable[[dict[Key, list[Rec]], dict[Key, str]], R]
+"""Run in each process over the keys it owns (each with all of its records, in file order; a
+key of ``order`` without a record is the first process's, with none) and every key in order
+with its dialect (:attr:`Scanned.order`); its result comes back to the caller (pickled from
+the second process)."""
+
+
+def owner(n_first: int, n_second: int) -> int:
+    """The process that builds a key with ``n_first`` records in the first range and
+    ``n_second`` in the second: the one holding more (the fewer cross), the first on a tie."""
+    return 0 if n_first >= n_second else 1
+
+
+def _order(targets: Mapping[Key, str], discovered: dict[Key, str]) -> dict[Key, str]:
+    order = dict(targets)
+    for k, dialect in discovered.items():
+        order.setdefault(k, dialect)
+    return order
+
+
+def scan(
+    path: Path, fid: str, processes: int, targets: Mapping[Key, str], finish: Finish[R]
+) -> Scanned[R]:
+    """Read ``path`` in ``processes`` (1 or 2) byte ranges and run ``finish`` in each (see
+    :data:`Finish` and the module docstring)."""
+    if processes < 2:
+        g = read_range(path, 0, path.stat().st_size if path.exists() else 0, fid)
+        order = _order(targets, g.dialects)
+        own = {**g.recs, **{k: [] for k in order if k not in g.recs}}
+        return Scanned(order, g.dialects, g.spent, g.billed, g.ncalls, [finish(own, order)])
+    import multiprocessing
+
+    b, end = cut(path, FIRST_SHARE), path.stat().st_size
+    fork = multiprocessing.get_context("fork")
+    here, there = fork.Pipe(duplex=True)
+    args = (there, path, b, end, fid, targets, finish)
+    child = fork.Process(target=_second, args=args, daemon=True)
+    child.start()
+    there.close()
+    try:
+        mine = read_range(path, 0, b, fid)
+        theirs = _receive(here)
+        assert isinstance(theirs, _Counts)
+        here.send_bytes(pickle.dumps(_Counts.of(mine), pickle.HIGHEST_PROTOCOL))
+        own = _owned(0, mine, theirs.counts, _receive(here))
+        here.send_bytes(pickle.dumps(_leaving(0, mine, theirs.counts), pickle.HIGHEST_PROTOCOL))
+        discovered = _discovered(mine.dialects, theirs.dialects)
+        order = _order(targets, discovered)
+        own.update((k, []) for k in order if k not in discovered)
+        result: R = finish(own, order)
+        del own  # the records go while the second process still works, not after
+        mine.recs.clear()
+        other = cast(R, _receive(here))  # what ``finish`` returned there
+    finally:
+        here.close()
+        child.join()
+    return Scanned(order, discovered, mine.spent + theirs.spent, mine.billed + theirs.billed,
+                   mine.ncalls + theirs.ncalls, [result, other])  # fmt: skip
+
+
+def _discovered(first: dict[Key, str], second: dict[Key, str]) -> dict[Key, str]:
+    """Every key with a record in file order (the first range's, then the second's new ones),
+    with its first record's dialect."""
+    out = dict(first)
+    for k, d in second.items():
+        out.setdefault(k, d)
+    return out
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """A range's keys (first-record order, dialect), their record counts and its sums."""
+
+    dialects: dict[Key, str]
+    counts: dict[Key, int]
+    spent: float
+    billed: float
+    ncalls: int
+
+    @classmethod
+    def of(cls, g: Groups) -> _Counts:
+        counts = {k: len(v) for k, v in g.recs.items()}
+        return cls(g.dialects, counts, g.spent, g.billed, g.ncalls)
+
+
+@dataclass(frozen=True)
+class _Failed:
+    """The second process raised: the exception (when it pickles) and its traceback."""
+
+    exc: BaseException | None
+    trace: str
+
+
+def _receive(conn: Connection) -> object:
+    """The next object from the other process; its failure raised here."""
+    got = pickle.loads(conn.recv_bytes())
+    if isinstance(got, _Failed):
+        if got.exc is not None:
+            raise got.exc
+        raise RuntimeError(f"report shard failed:\n{got.trace}")
+    return got
+
+
+def _mine(me: int, n: int, m: int) -> bool:
+    """Does process ``me``, holding ``n`` records of a key the other holds ``m`` of, own it?"""
+    return owner(n, m) == 0 if me == 0 else owner(m, n) == 1
+
+
+def _leaving(me: int, g: Groups, other: dict[Key, int]) -> dict[Key, list[Rec]]:
+    """This range's records of the keys the other process owns."""
+    return {k: v for k, v in g.recs.items() if not _mine(me, len(v), other.get(k, 0))}
+
+
+def _owned(me: int, g: Groups, other: dict[Key, int], arriving: object) -> dict[Key, list[Rec]]:
+    """The keys this process owns, each with all of its records in file order (the first
+    range's first). Records arrive only for keys this range holds too (a key the other
+    range alone holds is the other's)."""
+    assert isinstance(arriving, dict)
+    own: dict[Key, list[Rec]] = {}
+    for k, recs in g.recs.items():
+        if _mine(me, len(recs), other.get(k, 0)):
+            more = arriving.get(k)
+            own[k] = recs if not more else (recs + more if me == 0 else more + recs)
+    return own
+
+
+def _second(
+    conn: Connection,
+    path: Path,
+    start: int,
+    end: int,
+    fid: str,
+    targets: Mapping[Key, str],
+    finish: Finish[R],
+) -> None:
+    """The second process: read its range, swap counts and records, build, send, exit (at
+    once: its records die with it instead of being freed one by one)."""
+    code = 1
+    try:
+        mine = read_range(path, start, end, fid)
+        conn.send_bytes(pickle.dumps(_Counts.of(mine), pickle.HIGHEST_PROTOCOL))
+        theirs = _receive(conn)
+        assert isinstance(theirs, _Counts)
+        conn.send_bytes(pickle.dumps(_leaving(1, mine, theirs.counts), pickle.HIGHEST_PROTOCOL))
+        own = _owned(1, mine, theirs.counts, _receive(conn))
+        order = _order(targets, _discovered(theirs.dialects, mine.dialects))
+        conn.send_bytes(pickle.dumps(finish(own, order), pickle.HIGHEST_PROTOCOL))
+        code = 0
+    except BaseException as exc:
+        try:
+            blob = pickle.dumps(_Failed(exc, traceback.format_exc()))
+        except Exception:
+            blob = pickle.dumps(_Failed(None, traceback.format_exc()))
+        conn.send_bytes(blob)
+    finally:
+        os._exit(code)
+
+
+__all__ = ["FIRST_SHARE", "Groups", "Key", "Scanned", "cut", "owner", "read_range", "scan"]

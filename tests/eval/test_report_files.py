@@ -1,0 +1,283 @@
+"""The report read in byte ranges by two processes and written from per-process pieces
+(``eval report``) against the plain ways: the records a stdlib ``json.loads`` pass finds, and
+the files written from the whole matrix (``write_all``).
+
+The records are a real simulator run's, each tagged with its line number (``seq``, a key the
+reader keeps), plus hostile lines: escaped and non-ASCII keys, a key spelled with ``\\u``
+escapes that decodes to an existing one, reversed key order, a duplicated key (the last one
+counts), NaN and a 30-digit integer (the stdlib fallback), lines that are not records, and a
+last line without its newline (a killed writer's: skipped even though it parses). The run's
+targets gain one that has no record (it still gets its row).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import reasonwire.eval._shards as shards_mod
+import reasonwire.eval.matrix as matrix_mod
+from reasonwire.eval._report_files import write_report
+from reasonwire.eval._report_html import write_all
+from reasonwire.eval._shards import cut, owner, scan
+from reasonwire.wire.model import ABSENT
+
+SHARES = (0.0, 0.05, 0.3, 0.45, 0.5, 0.7, 0.95, 1.0)
+"""Where the first range ends, as a share of the file (the report uses FIRST_SHARE)."""
+
+
+def _dump(rec: dict[str, Any], **kw: Any) -> str:
+    return json.dumps(rec, ensure_ascii=kw.get("ascii", False), separators=(",", ":"))
+
+
+def _hostile(calls: list[dict[str, Any]], fid: str) -> list[str]:
+    """Lines a careless byte reader would get wrong; each record line has its ``seq``."""
+    answered = next(r for r in calls if r.get("ok") and r.get("step") == "text")
+    failed = next((r for r in calls if not r.get("ok")), answered)
+    model = str(answered["model"])
+    lines = [
+        _dump({**answered, "model": 'q"uote\\back'}),
+        _dump({**answered, "model": "模型-é-😀", "route": "ré"}),
+        # the same key as ``model``, every character of it spelled as an escape
+        _dump({**answered, "model": model}, ascii=True).replace(
+            f'"model":"{model}"', '"model":"' + "".join(f"\\u{ord(c):04x}" for c in model) + '"'
+        ),
+        _dump(dict(reversed(list({**failed}.items())))),  # the writer's key order reversed
+        # a duplicated key: json.loads keeps the last one
+        '{"model":"decoy",' + _dump({**answered, "model": "dup-real"})[1:],
+        _dump({**answered, "model": "nan-cost"}).replace('"elapsed_s":', '"elapsed_s":NaN,"x":'),
+        _dump({**answered, "model": "big-int", "attempt": 10**30}),
+        _dump({**answered, "fixture_id": "another-fixture"}),
+        _dump({"type": "note", "route": "sim", "model": model, "fixture_id": fid}),
+        "not json",
+        "[1, 2]",
+        "42",
+        "",
+        '{"type":"call","route":"sim","model":"unterminated"',
+        "   ",
+    ]
+    return lines
+
+
+@pytest.fixture(scope="module")
+def hostile_dir(
+    sim_run: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The simulator run's records, ``seq``-tagged, with the hostile lines spread through
+    them and a torn last line."""
+    src, _ = sim_run
+    out = tmp_path_factory.mktemp("hostile")
+    runs = [json.loads(x) for x in (src / "runs.jsonl").read_text().splitlines() if x.strip()]
+    start = next(r for r in runs if r["type"] == "run_start")
+    start["targets"].append({"route": "sim", "dialect": "chat", "model": "never-called"})
+    (out / "runs.jsonl").write_text("".join(_dump(r) + "\n" for r in runs), encoding="utf-8")
+    recs = [json.loads(x) for x in (src / "calls.jsonl").read_text().splitlines() if x.strip()]
+    fid = str(recs[0]["fixture_id"])
+    lines = [_dump(r) for r in recs]
+    bad = _hostile(recs, fid)
+    step = max(1, len(lines) // len(bad))
+    for i, line in enumerate(bad):
+        lines.insert(i * (step + 1), line)
+    tagged = []
+    for n, line in enumerate(lines):
+        if line.startswith("{") and line.endswith("}") and '"type":"call"' in line:
+            line = line[:-1] + f',"seq":{n}}}'
+        tagged.append(line)
+    torn = _dump({**recs[-1], "model": "torn", "seq": len(tagged)})  # complete, no newline
+    body = "\n".join(tagged) + "\n" + torn
+    (out / "calls.jsonl").write_text(body, encoding="utf-8")
+    return out
+
+
+def _reference(calls: Path, fid: str) -> dict[tuple[str, str], list[int]]:
+    """Every call record's ``seq`` per (route, model) in file order, by stdlib json.loads over
+    the complete lines (written apart from the reader under test)."""
+    raw = calls.read_bytes()
+    complete = raw[: raw.rfind(b"\n") + 1]  # a torn last line is no record
+    out: dict[tuple[str, str], list[int]] = {}
+    for line in complete.split(b"\n"):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("type") == "call" and rec.get("fixture_id") == fid:
+            out.setdefault((str(rec.get("route")), str(rec.get("model"))), []).append(rec["seq"])
+    return out
+
+
+def _fid(out: Path) -> str:
+    return matrix_mod.plan(out).ctx.fid
+
+
+def _seqs(own: dict[tuple[str, str], list[dict[str, Any]]], order: object) -> dict[Any, Any]:
+    return {k: [r["seq"] for r in recs] for k, recs in own.items() if recs}
+
+
+def test_the_reference_sees_the_hostile_lines(hostile_dir: Path) -> None:
+    """The oracle itself: the escaped spelling decodes to an existing key, the duplicated key
+    keeps its last value, the fallback-only lines are records, the rest are not."""
+    ref = _reference(hostile_dir / "calls.jsonl", _fid(hostile_dir))
+    models = {m for _, m in ref}
+    assert {'q"uote\\back', "模型-é-😀", "dup-real", "nan-cost", "big-int"} <= models
+    assert not {"decoy", "torn", "unterminated"} & models
+    assert ("ré", "模型-é-😀") in ref
+    assert json.loads((hostile_dir / "calls.jsonl").read_bytes().rsplit(b"\n", 1)[1])
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+@pytest.mark.parametrize("share", SHARES)
+def test_each_key_gets_all_its_records_in_file_order_once(
+    hostile_dir: Path, monkeypatch: pytest.MonkeyPatch, processes: int, share: float
+) -> None:
+    """Whatever the cut, every record reaches exactly one process, with its key's other
+    records, in file order; the keys come in file order after the targets."""
+    monkeypatch.setattr(shards_mod, "FIRST_SHARE", share)
+    monkeypatch.setattr(shards_mod, "_CHUNK", 777)  # lines cross chunk boundaries
+    calls, fid = hostile_dir / "calls.jsonl", _fid(hostile_dir)
+    ref = _reference(calls, fid)
+    targets = matrix_mod.plan(hostile_dir).targets
+    s = scan(calls, fid, processes, targets, _seqs)
+    got: dict[Any, Any] = {}
+    for part in s.results:
+        assert not set(part) & set(got), "a key built twice"
+        got.update(part)
+    assert got == ref
+    assert s.ncalls == sum(len(v) for v in ref.values())
+    assert list(s.discovered) == list(ref)  # first records' order
+    assert list(s.order) == [*targets, *(k for k in ref if k not in targets)]
+
+
+@pytest.mark.parametrize("share", SHARES)
+def test_the_cut_is_a_line_start(hostile_dir: Path, share: float) -> None:
+    calls = hostile_dir / "calls.jsonl"
+    raw = calls.read_bytes()
+    at = cut(calls, share)
+    assert at in (0, len(raw)) or raw[at - 1 : at] == b"\n"
+    assert at >= int(len(raw) * share) or at == len(raw)
+    assert b"\n" not in raw[int(len(raw) * share) : max(at - 1, int(len(raw) * share))]
+
+
+def test_a_key_goes_to_the_range_holding_more_of_it() -> None:
+    table = {(3, 1): 0, (1, 3): 1, (2, 2): 0, (0, 5): 1, (5, 0): 0, (1, 1): 0}
+    assert {k: owner(*k) for k in table} == table
+
+
+def _stamped(d: Path, name: str) -> bytes:
+    raw = (d / name).read_bytes().replace(str(d).encode(), b"<out>")
+    return re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", b"<generated_at>", raw)
+
+
+@pytest.fixture(scope="module")
+def many_dir(
+    sim_run: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """Copies of the simulator run under renamed models: more rows than the page details."""
+    from tests.eval.test_report_html import _replicate
+
+    out = tmp_path_factory.mktemp("many") / "run"
+    _replicate(sim_run[0], out, 30)
+    return out
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+@pytest.mark.parametrize("which", ["hostile", "sim", "many"])
+def test_the_report_files_equal_those_of_the_whole_matrix(
+    hostile_dir: Path,
+    sim_run: tuple[Path, dict[str, Any]],
+    many_dir: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    sharded: bool,
+    which: str,
+) -> None:
+    """``eval report``'s pieces joined give the bytes ``write_all`` renders from the whole
+    matrix (one process, no fork), on the simulator run and the hostile records."""
+    import reasonwire.eval._report_html as html_mod
+
+    src = {"hostile": hostile_dir, "sim": sim_run[0], "many": many_dir}[which]
+    whole, pieces = tmp_path / "whole", tmp_path / "pieces"
+    for d in (whole, pieces):
+        d.mkdir()
+        for name in ("calls.jsonl", "runs.jsonl"):
+            shutil.copy(src / name, d / name)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(html_mod, "_FORK_ROWS", 1 << 62)
+    write_all(whole)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0 if sharded else 1 << 62)
+    if sharded:
+        assert matrix_mod._shards(pieces / "calls.jsonl") == min(2, os.cpu_count() or 1)
+    write_report(pieces)
+    if which == "many":  # the page details the first rows of each dialect only
+        assert 'class="cap"' in (pieces / "report.html").read_text()
+    for name in ("matrix.json", "matrix.md", "report.html"):
+        assert _stamped(pieces, name) == _stamped(whole, name), name
+
+
+def test_the_matrix_is_the_same_read_by_one_or_two_processes(
+    hostile_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 1 << 62)
+    one = matrix_mod.build_matrix(hostile_dir)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0)
+    two = matrix_mod.build_matrix(hostile_dir)
+    one.pop("generated_at"), two.pop("generated_at")
+    assert json.dumps(one) == json.dumps(two)
+    models = [r["model"] for r in one["rows"]]
+    assert {'q"uote\\back', "模型-é-😀", "dup-real", "big-int", "never-called"} <= set(models)
+
+
+def test_a_failure_in_the_second_process_is_raised_in_the_first(hostile_dir: Path) -> None:
+    first = os.getpid()
+
+    def finish(own: object, order: object) -> int:
+        if os.getpid() != first:
+            raise ValueError("boom in the second process")
+        return 0
+
+    calls = hostile_dir / "calls.jsonl"
+    with pytest.raises(ValueError, match="boom in the second process"):
+        scan(calls, _fid(hostile_dir), 2, {}, finish)
+
+
+def _row_facts(recs: list[dict[str, Any]], want_direct: bool = False) -> list[Any]:
+    from reasonwire.eval._rows import rows_of
+    from reasonwire.method.verdicts import Thresholds
+
+    rows = rows_of(("r", "m"), "no-such-dialect", recs, [], (100, "chars/4", None), "",
+                   Thresholds(0.5, 25, 12), "direct", want_direct)  # fmt: skip
+    return [(r.lane, str(r.verdict), r.calls, r.cost_usd, r.params_fix, r.price) for r in rows]
+
+
+def test_a_row_without_carrier_entries_is_failed_only_when_a_call_failed() -> None:
+    """The rule of ``row_verdict`` (no carrier entry: ``baseline-failed`` when a call of the
+    row failed, else ``incomplete``), with the row's shared facts from every record: calls,
+    cost summed, parameter fixes sorted once each, the weakest price, the lanes answers
+    landed on (sorted)."""
+    ok = {"step": "opaque", "position": "turn1", "ok": True, "lane": "direct", "cost_usd": 0.25,
+          "fix_notes": ["b", "a"], "price": "listed"}  # fmt: skip
+    failed = {"step": "opaque", "position": "turn1", "ok": False, "status": 500,
+              "cost_usd": 0.5, "fix_notes": ["a"], "price": "unknown"}  # fmt: skip
+    assert _row_facts([ok]) == [("direct", "incomplete", 1, 0.25, ("a", "b"), "listed")]
+    assert _row_facts([ok, failed]) == [
+        ("direct", "baseline-failed", 2, 0.75, ("a", "b"), "unknown")
+    ]
+    other = {**ok, "lane": "via-proxy", "price": "free"}
+    assert _row_facts([other, ok]) == [
+        ("direct", "incomplete", 2, 0.5, ("a", "b"), "listed"),
+        ("via-proxy", "incomplete", 2, 0.5, ("a", "b"), "listed"),
+    ]
+    # no record: nothing spent, written as matrix.json always has (``0``, not ``0.0``)
+    (row,) = _row_facts([])
+    assert row == ("direct", "incomplete", 0, 0, (), ABSENT) and repr(row[3]) == "0"
+    # want_direct and no answer on the direct lane: its row is appended, and neither row
+    # speaks for the direct lane
+    assert [f[:2] for f in _row_facts([other], want_direct=True)] == [
+        ("via-proxy", "direct-lane-not-reached"),
+        ("direct", "direct-lane-not-reached"),
+    ]
