@@ -86,11 +86,25 @@ def expected(payloads: list[bytes]) -> tuple[list[tuple[str, Any]], list[dict[st
     return events, parts
 
 
-def decoded(data: bytes, step: int) -> tuple[list[tuple[str, Any]], list[dict[str, Any]]]:
+def split(data: bytes, step: int) -> list[bytes]:
+    return [data[i : i + step] for i in range(0, len(data), step)]
+
+
+def pairs(payloads: list[bytes], offset: int) -> list[bytes]:
+    """The stream fed two whole events at a time (after ``offset`` single ones): a batch
+    then starts at every event, at one offset or the other."""
+    head = [frame([p]) for p in payloads[:offset]]
+    rest = payloads[offset:]
+    return head + [frame(rest[i : i + 2]) for i in range(0, len(rest), 2)]
+
+
+def decoded(
+    data: bytes | list[bytes], step: int = 0
+) -> tuple[list[tuple[str, Any]], list[dict[str, Any]]]:
     dec = D.stream_decoder()
     got: list[Any] = []
-    for i in range(0, len(data), step):
-        got += dec.feed(data[i : i + step])
+    for feed in split(data, step) if isinstance(data, bytes) else data:
+        got += dec.feed(feed)
     got += dec.close()
     done = got[-1]
     assert isinstance(done, Done)
@@ -123,6 +137,11 @@ HOSTILE: dict[str, list[bytes]] = {
     "thought chunk in the text run": [payload({"text": " think", "thought": True})],
     "piece that is also a key": [payload({"text": "model"}), payload({"text": "model"})],
     "negative index": [payload({"text": " w"}).replace(b'"index":0', b'"index":-0')],
+    "another usage, its piece also a key": [payload({"text": "model"}, usage=LATE)],
+    "renamed key, same length": [payload({"text": " w"}).replace(b'"parts":', b'"party":')],
+    "another usage, same length": [
+        payload({"text": " w"}).replace(b'"totalTokenCount":29', b'"totalTokenCount":39')
+    ],
 }
 
 
@@ -135,6 +154,14 @@ def test_a_hostile_chunk_mid_run_gives_the_rule(name: str, step: int) -> None:
     got_events, got_parts = decoded(frame(payloads), step)
     assert got_parts == want_parts
     assert got_events == want_events
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_chunk_at_every_batch_boundary_gives_the_rule(name: str, offset: int) -> None:
+    payloads = [*run(True, 40, "t"), *run(False, 40, "a"), *HOSTILE[name]]
+    payloads += [*run(False, 40, "b"), *run(True, 40, "c"), *run(False, 40, "d"), FINISH]
+    assert decoded(pairs(payloads, offset)) == expected(payloads)
 
 
 def test_a_raw_control_byte_mid_run_is_malformed_as_for_the_stdlib() -> None:
@@ -183,3 +210,21 @@ def test_a_long_uniform_run_is_taken_in_batches() -> None:
         dec.feed(data[i : i + 65536])
     dec.close()
     assert sum(taken) >= len(taken) - 3  # all but the batches holding the run's ends
+
+
+def test_prefix_and_suffix_sharing_the_quote_is_malformed_as_for_the_stdlib() -> None:
+    """The learned prefix ends with the piece's opening quote and the suffix starts with its
+    closing one: a payload of the prefix and the suffix sharing one quote starts with the one
+    and ends with the other, and is not JSON."""
+    uniform = payload({"text": "MARK"})
+    prefix, suffix = uniform.split(b"MARK")
+    bad = prefix + suffix[1:]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(bad)
+    data = frame([*run(False, 300, "a"), *[bad] * 3, *run(False, 300, "b"), FINISH])
+    for step in (4096, 10**9):
+        dec = D.stream_decoder()
+        with pytest.raises(MalformedBody):
+            for i in range(0, len(data), step):
+                dec.feed(data[i : i + step])
+            dec.close()

@@ -111,11 +111,23 @@ def expected(payloads: list[bytes]) -> tuple[list[tuple[str, str]], list[dict[st
     return [e for e in events if e[1]], [steps[i] for i in sorted(steps)]
 
 
-def decoded(data: bytes, step: int) -> tuple[list[tuple[str, str]], list[Any]]:
+def split(data: bytes, step: int) -> list[bytes]:
+    return [data[i : i + step] for i in range(0, len(data), step)]
+
+
+def pairs(payloads: list[bytes], offset: int) -> list[bytes]:
+    """The stream fed two whole events at a time (after ``offset`` single ones): a batch
+    then starts at every event, at one offset or the other."""
+    head = [frame([p]) for p in payloads[:offset]]
+    rest = payloads[offset:]
+    return head + [frame(rest[i : i + 2]) for i in range(0, len(rest), 2)]
+
+
+def decoded(data: bytes | list[bytes], step: int = 0) -> tuple[list[tuple[str, str]], list[Any]]:
     dec = D.stream_decoder()
     got: list[Any] = []
-    for i in range(0, len(data), step):
-        got += dec.feed(data[i : i + step])
+    for feed in split(data, step) if isinstance(data, bytes) else data:
+        got += dec.feed(feed)
     got += dec.close()
     done = got[-1]
     assert isinstance(done, Done)
@@ -128,7 +140,33 @@ def decoded(data: bytes, step: int) -> tuple[list[tuple[str, str]], list[Any]]:
     return events, done.turn.raw["steps"]
 
 
+ODD_ITEM = {"content": {"type": "image", "text": "x"}, "type": "thought_summary"}
 HOSTILE: dict[str, list[bytes]] = {
+    "text deltas whose text is a number": [
+        js({"index": 1, "delta": {"text": i, "type": "text"}, "event_type": "step.delta"})
+        for i in range(60)
+    ],
+    "non-text summary items between pieces, then a run of them": [
+        *(
+            e
+            for i in range(30)
+            for e in (
+                js({"index": 0, "delta": ODD_ITEM, "event_type": "step.delta"}),
+                thought(f" t{i}"),
+            )
+        ),
+        *[js({"index": 0, "delta": ODD_ITEM, "event_type": "step.delta"})] * 60,
+    ],
+    "text type renamed, same length": [text(" w").replace(b'"type":"text"', b'"type":"txet"')],
+    "a run of events of another kind": [
+        text(f" w{i}").replace(b'"step.delta"', b'"step.notes"') for i in range(60)
+    ],
+    "a run of non-text summary items": [
+        js({"index": 0, "delta": ODD_ITEM, "event_type": "step.delta"}).replace(
+            b'"x"', f'"x{i}"'.encode()
+        )
+        for i in range(60)
+    ],
     "escaped quote": [text(' a "q" b')],
     "unicode escape": [text(" caf\u00e9").replace("é".encode(), b"\\u00e9")],
     "renamed key": [text(" w").replace(b'"text":', b'"txt":')],
@@ -163,6 +201,14 @@ def test_a_hostile_event_mid_run_gives_the_rule(name: str, step: int) -> None:
     got_events, got_steps = decoded(frame(payloads), step)
     assert got_steps == want_steps
     assert got_events == want_events
+
+
+@pytest.mark.parametrize("offset", [0, 1])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_event_at_every_batch_boundary_gives_the_rule(name: str, offset: int) -> None:
+    payloads = [*OPEN, *map(thought, pieces(40, "t")), *SWITCH, *map(text, pieces(40, "a"))]
+    payloads += [*HOSTILE[name], *map(text, pieces(40, "b")), *CLOSE]
+    assert decoded(pairs(payloads, offset)) == expected(payloads)
 
 
 def test_a_hostile_event_mid_thought_run_gives_the_rule() -> None:
@@ -201,3 +247,20 @@ def test_a_long_uniform_run_is_taken_in_batches() -> None:
         dec.feed(data[i : i + 65536])
     dec.close()
     assert sum(taken) >= len(taken) - 2  # all but the first batch and the one with the end
+
+
+def test_prefix_and_suffix_sharing_the_quote_is_malformed_as_for_the_stdlib() -> None:
+    """A payload of the learned prefix and suffix sharing one quote (see the Gemini test of
+    the same name) is not JSON."""
+    prefix, suffix = text("MARK").split(b"MARK")
+    bad = prefix + suffix[1:]
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(bad)
+    payloads = [*OPEN, *SWITCH, *map(text, pieces(400, "a")), *[bad] * 3, *CLOSE]
+    data = frame(payloads)
+    for feeds in (split(data, 4096), [data], pairs(payloads, 0), pairs(payloads, 1)):
+        dec = D.stream_decoder()
+        with pytest.raises(MalformedBody):
+            for feed in feeds:
+                dec.feed(feed)
+            dec.close()

@@ -80,7 +80,7 @@ def _piece_of(payload: JSON) -> tuple[int, str, str] | None:
     if type(payload) is not dict or payload.get("event_type") != "step.delta":
         return None
     index, delta = payload.get("index"), payload.get("delta")
-    if type(index) is not int or index < 0 or type(delta) is not dict:
+    if type(index) is not int or type(delta) is not dict:
         return None
     kind = delta.get("type")
     if kind == "text" and type(delta.get("text")) is str:
@@ -156,9 +156,7 @@ class InteractionsStreamDecoder(StreamDecoderBase):
                 continue
             index, key, piece = found
             cut = cut_around(raw, piece)
-            if cut is None or any(
-                r.prefix.startswith(cut[0]) or cut[0].startswith(r.prefix) for r in self._runs
-            ):
+            if cut is None:
                 continue
             delta = TextDelta if key == "content" else ReasoningDelta
             self._runs.append(_Run(cut[0], cut[1], index, key, delta))
