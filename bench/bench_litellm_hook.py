@@ -3,14 +3,14 @@ alone and of the same proxy with the hook loaded, against the same local upstrea
 same run, and the ratio (issue 28's bar: hooked >= 0.9x alone).
 
 The upstream, policy module, key and LiteLLM config are ``bench_gateway.py``'s. Every proxy
-(one worker each) stays up for the whole run and the wrk rounds alternate between them
-(alone, hooked, alone, hooked...), so load from other processes on a shared machine falls on
-each alike; the figure per proxy is the median of its rounds and the ratio is the median of
-the per-round ratios. ``--hook-src DIR`` (repeatable) loads the hook from another checkout's
-``src`` (a before/after pair in one run: ``--hook-src ../main/src --hook-src src``); by default
-this checkout's. JSON and streamed completions are measured apart (``--stream`` adds the
-streamed rounds). Needs wrk and the LiteLLM venv (``make lane-litellm``); without them it
-prints why and stops.
+(one worker each) stays up for the whole run and takes wrk rounds (all at once by default, one
+wrk each; ``--alternate``: alone, hooked, alone...), so load from other processes on a shared
+machine falls on each alike; the figure per proxy is the median of its rounds and the ratio
+is the median of the per-round ratios. ``--hook-src DIR`` (repeatable) loads the hook from
+another checkout's ``src`` (a before/after pair in one run: ``--hook-src ../main/src
+--hook-src src``); by default this checkout's. JSON and streamed completions are measured
+apart (``--stream`` adds the streamed rounds). Needs wrk and the LiteLLM venv (``make
+lane-litellm``); without them it prints why and stops.
 
     .venv/bin/python bench/bench_litellm_hook.py [--rounds 5] [--seconds 5] [--conns 8]
 """
@@ -53,27 +53,32 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def wrk_rate(
-    url: str, headers: dict[str, str], stream: bool, args: argparse.Namespace
-) -> tuple[float, int]:
-    """req/s and requests of one wrk run; raises when wrk saw a non-2xx answer or a socket
-    error."""
+def wrk_start(
+    url: str, headers: dict[str, str], stream: bool, args: argparse.Namespace, name: str
+) -> subprocess.Popen[str]:
+    """One wrk run against ``url``, started (see :func:`wrk_result`)."""
     body: dict[str, object] = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
     if stream:
         body["stream"] = True
-    lua = Path(args.tmp) / ("stream.lua" if stream else "json.lua")
+    lua = Path(args.tmp) / f"{name}-{'stream' if stream else 'json'}.lua"
     hdr = "".join(f'wrk.headers["{k}"] = "{v}"\n' for k, v in headers.items())
     lua.write_text(
         f'wrk.method = "POST"\nwrk.body = {json.dumps(json.dumps(body))}\n'
         f'wrk.headers["Content-Type"] = "application/json"\n{hdr}'
     )
     cmd = ["wrk", "-t1", f"-c{args.conns}", f"-d{args.seconds}s", "--timeout", "30s"]
-    out = subprocess.run(
+    return subprocess.Popen(
         [*cmd, "-s", str(lua), url + "/v1/chat/completions"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
-        check=False,
-    ).stdout
+    )
+
+
+def wrk_result(proc: subprocess.Popen[str], url: str) -> tuple[float, int]:
+    """req/s and requests of a wrk run; raises when wrk saw a non-2xx answer or a socket
+    error."""
+    out, _ = proc.communicate()
     m = re.search(r"Requests/sec:\s+([\d.]+)", out)
     n = re.search(r"(\d+) requests in", out)
     if "Non-2xx" in out or "Socket errors" in out or not m or not n:
@@ -86,10 +91,12 @@ def measure(
     stream: bool,
     args: argparse.Namespace,
 ) -> None:
-    """Alternating wrk rounds over ``servers`` (the first is LiteLLM alone): each one's
-    median req/s and CPU milliseconds per request (its process's CPU time over the round /
-    requests answered: less sensitive to other load than req/s), and each hooked proxy's
-    ratios to the first, median of the per-round ratios."""
+    """wrk rounds over ``servers`` (the first is LiteLLM alone): each one's median req/s
+    and CPU milliseconds per request (its process's CPU time over the round / requests
+    answered), and each hooked proxy's ratios to the first, median of the per-round ratios.
+    By default every proxy is loaded at once in a round (one wrk each): they share the
+    machine's load at the same moments, and their req/s split the CPU they get by what each
+    request costs; ``--alternate`` runs them one after another instead."""
     kind = "streamed" if stream else "JSON"
     rates: list[list[float]] = [[] for _ in servers]
     cpus: list[list[float]] = [[] for _ in servers]
@@ -97,12 +104,17 @@ def measure(
         order = list(range(len(servers)))
         if r % 2:
             order.reverse()  # alternate who goes first
-        for i in order:
-            _, url, headers, _, pid = servers[i]
-            c0 = cpu_seconds(pid)
-            rate, n = wrk_rate(url, headers, stream, args)
-            rates[i].append(rate)
-            cpus[i].append((cpu_seconds(pid) - c0) * 1000 / n)
+        groups = [[i] for i in order] if args.alternate else [order]
+        for group in groups:
+            c0 = {i: cpu_seconds(servers[i][4]) for i in group}
+            procs = {
+                i: wrk_start(servers[i][1], servers[i][2], stream, args, str(i)) for i in group
+            }
+            done = {i: wrk_result(procs[i], servers[i][1]) for i in group}
+            for i in group:
+                rate, n = done[i]
+                rates[i].append(rate)
+                cpus[i].append((cpu_seconds(servers[i][4]) - c0[i]) * 1000 / n)
         line = "  ".join(
             f"{x[-1]:6.1f} ({c[-1]:5.2f} ms)" for x, c in zip(rates, cpus, strict=True)
         )
@@ -136,6 +148,7 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--stream", action="store_true", help="also measure streamed completions")
+    ap.add_argument("--alternate", action="store_true", help="one proxy at a time per round")
     ap.add_argument("--litellm", default=str(DEFAULT_LITELLM))
     ap.add_argument("--hook-src", action="append", default=[], help="a checkout's src dir")
     args = ap.parse_args()
