@@ -26,7 +26,10 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+
+import httpx
 
 from bench_gateway import (
     DEFAULT_LITELLM,
@@ -142,9 +145,69 @@ def measure(
             print("    the hook wrote no forwarded evidence: figure not counted")
 
 
+def interleaved(
+    servers: list[tuple[str, str, dict[str, str], Path | None, int]],
+    stream: bool,
+    args: argparse.Namespace,
+) -> None:
+    """``--requests`` sequential requests per proxy, one to each in turn (the first of each
+    turn rotating): every proxy serves at the same moments, so the machine's load falls on
+    each alike, request by request. Per proxy: the median time to the whole answer and the
+    CPU milliseconds per request of its process over the run; each hooked proxy's ratios to
+    the first (alone / hooked: the share of LiteLLM-alone's sequential throughput, and of its
+    CPU cost per request)."""
+    kind = "streamed" if stream else "JSON"
+    body: dict[str, object] = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    if stream:
+        body["stream"] = True
+    data = json.dumps(body).encode()
+    clients = [httpx.Client(base_url=url, timeout=60) for _, url, *_ in servers]
+    times: list[list[float]] = [[] for _ in servers]
+    try:
+
+        def one(i: int) -> float:
+            headers = {"content-type": "application/json", **servers[i][2]}
+            t0 = time.perf_counter()
+            r = clients[i].post("/v1/chat/completions", content=data, headers=headers)
+            spent = time.perf_counter() - t0
+            if r.status_code != 200:
+                raise RuntimeError(f"{servers[i][0]} answered {r.status_code}: {r.text[:300]}")
+            return spent
+
+        for _ in range(args.warmup):
+            for i in range(len(servers)):
+                one(i)
+        c0 = [cpu_seconds(pid) for *_, pid in servers]
+        for k in range(args.requests):
+            for j in range(len(servers)):
+                i = (k + j) % len(servers)
+                times[i].append(one(i))
+        cpu = [
+            (cpu_seconds(pid) - c) * 1000 / args.requests
+            for (*_, pid), c in zip(servers, c0, strict=True)
+        ]
+    finally:
+        for c in clients:
+            c.close()
+    print(f"\n{kind} completions, {args.requests} sequential requests each, interleaved:")
+    for (name, *_), ts, c in zip(servers, times, cpu, strict=True):
+        print(f"  {name:55s} median {statistics.median(ts) * 1000:7.2f} ms, {c:6.2f} ms cpu/req")
+    base_t, base_c = statistics.median(times[0]), cpu[0]
+    for (name, *_), ts, c in zip(servers[1:], times[1:], cpu[1:], strict=True):
+        ratio = base_t / statistics.median(ts)
+        verdict = "ok" if ratio >= 0.9 else "MISSED"
+        print(
+            f"  {name} / alone: sequential throughput {ratio:.3f}x (bar >= 0.9x: {verdict}); "
+            f"cpu per request {base_c / c:.3f}x"
+        )
+    print(f"  load average: {os.getloadavg()[0]:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--requests", type=int, default=1000, help="interleaved, per proxy")
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=3, help="wrk rounds (0: none)")
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--conns", type=int, default=8)
     ap.add_argument("--stream", action="store_true", help="also measure streamed completions")
@@ -198,7 +261,10 @@ def main() -> None:
         }
         cfg = LITELLM_CONFIG.format(upstream=upstream + "/v1")
         servers: list[tuple[str, str, dict[str, str], Path | None, int]] = []
-        proc, url = litellm_proxy(exe, tmp, "alone", cfg, env, alone_h)
+        # The same sys.path for every proxy: LiteLLM looks up modules it lacks on every
+        # request (a stat per path entry), so a longer path alone costs ~0.5 ms a request.
+        alone_env = env | {"PYTHONPATH": os.pathsep.join([str(tmp), str(srcs[0])])}
+        proc, url = litellm_proxy(exe, tmp, "alone", cfg, alone_env, alone_h)
         procs.append(proc)
         servers.append(("LiteLLM alone", url, alone_h, None, proc.pid))
         for i, src in enumerate(srcs):
@@ -216,7 +282,9 @@ def main() -> None:
             servers.append((f"LiteLLM + hook ({src})", url, hooked_h, db, proc.pid))
         print(f"load average before: {os.getloadavg()[0]:.2f}")
         for stream in [False, True] if args.stream else [False]:
-            measure(servers, stream, args)
+            interleaved(servers, stream, args)
+            if args.rounds:
+                measure(servers, stream, args)
         print(f"load average after: {os.getloadavg()[0]:.2f}")
     finally:
         stop(procs)
