@@ -1,8 +1,7 @@
-"""The LiteLLM hook's logic (``Governor``) without LiteLLM: which calls authorise on the proxy's
-event loop and which go to a store thread, and that the fast path keeps the promise: a
-refusal on the loop is still recorded (and a store that cannot record it is a 503), each
-attempt's pending row is committed before the attempt is let out, a conversation whose effort
-is not fixed yet, or whose carriers live in a shared vault, never authorises on the loop.
+"""The LiteLLM hook's logic (``Governor``) without LiteLLM, through the proxy's async entry
+points: a binding verified once per token still refused from the exact second it expires,
+a refusal recorded (a store that cannot record it is a 503 with Retry-After, nothing sent),
+each attempt's pending row committed before the attempt is let out, one row per call.
 
 The request is shaped as LiteLLM's proxy hands it to ``async_pre_call_hook`` (the client's
 headers and body under ``proxy_server_request``); the real proxy runs in
@@ -11,8 +10,8 @@ test_litellm_proxy.py and test_litellm_hostile.py."""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +22,6 @@ from reasonwire.govern.carry import CONVERSATION_HEADER
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
 from reasonwire.govern.litellm_hook import CALL_ID_KEY, Governor
 from reasonwire.govern.policy import OrgPolicy
-from reasonwire.govern.stores import SQLiteVault
 from tests.govern.conftest import SUBJECT_CLAIMS, make_registry
 
 MODEL = "sim-chat-all"  # the model of SUBJECT_CLAIMS' route
@@ -67,7 +65,7 @@ def governor(ring: KeyRing, **kw: Any) -> Governor:
 
 def request(ring: KeyRing, conv: str = "c1", **over: Any) -> Any:
     """A chat completion as LiteLLM passes it to the hook, bound to ``conv``."""
-    token = issue(ring, **{**SUBJECT_CLAIMS, "conversation_id": conv})
+    token = over.pop("token", None) or issue(ring, **{**SUBJECT_CLAIMS, "conversation_id": conv})
     headers = {HEADER: token, CONVERSATION_HEADER: over.pop("header_conv", conv)}
     body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], **over}
     return {**body, "proxy_server_request": {"headers": headers, "body": dict(body)}}
@@ -87,37 +85,22 @@ def call(gov: Governor, data: Any) -> Any:
     return asyncio.run(run())
 
 
-def test_the_first_call_of_a_conversation_goes_to_the_store_the_next_on_the_loop(
-    ring: KeyRing,
-) -> None:
+def test_each_call_is_forwarded_projected_and_recorded_once(ring: KeyRing) -> None:
     gov = governor(ring)
-    answer = call(gov, request(ring))
-    assert gov.inline_authorisations == 0  # its effort and intent were fixed in the store
-    assert answer["choices"][0]["message"] == {"role": "assistant", "content": "Done."}
-    call(gov, request(ring))
-    call(gov, request(ring))
-    assert gov.inline_authorisations == 2
+    token = issue(ring, **SUBJECT_CLAIMS)
+    for _ in range(3):
+        answer = call(gov, request(ring, token=token))
+        assert answer["choices"][0]["message"] == {"role": "assistant", "content": "Done."}
+    assert gov.verified.hits == 2  # one token: verified once, then served from the cache
     rows = gov.store.rows("c1")
     assert [(r.outcome, r.resolved, r.status_code) for r in rows] == [("forwarded", "low", 200)] * 3
-    call(gov, request(ring, conv="c2"))  # another conversation: its first call, on a thread
-    assert gov.inline_authorisations == 2
 
 
-def test_a_shared_vault_never_authorises_on_the_loop(ring: KeyRing, tmp_path: Path) -> None:
-    gov = governor(ring, vault=SQLiteVault(tmp_path / "vault.sqlite"))
-    for _ in range(3):
-        call(gov, request(ring))
-    assert gov.inline_authorisations == 0
-    assert len(gov.store.rows("c1")) == 3
-
-
-def test_a_refusal_on_the_loop_is_recorded(ring: KeyRing) -> None:
+def test_a_refusal_is_recorded(ring: KeyRing) -> None:
     gov = governor(ring)
     call(gov, request(ring))
-    before = gov.inline_authorisations
     with pytest.raises(HookRefused) as info:
         call(gov, request(ring, header_conv="c1", conv="other"))  # a binding for another conv
-    assert gov.inline_authorisations == before + 1
     assert (info.value.status, info.value.reason) == (403, "conversation-mismatch")
     refused = [r for r in gov.store.rows("c1") if r.outcome == "refused"]
     assert [r.reason for r in refused] == ["conversation-mismatch"]
@@ -130,14 +113,13 @@ def test_a_refusal_on_the_loop_is_recorded(ring: KeyRing) -> None:
     ]
 
 
-def test_a_refusal_on_the_loop_with_the_store_down_is_a_503(ring: KeyRing) -> None:
+def test_a_refusal_with_the_store_down_is_a_503(ring: KeyRing) -> None:
     store = DownStore()
     gov = governor(ring, store=store)
     call(gov, request(ring))
     store.down = True
     with pytest.raises(HookRefused) as info:
         call(gov, request(ring, fallbacks=["x"]))
-    assert gov.inline_authorisations == 1
     assert (info.value.status, info.value.reason) == (503, "store-unavailable")
     assert info.value.headers == {"Retry-After": "1"}
 
@@ -149,7 +131,6 @@ def test_the_pending_row_is_committed_before_the_attempt_is_let_out(ring: KeyRin
 
     async def attempt() -> list[str]:
         out = await gov.apre_call(request(ring), "acompletion")
-        assert gov.inline_authorisations == 1
         gov.attempt_start({"model": MODEL, "metadata": out["metadata"]})
         outcomes = [r.outcome for r in gov.store.rows("c1")]
         out2 = await gov.apre_call(request(ring), "acompletion")
@@ -162,7 +143,7 @@ def test_the_pending_row_is_committed_before_the_attempt_is_let_out(ring: KeyRin
     assert CALL_ID_KEY == "reasonwire_call_id"
 
 
-def test_an_expired_binding_is_refused_on_the_loop_though_cached(
+def test_an_expired_binding_is_refused_though_cached(
     ring: KeyRing, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gov = governor(ring)
@@ -177,9 +158,38 @@ def test_an_expired_binding_is_refused_on_the_loop_though_cached(
     monkeypatch.setattr("time.time", lambda: t0 + 59)
     call(gov, data())
     call(gov, data())
-    assert (gov.verified.hits, gov.inline_authorisations) == (1, 1)
+    assert gov.verified.hits == 1
     monkeypatch.setattr("time.time", lambda: t0 + 60)
     with pytest.raises(HookRefused) as info:
         call(gov, data())
     assert info.value.reason == "binding-expired"
-    assert gov.inline_authorisations == 2
+    assert [r.reason for r in gov.store.rows("c1") if r.outcome == "refused"] == ["binding-expired"]
+
+
+class StuckStore(SQLiteStore):
+    """A store whose writes wait until released (a locked database), once ``stuck`` is set."""
+
+    stuck = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def record(self, row: EvidenceRow) -> None:
+        if self.stuck:
+            self.release.wait(30)
+        super().record(row)
+
+
+def test_a_store_that_does_not_answer_within_the_budget_is_a_503(ring: KeyRing) -> None:
+    """Store work runs off the event loop and is waited for at most ``store_timeout``."""
+    store = StuckStore()
+    gov = governor(ring, store=store, store_timeout=0.05)
+    call(gov, request(ring))
+    store.stuck = True
+    try:
+        with pytest.raises(HookRefused) as info:
+            call(gov, request(ring, fallbacks=["x"]))  # refused: its row cannot be written
+        assert (info.value.status, info.value.reason) == (503, "store-unavailable")
+    finally:
+        store.release.set()

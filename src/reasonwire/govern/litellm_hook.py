@@ -40,9 +40,9 @@ deployment hooks, or the end of the relayed stream).
 
 Cost per call (the proxy pays it on every request): a binding is verified once per token
 (:class:`~reasonwire.govern.verified.VerifiedBindings`; expiry and key checked on every
-call); the authorisation runs on the proxy's event loop when it touches no store (the
-conversation's effort and intent already fixed and cached, the vault in this process), else
-on one of the hook's store threads; each attempt's pending row is one store-thread hop.
+call); the authorisation and each attempt's pending row are one hop each to the hook's own
+store threads. (Authorising on the proxy's event loop when no store is touched was measured
+slower in the real proxy under concurrent load, ``bench/bench_litellm_hook.py``.)
 
 Settings the hook requires (checked when it is made from the proxy's config; it refuses to
 start without them, :func:`check_proxy_config`):
@@ -94,7 +94,7 @@ from reasonwire.errors import (
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, FixedOnce, Outcome, fill_usage
+from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, Outcome, fill_usage
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
@@ -288,12 +288,11 @@ class Governor:
         self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.dialect = get_dialect("chat")
         self.verified = VerifiedBindings(keys)
-        self.inline_authorisations = 0
         self._calls: OrderedDict[str, _Call] = OrderedDict()
         self._lock = threading.Lock()
-        # Store work (authorising a new conversation, each attempt's pending row) runs on
-        # these threads, never on the proxy's event loop and never queued behind LiteLLM's
-        # own use of the loop's default executor.
+        # The authorisation (it may fix the conversation's effort in the store) and each
+        # attempt's pending row run on these threads, never on the proxy's event loop and
+        # never queued behind LiteLLM's own use of the loop's default executor.
         self.executor = ThreadPoolExecutor(4, thread_name_prefix="reasonwire-hook-store")
 
     # -- before the call ---------------------------------------------------------------
@@ -308,32 +307,9 @@ class Governor:
             self.refuse(row, exc, t0)
 
     async def apre_call(self, data: JsonObject, call_type: str) -> JsonObject:
-        """:meth:`pre_call` from the proxy's event loop: on the loop itself when it reads
-        and writes no store (:meth:`authorises_inline`: a thread hop costs more than the
-        whole check), else on a store thread within the store budget. A refusal's row is
-        recorded on a store thread either way."""
-        if not self.authorises_inline(_headers(data).get(CONVERSATION_HEADER)):
-            return await _bounded(self, self.pre_call, data, call_type)
-        self.inline_authorisations += 1
-        t0 = time.perf_counter()
-        row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
-        try:
-            return self._admit(data, call_type, row, t0)
-        except PolicyRefusal as exc:
-            return await _bounded(self, self.refuse, row, exc, t0)
-
-    def authorises_inline(self, conversation_id: str | None) -> bool:
-        """Authorising this conversation's call touches no store: its effort and intent are
-        fixed and cached (they never change once fixed) and the vault is in this process
-        (the call's carriers are put back from it). The row of a refusal, and each attempt's
-        pending row, still go to the store."""
-        store = self.store
-        return (
-            conversation_id is not None
-            and isinstance(self.vault, MemoryVault)
-            and isinstance(store, FixedOnce)
-            and store.fixed(conversation_id)
-        )
+        """:meth:`pre_call` from the proxy's event loop: on a store thread, within the store
+        budget (:func:`_bounded`)."""
+        return await _bounded(self, self.pre_call, data, call_type)
 
     def refuse(self, row: EvidenceRow, exc: PolicyRefusal, t0: float) -> NoReturn:
         """Record the refused call's row and raise the refusal as :class:`HookRefused`."""
