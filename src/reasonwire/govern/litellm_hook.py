@@ -34,10 +34,15 @@ After the call (``async_post_call_success_hook`` for JSON,
     ``set-cookie`` and anything an upstream echoes, the key included) are dropped.
 
 Evidence: one :class:`~reasonwire.govern.evidence.EvidenceRow` per refusal and one per
-upstream attempt. The store's API today is ``record`` (one committed write per row), so an
-attempt's row is written when the attempt ends (LiteLLM's deployment hooks, or the end of the
-relayed stream), not before its first byte goes upstream: evidence-first needs the store to
-commit a row before the call and complete it after (issue 25, point 1; see the store).
+upstream attempt, committed as ``pending`` before the attempt is let out (a store that cannot
+commit it in time: 503, nothing sent) and completed when the attempt ends (LiteLLM's
+deployment hooks, or the end of the relayed stream).
+
+Cost per call (the proxy pays it on every request): a binding is verified once per token
+(:class:`~reasonwire.govern.verified.VerifiedBindings`; expiry and key checked on every
+call); the authorisation and each attempt's pending row are one hop each to the hook's own
+store threads. (Authorising on the proxy's event loop when no store is touched was measured
+slower in the real proxy under concurrent load, ``bench/bench_litellm_hook.py``.)
 
 Settings the hook requires (checked when it is made from the proxy's config; it refuses to
 start without them, :func:`check_proxy_config`):
@@ -71,9 +76,10 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import orjson
 
@@ -86,12 +92,13 @@ from reasonwire.errors import (
     StoreUnavailable,
 )
 from reasonwire.govern.authority import policy_now, settle_effort
-from reasonwire.govern.binding import HEADER, KeyRing, verify
+from reasonwire.govern.binding import HEADER, KeyRing
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
 from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, Outcome, fill_usage
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, VaultStore
+from reasonwire.govern.verified import VerifiedBindings
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, JsonObject, Turn
 from reasonwire.wire.profile import Profile
@@ -280,8 +287,13 @@ class Governor:
         self.store = store
         self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.dialect = get_dialect("chat")
+        self.verified = VerifiedBindings(keys)
         self._calls: OrderedDict[str, _Call] = OrderedDict()
         self._lock = threading.Lock()
+        # The authorisation (it may fix the conversation's effort in the store) and each
+        # attempt's pending row run on these threads, never on the proxy's event loop and
+        # never queued behind LiteLLM's own use of the loop's default executor.
+        self.executor = ThreadPoolExecutor(4, thread_name_prefix="reasonwire-hook-store")
 
     # -- before the call ---------------------------------------------------------------
 
@@ -290,15 +302,28 @@ class Governor:
         t0 = time.perf_counter()
         row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
         try:
-            out, route, profile = self._authorise_and_rewrite(data, call_type, row)
+            return self._admit(data, call_type, row, t0)
         except PolicyRefusal as exc:
-            row.reason = exc.reason
-            row.latency_ms = (time.perf_counter() - t0) * 1000
-            self.store.record(row)
-            status = _STATUS.get(exc.reason, 403)
-            raise HookRefused(
-                status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
-            ) from None
+            self.refuse(row, exc, t0)
+
+    async def apre_call(self, data: JsonObject, call_type: str) -> JsonObject:
+        """:meth:`pre_call` from the proxy's event loop: on a store thread, within the store
+        budget (:func:`_bounded`)."""
+        return await _bounded(self, self.pre_call, data, call_type)
+
+    def refuse(self, row: EvidenceRow, exc: PolicyRefusal, t0: float) -> NoReturn:
+        """Record the refused call's row and raise the refusal as :class:`HookRefused`."""
+        row.reason = exc.reason
+        row.latency_ms = (time.perf_counter() - t0) * 1000
+        self.store.record(row)
+        status = _STATUS.get(exc.reason, 403)
+        raise HookRefused(
+            status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
+        ) from None
+
+    def _admit(self, data: JsonObject, call_type: str, row: EvidenceRow, t0: float) -> JsonObject:
+        """The authorised and rewritten request, registered as a call (PolicyRefusal else)."""
+        out, route, profile = self._authorise_and_rewrite(data, call_type, row)
         meta = out.get("metadata")
         if not isinstance(meta, dict):
             meta = out["metadata"] = {}
@@ -332,7 +357,7 @@ class Governor:
             raise PolicyRefusal("binding-missing", f"header {HEADER} is required")
         if not row.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
-        b = verify(self.keys, token)
+        b = self.verified.verify(token)
         row.key_id, row.task_id = b.key_id, b.task_id
         row.runtime_id, row.runtime_version = b.runtime_id, b.runtime_version
         row.route_id, row.requested = b.route_id, b.requested
@@ -606,11 +631,14 @@ T = TypeVar("T")
 
 
 async def _bounded(governor: Governor, fn: Callable[..., T], *args: object) -> T:
-    """``fn(*args)`` on a worker thread (store work never blocks the proxy's event loop),
+    """``fn(*args)`` on a store thread (store work never blocks the proxy's event loop),
     within the governor's store budget: a store that cannot answer in time, or cannot
-    commit, is a :class:`HookRefused` 503 with ``Retry-After``, and no upstream call follows."""
+    commit, is a :class:`HookRefused` 503 with ``Retry-After``, and no upstream call follows.
+    (The budget is an ``asyncio.timeout`` scope, not ``wait_for``: no Task per call.)"""
+    loop = asyncio.get_running_loop()
     try:
-        return await asyncio.wait_for(asyncio.to_thread(fn, *args), governor.store_timeout)
+        async with asyncio.timeout(governor.store_timeout):
+            return await loop.run_in_executor(governor.executor, fn, *args)
     except (TimeoutError, StoreUnavailable):
         raise HookRefused(
             503,
@@ -649,7 +677,7 @@ def hook_class() -> type:
         self: _Hook, user_api_key_dict: object, cache: object, data: JsonObject, call_type: object
     ) -> JsonObject:
         try:
-            return await _bounded(self.governor, self.governor.pre_call, data, str(call_type))
+            return await self.governor.apre_call(data, str(call_type))
         except HookRefused as exc:
             raise refusal(exc) from None
 

@@ -55,7 +55,7 @@ from reasonwire.wire.gemini._parse import (
 )
 from reasonwire.wire.jsonarray import JSONArrayDecoder
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
-from reasonwire.wire.runs import cut_around, middle
+from reasonwire.wire.runs import cut_around, middle, middles
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
@@ -152,6 +152,8 @@ class GeminiStreamDecoder(StreamDecoderBase):
         parsed and taken by :meth:`_chunk`; a uniform chunk that was parsed teaches the
         shape for the part it grows."""
         out: Events = []
+        if len(events) > 1 and self._run(events, out):
+            return out
         for raw, name, _, _ in events:
             shape = self._shape
             if shape is not None and self._grow is not None:
@@ -165,15 +167,35 @@ class GeminiStreamDecoder(StreamDecoderBase):
             if payload is None:
                 continue
             out.extend(self._payload_in(payload))
-            if self._grow is not None and (
-                shape is None or shape[2] is not bool(self._parts[-1].get("thought"))
-            ):
-                self._learn(raw, payload)
+            self._learn(raw, payload)
         return out
+
+    def _run(self, events: list[RawEvent], out: Events) -> bool:
+        """Take a batch whose payloads are all the learned shape at once, with the pieces and
+        deltas the per-event path would give; False to decline (then each event goes that
+        way). The proof, for the whole batch: :func:`reasonwire.wire.runs.middles` (every
+        payload starts with the prefix and ends with the suffix, the joined middles hold no
+        quote, backslash or control byte but the joins, and are UTF-8). An empty piece sends
+        the batch the per-event way (rule 3 drops its part; the shape takes none)."""
+        shape, grow = self._shape, self._grow
+        if shape is None or grow is None:
+            return False
+        pieces = middles([e[0] for e in events], shape[0], shape[1])
+        if pieces is None or not all(pieces):
+            return False
+        self._payloads += len(pieces)
+        grow.extend(pieces)
+        out.extend(map(ReasoningDelta if shape[2] else TextDelta, pieces))
+        return True
 
     def _learn(self, raw: bytes, payload: JSON) -> None:
         """Keep the bytes around this payload's piece as the shape, when the payload is the
-        uniform kind (module docstring) and its piece sits once, plainly, in its bytes."""
+        uniform kind (module docstring) and its piece sits once, plainly, in its bytes; else
+        no shape. Every parsed payload replaces the shape: a shape is only ever the last
+        parsed payload's, so what the general path would record from a matching payload
+        (top-level and candidate values, usage) is what it recorded last, and the part it
+        grows is the last part, with the same ``thought`` flag."""
+        self._shape = None
         if type(payload) is not dict or "error" in payload:
             return
         cands = payload.get("candidates")

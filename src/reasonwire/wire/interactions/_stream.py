@@ -16,12 +16,22 @@ replay sends every signature back on its step):
    carry the interaction's top-level fields (id, status, usage); ``interaction.completed``
    is the terminal event. A stream that ends without it raises :class:`TruncatedStream`
    with the partial turn; an ``error`` event yields :class:`StreamError`.
+
+Run path: nearly every event of a long answer is one ``step.delta`` of text (or of a thought
+summary's text) on the same step, the same bytes around a different piece. After a batch
+went through the general path, its last text-piece events teach their shape (the bytes
+before and after the piece: :func:`~reasonwire.wire.runs.cut_around`); a later batch whose
+payloads all have one shape, with plain middles (:func:`~reasonwire.wire.runs.middles`), is
+those events with other pieces: each piece is appended to the step's growing text item and
+its delta emitted without parsing. It applies only while that item is growing (rule 2's
+pieces not yet joined); anything else goes the general way.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload, model
@@ -33,7 +43,8 @@ from reasonwire.wire.interactions._parse import (
     tool_call_of,
 )
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
-from reasonwire.wire.sse import SSEDecoder
+from reasonwire.wire.runs import cut_around, middles
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
 
@@ -46,6 +57,39 @@ def _open_text(items: list[JSON]) -> int:
     ):
         items.append({"type": "text", "text": ""})
     return len(items) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """A text-piece event's bytes around its piece (``prefix`` ends with the piece's opening
+    quote, ``suffix`` starts with its closing one), learned from a payload that was parsed:
+    a ``step.delta`` of step ``index`` whose piece grows ``key`` (``content`` or
+    ``summary``)."""
+
+    prefix: bytes
+    suffix: bytes
+    index: int
+    key: str
+    delta: type[TextDelta] | type[ReasoningDelta]
+
+
+def _piece_of(payload: JSON) -> tuple[int, str, str] | None:
+    """``(index, key, piece)`` when ``payload`` is a text-piece ``step.delta`` that
+    :meth:`InteractionsStreamDecoder._delta` appends with :meth:`~InteractionsStreamDecoder.
+    _piece` (the same tests), else None."""
+    if type(payload) is not dict or payload.get("event_type") != "step.delta":
+        return None
+    index, delta = payload.get("index"), payload.get("delta")
+    if type(index) is not int or type(delta) is not dict:
+        return None
+    kind = delta.get("type")
+    if kind == "text" and type(delta.get("text")) is str:
+        return index, "content", delta["text"]
+    item = delta.get("content")
+    if kind == "thought_summary" and type(item) is dict and item.get("type") == "text":
+        text = item.get("text")
+        return (index, "summary", text) if type(text) is str else None
+    return None
 
 
 class InteractionsStreamDecoder(StreamDecoderBase):
@@ -64,13 +108,58 @@ class InteractionsStreamDecoder(StreamDecoderBase):
         self._events = 0
         self._finished = False
         self._errors: list[str] = []
+        self._runs: list[_Run] = []  # learned from the last batch parsed (module docstring)
 
     def feed(self, data: bytes) -> Events:
-        loads = self._guard.loader(data)
+        loads = self._guard.loader(data)  # sees every chunk, events or not
+        events = self._sse.feed_raw(data)
         out: Events = []
-        for raw, name, _, _ in self._sse.feed_raw(data):
+        if not events or self._run(events, out):
+            return out
+        for raw, name, _, _ in events:
             out.extend(self._event(raw, name, loads))
+        self._learn(events[-2:])
         return out
+
+    def _run(self, events: list[RawEvent], out: Events) -> bool:
+        """Take a batch whose payloads all have one learned shape at once, with the pieces
+        and deltas the general path would give; False to decline. The proof:
+        :func:`reasonwire.wire.runs.middles` (each payload is the learned one with another
+        plain string, so the general path would append it to the same growing item)."""
+        if not self._runs:
+            return False
+        datas = [e[0] for e in events]
+        first = datas[0]
+        run = next((r for r in self._runs if first.startswith(r.prefix)), None)
+        if run is None:
+            return False
+        grow = self._grow.get((run.index, run.key))
+        if grow is None:
+            return False
+        pieces = middles(datas, run.prefix, run.suffix)
+        if pieces is None:
+            return False
+        grow.extend(pieces)
+        out.extend(map(run.delta, pieces))
+        self._events += len(pieces)
+        return True
+
+    def _learn(self, events: list[RawEvent]) -> None:
+        """The shapes of the last events of a batch just parsed (replacing the old ones)."""
+        self._runs = []
+        for raw, *_ in events:
+            try:
+                found = _piece_of(jsonload.loads(raw))
+            except ValueError:
+                continue
+            if found is None:
+                continue
+            index, key, piece = found
+            cut = cut_around(raw, piece)
+            if cut is None:
+                continue
+            delta = TextDelta if key == "content" else ReasoningDelta
+            self._runs.append(_Run(cut[0], cut[1], index, key, delta))
 
     def _drain(self) -> Events:
         loads = self._guard.loader(b"")
