@@ -140,3 +140,18 @@ def test_a_batch_with_one_odd_payload_takes_the_general_path(odd: bytes) -> None
             outcomes.append((type(exc).__name__, dec.partial_turn()))
     assert outcomes[0] == outcomes[1]
     assert bulk.bulk_events == 0  # learned, but the odd batch was declined whole
+
+
+def test_one_field_in_two_shapes_keeps_its_order() -> None:
+    """Two learned shapes of ``content`` (a short chunk and one with ids), interleaved in a
+    batch: taking each shape's pieces together gave "01" for "1" then "0"."""
+    first = _event({"role": "assistant", "content": ""})
+    short = b'data: {"choices":[{"delta":{"content":"%s"}}]}\r\n\r\n'
+    body = first + short % b"" + _event({"content": ""}) + _event({"content": "1"}) + short % b"0"
+    for cuts in ([], [329], [len(first) + 40]):
+        for bulk in (False, True):
+            (outcome, state), _ = _run(body, cuts, bulk)
+            assert (
+                outcome[0] == "TruncatedStream"
+                and state["choices"][0]["message"]["content"] == "10"
+            )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
+from typing import Protocol, TypeVar
 
 _CONTROL = bytes(range(32))
 
@@ -68,6 +69,30 @@ def middles(datas: Sequence[bytes], prefix: bytes, suffix: bytes) -> list[str] |
         return mids.decode("utf-8").split("\n")
     except UnicodeDecodeError:
         return None
+
+
+class Shape(Protocol):
+    """A learned shape: the bytes before and after its one string."""
+
+    @property
+    def prefix(self) -> bytes: ...
+
+    @property
+    def suffix(self) -> bytes: ...
+
+
+S = TypeVar("S", bound=Shape)
+
+
+def take(shapes: Sequence[S], datas: Sequence[bytes]) -> tuple[S, list[str]] | None:
+    """The shape of a batch (the one whose prefix its first payload starts with) and the
+    :func:`middles` of its payloads; None when no shape or not every payload fits it."""
+    first = datas[0]
+    shape = next((sh for sh in shapes if first.startswith(sh.prefix)), None)
+    if shape is None:
+        return None
+    pieces = middles(datas, shape.prefix, shape.suffix)
+    return None if pieces is None else (shape, pieces)
 
 
 _NUMBER = rb"(?:0|[1-9][0-9]*)"

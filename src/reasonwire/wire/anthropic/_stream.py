@@ -34,7 +34,7 @@ from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload, model
 from reasonwire.wire.anthropic._parse import carrier_for, turn_from_message, usage_from
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
-from reasonwire.wire.runs import cut_around, middles
+from reasonwire.wire.runs import cut_around, take
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
@@ -105,14 +105,10 @@ class AnthropicStreamDecoder(StreamDecoderBase):
         plain string (:func:`reasonwire.wire.runs.middles`)."""
         if not self._runs or self._finished:
             return False
-        datas = [e[0] for e in events]
-        first = datas[0]
-        run = next((r for r in self._runs if first.startswith(r.prefix)), None)
-        if run is None:
+        taken = take(self._runs, [e[0] for e in events])
+        if taken is None:
             return False
-        pieces = middles(datas, run.prefix, run.suffix)
-        if pieces is None:
-            return False
+        run, pieces = taken
         pending = self._pieces.get(run.index, {}).get(run.key)
         if pending is None:
             return False

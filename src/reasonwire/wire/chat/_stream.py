@@ -48,7 +48,7 @@ from reasonwire.wire.chat._parse import (
 )
 from reasonwire.wire.jsontext import arguments_text
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
-from reasonwire.wire.runs import middles
+from reasonwire.wire.runs import take
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
@@ -385,14 +385,10 @@ class ChatStreamDecoder(StreamDecoderBase):
         one shape: :func:`reasonwire.wire.runs.middles`."""
         if not self._shapes or self._done:
             return False
-        datas = list(map(_FIRST, events))
-        first = datas[0]
-        shape = next((sh for sh in self._shapes if first.startswith(sh.prefix)), None)
-        if shape is None:
+        taken = take(self._shapes, list(map(_FIRST, events)))
+        if taken is None:
             return False
-        pieces = middles(datas, shape.prefix, shape.suffix)
-        if pieces is None:
-            return False
+        shape, pieces = taken
         if shape.field == "content":
             target = self._content
             delta: Callable[[str], model.StreamEvent] = TextDelta
@@ -403,7 +399,7 @@ class ChatStreamDecoder(StreamDecoderBase):
             return False
         target.extend(pieces)
         out.extend(map(delta, filter(None, pieces)))
-        self._events_seen += len(datas)
+        self._events_seen += len(pieces)
         return True
 
     def _bulk(self, events: list[RawEvent]) -> bool:
@@ -417,11 +413,15 @@ class ChatStreamDecoder(StreamDecoderBase):
         quotes = blob.count(b'"')
         left = len(datas)
         todo: list[tuple[list[bytes], _Shape]] = []
+        fields: set[str] = set()
         for shape in self._shapes:
             flags = list(map(bytes.startswith, datas, repeat(shape.prefix)))
             k = sum(flags)
             if not k:
                 continue
+            if shape.field in fields:
+                return False  # one field in two shapes: joining per shape would reorder it
+            fields.add(shape.field)
             mine = list(compress(datas, flags))
             if sum(map(bytes.endswith, mine, repeat(shape.suffix))) != k:
                 return False

@@ -43,7 +43,7 @@ from reasonwire.wire.interactions._parse import (
     tool_call_of,
 )
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
-from reasonwire.wire.runs import cut_around, middles
+from reasonwire.wire.runs import cut_around, take
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
 
@@ -128,16 +128,12 @@ class InteractionsStreamDecoder(StreamDecoderBase):
         plain string, so the general path would append it to the same growing item)."""
         if not self._runs:
             return False
-        datas = [e[0] for e in events]
-        first = datas[0]
-        run = next((r for r in self._runs if first.startswith(r.prefix)), None)
-        if run is None:
+        taken = take(self._runs, [e[0] for e in events])
+        if taken is None:
             return False
+        run, pieces = taken
         grow = self._grow.get((run.index, run.key))
         if grow is None:
-            return False
-        pieces = middles(datas, run.prefix, run.suffix)
-        if pieces is None:
             return False
         grow.extend(pieces)
         out.extend(map(run.delta, pieces))
