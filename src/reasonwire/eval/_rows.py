@@ -15,7 +15,6 @@ outcomes a verdict is combined from stay :class:`Outcome` members beside their c
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
 
 from reasonwire.eval._variants import BASELINE, TEXT_VARIANTS
@@ -66,7 +65,7 @@ def _err(rec: Rec) -> Err:
 
 
 def _text_cells(
-    by_position: Mapping[str, list[Rec]],
+    by_position: Mapping[str, Mapping[str, list[Rec]]],
     lane: str,
     canary: str,
     T: int,
@@ -80,7 +79,7 @@ def _text_cells(
     per_pos: dict[str, dict[str, tuple[Outcome, JsonObject]]] = {}
     for position in POSITIONS:
         at = by_position[position]
-        bases = [r for r in at if r.get("variant") == BASELINE]
+        bases = at.get(BASELINE, [])
         ok_bases = [r for r in bases if r.get("ok") and r.get("lane") == lane]
         cells: dict[str, tuple[Outcome, JsonObject]] = {}
         if not ok_bases:
@@ -101,12 +100,11 @@ def _text_cells(
         base = ok_bases[-1]
         gen = (base.get("wording"), base.get("params_sig"))
         wording[position] = str(base.get("wording"))
-        by_variant: dict[JSON, list[Rec]] = defaultdict(list)
-        for r in at:
-            if (r.get("wording"), r.get("params_sig")) == gen:
-                by_variant[r.get("variant")].append(r)
         for v in variants:
-            mine = by_variant.get(v, [])
+            # the variant's records of the baseline's probe wording and parameters
+            mine = [] if v == BASELINE else [
+                r for r in at.get(v, ()) if (r.get("wording"), r.get("params_sig")) == gen
+            ]  # fmt: skip
             oks = (
                 [base]
                 if v == BASELINE
@@ -192,22 +190,31 @@ def _opaque_cells(
     if t1_run is not None:
         named = any(r.get("t1_run") == t1_run for r in mine)
         mine = [r for r in mine if r.get("t1_run") == (t1_run if named else None)]
-    extras = sorted({str(r.get("extra") or "") for r in mine})
-    for extra in extras:
+    groups: dict[tuple[str, str], list[Rec]] = {}  # (extra pair, position): records in order
+    for r in mine:
+        position, extra = r.get("position"), r.get("extra") or ""
+        if isinstance(position, str) and isinstance(extra, str):
+            groups.setdefault((extra, position), []).append(r)
+    for extra in sorted({extra for extra, _ in groups}):
         name = "replay" + (f"+{extra}" if extra else "")
         entry: dict[str, tuple[Outcome, JsonObject]] = {}
         for position in POSITIONS:
-            at = [
-                r for r in mine if r.get("position") == position and (r.get("extra") or "") == extra
-            ]
+            at = groups.get((extra, position))
             if not at:
                 continue
             wording = at[-1].get("wording")  # a neutral-wording rerun comes after the probe's
-            at = [r for r in at if r.get("wording") == wording]
+            by_mode: dict[str, list[Rec]] = {}  # modes in order of appearance (str() of any)
+            for r in at:
+                if r.get("wording") == wording:
+                    mode = r.get("variant")
+                    if isinstance(mode, str):
+                        by_mode.setdefault(mode, []).append(r)
+                    else:  # named, but no record is of it
+                        by_mode.setdefault(str(mode), [])
             modes: dict[str, Rec] = {}
             off: dict[str, Err] = {}
-            for mode in dict.fromkeys(str(r.get("variant")) for r in at):
-                rec, why = _pick([r for r in at if r.get("variant") == mode], lane)
+            for mode, of_mode in by_mode.items():
+                rec, why = _pick(of_mode, lane)
                 if rec is not None:
                     modes[mode] = rec
                 elif why is not None:
@@ -358,14 +365,19 @@ def rows_of(
     return rows
 
 
-def _by_position(recs: list[Rec]) -> dict[str, list[Rec]]:
-    """The text records at each position, in record order."""
-    out: dict[str, list[Rec]] = {p: [] for p in POSITIONS}
+def _by_position(recs: list[Rec]) -> dict[str, dict[str, list[Rec]]]:
+    """The text records at each position, per variant, in record order (every lane's cells
+    read them: grouped once per (route, model), not once per lane and variant)."""
+    out: dict[str, dict[str, list[Rec]]] = {p: {} for p in POSITIONS}
     for r in recs:
-        position = r.get("position")
+        position, variant = r.get("position"), r.get("variant")
         at = out.get(position) if isinstance(position, str) else None
-        if at is not None:
-            at.append(r)
+        if at is not None and isinstance(variant, str):
+            group = at.get(variant)
+            if group is None:
+                at[variant] = [r]
+            else:
+                group.append(r)
     return out
 
 
