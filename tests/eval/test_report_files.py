@@ -219,6 +219,23 @@ def test_the_report_files_equal_those_of_the_whole_matrix(
         assert _stamped(pieces, name) == _stamped(whole, name), name
 
 
+@pytest.mark.parametrize("which", ["hostile", "sim"])
+def test_every_row_is_a_matrix_row_written_back_byte_for_byte(
+    hostile_dir: Path, sim_run: tuple[Path, dict[str, Any]], which: str
+) -> None:
+    """The rows are made as JSON without their records (``json_maker``): read back through
+    the schema (``from_json``: every field checked against its type) and written again by
+    the record encoder, each row is the same text."""
+    from reasonwire.method.codec import from_json, to_json
+    from reasonwire.method.matrix import MatrixRow
+
+    src = {"hostile": hostile_dir, "sim": sim_run[0]}[which]
+    rows = matrix_mod.build_matrix(src)["rows"]
+    assert len(rows) > 1
+    for made in rows:
+        assert json.dumps(to_json(from_json(MatrixRow, made))) == json.dumps(made)
+
+
 def test_the_matrix_is_the_same_read_by_one_or_two_processes(
     hostile_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -251,7 +268,8 @@ def _row_facts(recs: list[dict[str, Any]], want_direct: bool = False) -> list[An
 
     rows = rows_of(("r", "m"), "no-such-dialect", recs, [], (100, "chars/4", None), "",
                    Thresholds(0.5, 25, 12), "direct", want_direct)  # fmt: skip
-    return [(r.lane, str(r.verdict), r.calls, r.cost_usd, r.params_fix, r.price) for r in rows]
+    return [(r["lane"], r["verdict"], r["calls"], r["cost_usd"], tuple(r["params_fix"]),
+             r.get("price", ABSENT)) for r in rows]  # fmt: skip
 
 
 def test_a_row_without_carrier_entries_is_failed_only_when_a_call_failed() -> None:
@@ -281,3 +299,76 @@ def test_a_row_without_carrier_entries_is_failed_only_when_a_call_failed() -> No
         ("via-proxy", "direct-lane-not-reached"),
         ("direct", "direct-lane-not-reached"),
     ]
+
+
+def _gemini_rows(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from reasonwire.eval._rows import rows_of
+    from reasonwire.method.verdicts import Thresholds
+
+    return rows_of(("r", "m"), "gemini", recs, [], (100, "chars/4", None), "",
+                   Thresholds(0.5, 25, 12), "direct", False)  # fmt: skip
+
+
+def _text(position: str, variant: str, billed: int, sig: str = "p1", **kw: Any) -> dict[str, Any]:
+    return {"step": "text", "position": position, "variant": variant, "wording": "probe",
+            "params_sig": sig, "ok": True, "lane": "direct", "billed_input": billed,
+            "status": 200, **kw}  # fmt: skip
+
+
+def test_a_variant_is_measured_with_its_baseline_s_wording_and_parameters() -> None:
+    """A text variant's answer counts only beside the baseline of the same probe wording and
+    parameters (an answer sent before a parameter fix, ``params_sig`` p0, is another
+    experiment): delta = 1100 - 1000 against T = 100 is consumed (>= 0.5 T)."""
+    recs = [
+        _text("in_loop", "thought_part", 5000, sig="p0"),  # before the fix: not compared
+        _text("in_loop", "none", 1000),
+        _text("cross_turn", "none", 1000),
+        _text("in_loop", "thought_part", 1100),
+        _text("cross_turn", "thought_part", 1010),
+    ]
+    (row,) = _gemini_rows(recs)
+    cell = row["text"]["thought_part"]
+    assert (cell["in_loop"]["delta"], cell["in_loop"]["outcome"]) == (100, "consumed")
+    assert (cell["cross_turn"]["delta"], cell["cross_turn"]["outcome"]) == (10, "dropped")
+    assert cell["verdict"] == "in-loop-only"
+
+
+def test_a_row_s_errors_are_sorted_by_step_position_variant_error() -> None:
+    """Step, then position, then variant (here against their alphabetical order: the
+    in-loop baseline ``none`` after the cross-turn ``thought_part``), then the message."""
+    failed = {"ok": False, "lane": None, "status": 400, "error_kind": "provider"}
+    recs = [
+        _text("in_loop", "none", 0, **failed, error="d"),
+        _text("cross_turn", "none", 1000),
+        {"step": "opaque", "position": "in_loop", "variant": "verbatim", "wording": "probe",
+         **failed, "error": "c"},
+        _text("cross_turn", "thought_part", 0, **failed, error="b"),
+        _text("cross_turn", "thought_part", 0, **failed, error="a"),
+    ]  # fmt: skip
+    (row,) = _gemini_rows(recs)
+    assert [(e["step"], e["position"], e["variant"], e["error"]) for e in row["errors"]] == [
+        ("opaque", "in_loop", "verbatim", "c"),
+        ("text", "cross_turn", "thought_part", "a"),
+        ("text", "in_loop", "none", "d"),
+    ]
+
+
+def test_an_opaque_position_reads_only_its_last_wording() -> None:
+    """A neutral-wording rerun comes after the probe's: only its records count, so a
+    stripped answer of the probe wording is no baseline for the rerun's verbatim one (no
+    stripped or stand-in answer: ``required``)."""
+
+    def op(position: str, mode: str, wording: str, billed: int) -> dict[str, Any]:
+        return {"step": "opaque", "position": position, "variant": mode, "wording": wording,
+                "ok": True, "lane": "direct", "billed_input": billed}  # fmt: skip
+
+    recs = [
+        op(p, mode, "probe", 900 if mode == "stripped" else 1000)
+        for p in ("in_loop", "cross_turn")
+        for mode in ("verbatim", "stripped")
+    ] + [op(p, "verbatim", "neutral", 1000) for p in ("in_loop", "cross_turn")]
+    (row,) = _gemini_rows(recs)
+    entry = row["opaque"]["replay"]
+    for p in ("in_loop", "cross_turn"):
+        assert (entry[p]["wording"], entry[p]["stripped_input"], entry[p]["delta"],
+                entry[p]["outcome"]) == ("neutral", None, None, "required")  # fmt: skip

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import pytest
 
 from reasonwire.errors import ConfigError
-from reasonwire.method.codec import FLAT, JSONRecord, from_json, key, rest, to_json
+from reasonwire.method.codec import FLAT, JSONRecord, from_json, json_maker, key, rest, to_json
 from reasonwire.method.verdicts import Verdict
 from reasonwire.wire.model import ABSENT
 
@@ -106,3 +106,64 @@ def test_missing_keys_take_defaults_and_values_are_never_converted() -> None:
 def test_a_value_that_does_not_fit_names_its_path(data: object, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         from_json(Call, data)
+
+
+@dataclass(frozen=True, slots=True)
+class Inner(JSONRecord):
+    word: Verdict
+    n: int | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Outer(JSONRecord):
+    name: str
+    verdict: Verdict = ABSENT
+    one: Inner | None
+    many: tuple[Inner, ...]
+    by: Mapping[str, Inner]
+    tags: tuple[str, ...]
+    note: str = ABSENT
+    size: int = 3
+    extra: Mapping[str, int] = field(default_factory=dict)
+
+
+def test_a_maker_writes_what_the_encoder_writes_of_the_record_it_does_not_make() -> None:
+    """``json_maker``: the class's arguments, nested records as their JSON, give the object
+    ``to_json`` gives of the instance (enum words, tuples as lists, ABSENT keys left out,
+    defaults taken), written as these literal texts."""
+    inner = json_maker(Inner)
+    assert inner(Verdict.REJECTED, None) == {"word": "rejected", "n": None}
+    made = json_maker(Outer)(
+        name="x", one=inner(Verdict.BASELINE, 1), many=(inner(word=Verdict.REJECTED, n=2),),
+        by={"a": inner(Verdict.REJECTED, 3)}, tags=("t",), note="n",
+    )  # fmt: skip
+    typed = Outer(
+        name="x", one=Inner(Verdict.BASELINE, 1), many=(Inner(Verdict.REJECTED, 2),),
+        by={"a": Inner(Verdict.REJECTED, 3)}, tags=("t",), note="n",
+    )  # fmt: skip
+    want = (
+        '{"name": "x", "one": {"word": "baseline", "n": 1}, "many": [{"word": "rejected", '
+        '"n": 2}], "by": {"a": {"word": "rejected", "n": 3}}, "tags": ["t"], "note": "n", '
+        '"size": 3, "extra": {}}'
+    )
+    assert json.dumps(made) == json.dumps(to_json(typed)) == want
+    both = json_maker(Outer)(name="y", verdict=Verdict.REJECTED, one=None, many=(), by={},
+                             tags=(), size=4, extra={"k": 1})  # fmt: skip
+    assert json.dumps(both) == (
+        '{"name": "y", "verdict": "rejected", "one": null, "many": [], "by": {}, "tags": [], '
+        '"size": 4, "extra": {"k": 1}}'
+    )
+    with pytest.raises(TypeError):
+        json_maker(Outer)("positional")
+
+
+@dataclass(frozen=True, slots=True)
+class Shadowing(JSONRecord):
+    list: tuple[str, ...]
+
+
+def test_no_maker_for_a_record_whose_keys_are_not_its_own_or_hide_a_name() -> None:
+    with pytest.raises(TypeError, match="flat or rest"):
+        json_maker(Call)
+    with pytest.raises(TypeError, match=r"fields named \['list'\]"):
+        json_maker(Shadowing)

@@ -40,8 +40,10 @@ from reasonwire.eval.matrix import (
 )
 from reasonwire.wire.model import JsonObject
 
-_ROW_INDENT = b"    "
-"""A row's depth in ``matrix.json`` (``{"rows": [{...}]}``, two spaces a level)."""
+_ROWS_HEAD = b'{\n  "rows": [\n'
+_ROWS_TAIL = b"\n  ]\n}"
+"""Around the rows of ``{"rows": rows}`` indented: what is between is their text in
+``matrix.json``, where they sit at the same depth (orjson indents by depth alone)."""
 
 
 @dataclass
@@ -59,11 +61,14 @@ class _Pieces:
     unknown: set[str] = field(default_factory=set)
 
 
-def _row_json(row: JsonObject) -> bytes:
-    """A row's text in ``matrix.json``: orjson's two-space indent, one level per depth. No
-    newline occurs inside a JSON string (it is escaped), so indenting every line is exact."""
-    text = orjson.dumps(row, option=orjson.OPT_INDENT_2)
-    return _ROW_INDENT + text.replace(b"\n", b"\n" + _ROW_INDENT)
+def _rows_json(rows: list[JsonObject]) -> bytes:
+    """Rows' text in ``matrix.json``, joined by ``,\n`` as there: encoded as the ``rows`` of
+    a document of their own, one call for a key's rows, and cut out of it."""
+    if not rows:
+        return b""
+    text = orjson.dumps({"rows": rows}, option=orjson.OPT_INDENT_2)
+    assert text.startswith(_ROWS_HEAD) and text.endswith(_ROWS_TAIL)
+    return text[len(_ROWS_HEAD) : -len(_ROWS_TAIL)]
 
 
 def _pieces(own: dict[Key, list[Rec]], order: dict[Key, str], ctx: RowContext) -> _Pieces:
@@ -78,7 +83,7 @@ def _pieces(own: dict[Key, list[Rec]], order: dict[Key, str], ctx: RowContext) -
         if got is None:
             continue
         rows, fold = got
-        out.json[k] = b",\n".join(_row_json(r) for r in rows)
+        out.json[k] = _rows_json(rows)
         if dialect not in variants:
             variants[dialect] = md_variants(TEXT_VARIANTS, dialect)
         out.md[k] = [md_row(r, variants[dialect]) for r in rows]

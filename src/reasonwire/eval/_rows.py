@@ -3,19 +3,22 @@
 Per lane, the text step compares each variant's billed input with the ``none`` baseline's
 that landed on the same lane (same probe wording and parameters), and the opaque step
 compares turn 2 ``verbatim`` with ``stripped`` (or ``stand_in``), both on the lane, replaying
-that lane's turn 1. The rows are :class:`reasonwire.method.matrix.MatrixRow`; the outcomes
-and verdicts the words of :mod:`reasonwire.method.verdicts`.
+that lane's turn 1. The rows are :class:`reasonwire.method.matrix.MatrixRow` in their JSON
+form; the outcomes and verdicts the words of :mod:`reasonwire.method.verdicts`.
 
-Call records come in as JSON (see :mod:`reasonwire.eval.matrix` for why).
+Call records come in as JSON (see :mod:`reasonwire.eval.matrix` for why), and rows go out as
+JSON made from the classes' fields (:func:`~reasonwire.method.codec.json_maker`) without the
+instances: a million-record report makes ~70,000 rows of ~20 records each, only to write them,
+and constructing the frozen instances then encoding them cost more than the rows' logic. The
+outcomes a verdict is combined from stay :class:`Outcome` members beside their cells.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 
 from reasonwire.eval._variants import BASELINE, TEXT_VARIANTS
+from reasonwire.method.codec import json_maker
 from reasonwire.method.fixture import POSITIONS, canary_hit, canary_in
 from reasonwire.method.matrix import (
     CallError,
@@ -26,7 +29,6 @@ from reasonwire.method.matrix import (
     RowError,
     TextEntry,
     TextMeasured,
-    TextPosition,
     TextUnanswered,
     TextUnbased,
     Turn1,
@@ -37,54 +39,72 @@ from reasonwire.wire.model import ABSENT, JSON, JsonObject
 Rec = JsonObject
 """A call record as read (JSON, slimmed of what the matrix never reads)."""
 
+_call_error = json_maker(CallError)
+_carrier = json_maker(CarrierSummary)
+_matrix_row = json_maker(MatrixRow)
+_opaque_entry = json_maker(OpaqueEntry)
+_opaque_position = json_maker(OpaquePosition)
+_row_error = json_maker(RowError)
+_text_entry = json_maker(TextEntry)
+_text_measured = json_maker(TextMeasured)
+_text_unanswered = json_maker(TextUnanswered)
+_text_unbased = json_maker(TextUnbased)
+_turn1_json = json_maker(Turn1)
 
-def _err(rec: Rec) -> CallError:
-    return CallError(rec.get("status"), rec.get("error"))
+Err = tuple[JSON, JSON]
+"""A failed call's (status, error): the fields of :class:`CallError`."""
+ErrorAt = tuple[str, str, str, JSON, JSON]
+"""A failed cell of a row (step, variant, position, status, error): a :class:`RowError`."""
+Pairs = list[tuple[Outcome, Outcome]]
+"""Each carrier entry's (in-loop, cross-turn) outcomes, as :func:`row_verdict` reads them."""
+_NO_ERR: Err = (None, None)
 
 
-def _row_error(step: str, variant: str, position: str, e: CallError) -> RowError:
-    return RowError(step, variant, position, e.status, e.error)
+def _err(rec: Rec) -> Err:
+    return rec.get("status"), rec.get("error")
 
 
 def _text_cells(
-    by_position: Mapping[str, list[Rec]],
+    by_position: Mapping[str, Mapping[str, list[Rec]]],
     lane: str,
     canary: str,
     T: int,
     th: Thresholds,
     variants: Iterable[str],
-) -> tuple[dict[str, TextEntry], dict[str, str], list[RowError]]:
+) -> tuple[JsonObject, dict[str, str], list[ErrorAt], Pairs]:
+    """The text entries of ``lane`` (JSON) per variant, the probe wording per position, the
+    failed cells and the outcomes of every variant but the baseline."""
     wording: dict[str, str] = {}
-    errors: list[RowError] = []
-    per_pos: dict[str, dict[str, TextPosition]] = {}
+    errors: list[ErrorAt] = []
+    per_pos: dict[str, dict[str, tuple[Outcome, JsonObject]]] = {}
     for position in POSITIONS:
         at = by_position[position]
-        bases = [r for r in at if r.get("variant") == BASELINE]
+        bases = at.get(BASELINE, [])
         ok_bases = [r for r in bases if r.get("ok") and r.get("lane") == lane]
-        cells: dict[str, TextPosition] = {}
+        cells: dict[str, tuple[Outcome, JsonObject]] = {}
         if not ok_bases:
             # an answer on another lane says nothing of this one: only a failure is reported
             failed = [r for r in bases if not r.get("ok")]
             last = failed[-1] if failed else None
-            e = _err(last) if last else CallError(None, None)
+            e = _err(last) if last else _NO_ERR
             outcome = Outcome.BASELINE_FAILED if last else Outcome.MISSING
             for v in variants:
-                cells[v] = TextUnbased(
-                    outcome, e.status, e.error, last.get("wording") if last else None
+                cells[v] = (
+                    outcome,
+                    _text_unbased(outcome, *e, last.get("wording") if last else None),
                 )
             if last:
-                errors.append(_row_error("text", BASELINE, position, e))
+                errors.append(("text", BASELINE, position, *e))
             per_pos[position] = cells
             continue
         base = ok_bases[-1]
         gen = (base.get("wording"), base.get("params_sig"))
         wording[position] = str(base.get("wording"))
-        by_variant: dict[JSON, list[Rec]] = defaultdict(list)
-        for r in at:
-            if (r.get("wording"), r.get("params_sig")) == gen:
-                by_variant[r.get("variant")].append(r)
         for v in variants:
-            mine = by_variant.get(v, [])
+            # the variant's records of the baseline's probe wording and parameters
+            mine = [] if v == BASELINE else [
+                r for r in at.get(v, ()) if (r.get("wording"), r.get("params_sig")) == gen
+            ]  # fmt: skip
             oks = (
                 [base]
                 if v == BASELINE
@@ -93,39 +113,49 @@ def _text_cells(
             if oks:
                 r = oks[0]
                 delta = int(r["billed_input"]) - int(base["billed_input"])
-                cells[v] = TextMeasured(
-                    wording=gen[0],
-                    baseline_input=base.get("billed_input"),
-                    outcome=th.text_outcome(delta, T) if v != BASELINE else Outcome.BASELINE,
-                    delta=delta,
-                    input=r.get("billed_input"),
-                    ratio=round(delta / T, 3) if T else None,
-                    canary=canary_hit(str(r.get("reply") or ""), canary),
-                    status=r.get("status"),
-                    error=None,
+                outcome = th.text_outcome(delta, T) if v != BASELINE else Outcome.BASELINE
+                cells[v] = (
+                    outcome,
+                    _text_measured(
+                        wording=gen[0],
+                        baseline_input=base.get("billed_input"),
+                        outcome=outcome,
+                        delta=delta,
+                        input=r.get("billed_input"),
+                        ratio=round(delta / T, 3) if T else None,
+                        canary=canary_hit(str(r.get("reply") or ""), canary),
+                        status=r.get("status"),
+                        error=None,
+                    ),
                 )
                 continue
             failed = [r for r in mine if not r.get("ok") and r.get("lane") in (None, lane)]
-            e, outcome = CallError(None, None), Outcome.MISSING
+            e, outcome = _NO_ERR, Outcome.MISSING
             if failed:
                 f = failed[-1]
                 e = _err(f)
                 if f.get("error_kind") == "provider":
                     outcome = Outcome.REJECTED
-                errors.append(_row_error("text", v, position, e))
-            cells[v] = TextUnanswered(
-                gen[0], base.get("billed_input"), outcome, None, None, e.status, e.error
+                errors.append(("text", v, position, *e))
+            cells[v] = (
+                outcome,
+                _text_unanswered(gen[0], base.get("billed_input"), outcome, None, None, *e),
             )
         per_pos[position] = cells
-    out: dict[str, TextEntry] = {}
+    out: JsonObject = {}
+    pairs: Pairs = []
     for v in variants:
-        in_loop, cross = per_pos["in_loop"][v], per_pos["cross_turn"][v]
-        verdict = Verdict.BASELINE if v == BASELINE else combine(in_loop.outcome, cross.outcome)
-        out[v] = TextEntry(in_loop, cross, verdict)
-    return out, wording, errors
+        (o_in, in_loop), (o_cross, cross) = per_pos["in_loop"][v], per_pos["cross_turn"][v]
+        if v == BASELINE:
+            verdict = Verdict.BASELINE
+        else:
+            verdict = combine(o_in, o_cross)
+            pairs.append((o_in, o_cross))
+        out[v] = _text_entry(in_loop, cross, verdict)
+    return out, wording, errors, pairs
 
 
-def _pick(at: list[Rec], lane: str) -> tuple[Rec | None, CallError | None]:
+def _pick(at: list[Rec], lane: str) -> tuple[Rec | None, Err | None]:
     """One mode's record on ``lane``: the answer that landed there, else the last error (an
     error has no lane), else (the last off-lane answer, why it does not count)."""
     on = [r for r in at if r.get("ok") and r.get("lane") == lane]
@@ -136,21 +166,22 @@ def _pick(at: list[Rec], lane: str) -> tuple[Rec | None, CallError | None]:
         return failed[-1], None
     if at:
         n = max(int(r.get("attempt") or 0) for r in at) + 1
-        return None, CallError(None, f"did not land on lane {lane} in {n} attempt(s)")
+        return None, (None, f"did not land on lane {lane} in {n} attempt(s)")
     return None, None
 
 
 def _opaque_cells(
     recs: list[Rec], lane: str, th: Thresholds, word: str | None, t1_run: str | None = None
-) -> tuple[dict[str, OpaqueEntry], list[RowError]]:
+) -> tuple[JsonObject, list[ErrorAt], Pairs]:
     """The opaque entries of ``lane``: turn-2 records replaying a turn 1 of this lane (their
     ``t1_lane``; records written before it existed fall back to their own lane) and, with
     ``t1_run``, replaying that run's capture (their ``t1_run``: when no record names it, the
     capture predates the field and the records that name no capture are its replays), each
     mode's answer taken on this lane only, so verbatim and stripped compare one upstream and
-    one capture."""
-    out: dict[str, OpaqueEntry] = {}
-    errors: list[RowError] = []
+    one capture. Besides the entries (JSON) and the failed cells, each entry's outcomes."""
+    out: JsonObject = {}
+    errors: list[ErrorAt] = []
+    pairs: Pairs = []
     mine = [
         r
         for r in recs
@@ -159,22 +190,31 @@ def _opaque_cells(
     if t1_run is not None:
         named = any(r.get("t1_run") == t1_run for r in mine)
         mine = [r for r in mine if r.get("t1_run") == (t1_run if named else None)]
-    extras = sorted({str(r.get("extra") or "") for r in mine})
-    for extra in extras:
+    groups: dict[tuple[str, str], list[Rec]] = {}  # (extra pair, position): records in order
+    for r in mine:
+        position, extra = r.get("position"), r.get("extra") or ""
+        if isinstance(position, str) and isinstance(extra, str):
+            groups.setdefault((extra, position), []).append(r)
+    for extra in sorted({extra for extra, _ in groups}):
         name = "replay" + (f"+{extra}" if extra else "")
-        entry: dict[str, OpaquePosition] = {}
+        entry: dict[str, tuple[Outcome, JsonObject]] = {}
         for position in POSITIONS:
-            at = [
-                r for r in mine if r.get("position") == position and (r.get("extra") or "") == extra
-            ]
+            at = groups.get((extra, position))
             if not at:
                 continue
             wording = at[-1].get("wording")  # a neutral-wording rerun comes after the probe's
-            at = [r for r in at if r.get("wording") == wording]
+            by_mode: dict[str, list[Rec]] = {}  # modes in order of appearance (str() of any)
+            for r in at:
+                if r.get("wording") == wording:
+                    mode = r.get("variant")
+                    if isinstance(mode, str):
+                        by_mode.setdefault(mode, []).append(r)
+                    else:  # named, but no record is of it
+                        by_mode.setdefault(str(mode), [])
             modes: dict[str, Rec] = {}
-            off: dict[str, CallError] = {}
-            for mode in dict.fromkeys(str(r.get("variant")) for r in at):
-                rec, why = _pick([r for r in at if r.get("variant") == mode], lane)
+            off: dict[str, Err] = {}
+            for mode, of_mode in by_mode.items():
+                rec, why = _pick(of_mode, lane)
                 if rec is not None:
                     modes[mode] = rec
                 elif why is not None:
@@ -200,21 +240,25 @@ def _opaque_cells(
                     delta = int(v["billed_input"]) - int(base["billed_input"])
                     outcome = th.opaque_outcome(delta)
             for m, e in errs.items():
-                errors.append(_row_error("opaque", m, position, e))
-            entry[position] = OpaquePosition(
-                verbatim_input=v.get("billed_input") if v else None,
-                stripped_input=s.get("billed_input") if s else None,
-                stand_in_input=si.get("billed_input") if si else None,
-                wording=wording,
-                errors=errs,
-                delta=delta,
-                canary=canary,
-                outcome=outcome,
+                errors.append(("opaque", m, position, *e))
+            entry[position] = (
+                outcome,
+                _opaque_position(
+                    verbatim_input=v.get("billed_input") if v else None,
+                    stripped_input=s.get("billed_input") if s else None,
+                    stand_in_input=si.get("billed_input") if si else None,
+                    wording=wording,
+                    errors={m: _call_error(*e) for m, e in errs.items()},
+                    delta=delta,
+                    canary=canary,
+                    outcome=outcome,
+                ),
             )
         if all(p in entry for p in POSITIONS):
-            in_loop, cross = entry["in_loop"], entry["cross_turn"]
-            out[name] = OpaqueEntry(in_loop, cross, combine(in_loop.outcome, cross.outcome))
-    return out, errors
+            (o_in, in_loop), (o_cross, cross) = entry["in_loop"], entry["cross_turn"]
+            out[name] = _opaque_entry(in_loop, cross, combine(o_in, o_cross))
+            pairs.append((o_in, o_cross))
+    return out, errors, pairs
 
 
 def rows_of(
@@ -227,7 +271,7 @@ def rows_of(
     th: Thresholds,
     default_lane: str,
     want_direct: bool,
-) -> list[MatrixRow]:
+) -> list[JsonObject]:
     T, T_source, T_note = t_row
     # one pass over the records for what every lane's row shares (a million-record report
     # builds ~70,000 rows: each further pass over a key's records costs about a second)
@@ -282,9 +326,9 @@ def rows_of(
         # turn 1 of this lane: its carriers are what this lane's opaque cells replay
         t1 = newest_capture([r for r in turn1s if r.get("lane") == lane])
         word = canary_in(str(t1.get("reasoning_excerpt") or "")) if t1 is not None else None
-        text, wording, errs = _text_cells(text_by_position, lane, canary, T, th, variants)
+        text, wording, errs, pairs = _text_cells(text_by_position, lane, canary, T, th, variants)
         t1_run = None if t1 is None else t1.get("run_id")
-        opaque, oerrs = _opaque_cells(op_recs, lane, th, word, t1_run)
+        opaque, oerrs, opairs = _opaque_cells(op_recs, lane, th, word, t1_run)
         not_direct = want_direct and lane != default_lane and (multi or default_lane not in lanes)
         unreached = want_direct and lane == default_lane and lane not in landed
         if not_direct or unreached:
@@ -292,9 +336,9 @@ def rows_of(
             opaque = _unreached(opaque)
             verdict = Verdict.DIRECT_LANE_NOT_REACHED
         else:
-            verdict = row_verdict(text, opaque, errored)
+            verdict = row_verdict(pairs + opairs, errored)
         rows.append(
-            MatrixRow(
+            _matrix_row(
                 route=k[0],
                 model=k[1],
                 dialect=dialect,
@@ -309,12 +353,10 @@ def rows_of(
                 wording=wording,
                 params_fix=fixes,
                 notes=tuple(notes),
-                errors=tuple(
-                    sorted(
-                        errs + oerrs,
-                        key=lambda e: (e.step, e.position, e.variant, str(e.error)),
-                    )
-                ),
+                errors=[
+                    _row_error(*e)
+                    for e in sorted(errs + oerrs, key=lambda e: (e[0], e[2], e[1], str(e[4])))
+                ],
                 calls=calls,
                 cost_usd=cost,
                 price=price,
@@ -323,14 +365,19 @@ def rows_of(
     return rows
 
 
-def _by_position(recs: list[Rec]) -> dict[str, list[Rec]]:
-    """The text records at each position, in record order."""
-    out: dict[str, list[Rec]] = {p: [] for p in POSITIONS}
+def _by_position(recs: list[Rec]) -> dict[str, dict[str, list[Rec]]]:
+    """The text records at each position, per variant, in record order (every lane's cells
+    read them: grouped once per (route, model), not once per lane and variant)."""
+    out: dict[str, dict[str, list[Rec]]] = {p: {} for p in POSITIONS}
     for r in recs:
-        position = r.get("position")
+        position, variant = r.get("position"), r.get("variant")
         at = out.get(position) if isinstance(position, str) else None
-        if at is not None:
-            at.append(r)
+        if at is not None and isinstance(variant, str):
+            group = at.get(variant)
+            if group is None:
+                at[variant] = [r]
+            else:
+                group.append(r)
     return out
 
 
@@ -359,29 +406,33 @@ def _weakest(seen: set[str]) -> str:
     return next((p for p in _PRICE_ORDER if p in seen), ABSENT)
 
 
-def row_verdict(
-    text: Mapping[str, TextEntry], opaque: Mapping[str, OpaqueEntry], errored: bool
-) -> Verdict:
-    """The method's verdict of one row (:func:`model_verdict` over every carrier entry: the
-    text variants but ``none``, the opaque pairs); a row with no carrier entry is
-    ``baseline-failed`` when a call of it failed (e.g. turn 1 on a dialect without text
+def row_verdict(entries: Pairs, errored: bool) -> Verdict:
+    """The method's verdict of one row (:func:`model_verdict` over every carrier entry's
+    outcomes: the text variants but ``none``, the opaque pairs); a row with no carrier entry
+    is ``baseline-failed`` when a call of it failed (e.g. turn 1 on a dialect without text
     variants), else ``incomplete``."""
-    entries = [(e.in_loop.outcome, e.cross_turn.outcome) for v, e in text.items() if v != BASELINE]
-    entries += [(e.in_loop.outcome, e.cross_turn.outcome) for e in opaque.values()]
     if not entries:
         return Verdict.BASELINE_FAILED if errored else Verdict.INCOMPLETE
     return model_verdict(entries)
 
 
-def _unreached(entries: Mapping[str, JSON]) -> JsonObject:
-    """Entries of a lane that does not speak for the direct lane a model asked for."""
-    return {n: replace(e, verdict=Verdict.DIRECT_LANE_NOT_REACHED) for n, e in entries.items()}
+_UNREACHED = str(Verdict.DIRECT_LANE_NOT_REACHED)
 
 
-def _turn1(t1: Rec) -> Turn1:
-    carriers = tuple(
-        CarrierSummary(c["kind"], c["path"], c["opaque"], c["size"], c["digest"], c["tool_call_id"])
+def _unreached(entries: JsonObject) -> JsonObject:
+    """Entries (JSON) of a lane that does not speak for the direct lane a model asked for: the
+    verdict replaced where it stands."""
+    out: JsonObject = {}
+    for n, e in entries.items():
+        assert isinstance(e, dict)
+        out[n] = {**e, "verdict": _UNREACHED}
+    return out
+
+
+def _turn1(t1: Rec) -> JsonObject:
+    carriers = [
+        _carrier(c["kind"], c["path"], c["opaque"], c["size"], c["digest"], c["tool_call_id"])
         for c in t1.get("carriers") or ()
-    )
-    return Turn1(t1.get("effort"), t1.get("response_id"), t1.get("lane"), t1.get("tool_calls"),
-                 carriers)  # fmt: skip
+    ]
+    return _turn1_json(t1.get("effort"), t1.get("response_id"), t1.get("lane"),
+                       t1.get("tool_calls"), carriers)  # fmt: skip

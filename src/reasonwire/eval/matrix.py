@@ -105,14 +105,14 @@ def _shards(calls: Path) -> int:
 
 
 def _key_rows(k: Key, dialect: str, recs: list[Rec], ctx: RowContext) -> list[JsonObject]:
-    """The rows of one (route, model), encoded (a shard's rows cross a process boundary)."""
+    """The rows of one (route, model), in their JSON form (a shard's rows cross a process
+    boundary as their text)."""
     t_rec = ctx.t_of.get(k)
     t_row: tuple[int, str, str | None] = (ctx.T, "chars/4", None)
     if t_rec is not None:
         t_row = (t_rec.T or ctx.T, t_rec.T_source or "chars/4", t_rec.T_note or None)
-    rows = rows_of(k, dialect, recs, ctx.notes.get(k, []), t_row, ctx.canary, ctx.th,
-                 ctx.lane_defaults.get(k[0], "direct"), k[1] in ctx.want_direct)  # fmt: skip
-    return [to_json(row) for row in rows]
+    return rows_of(k, dialect, recs, ctx.notes.get(k, []), t_row, ctx.canary, ctx.th,
+                   ctx.lane_defaults.get(k[0], "direct"), k[1] in ctx.want_direct)  # fmt: skip
 
 
 KeyRows = tuple[list[JsonObject], list[JsonObject]]
