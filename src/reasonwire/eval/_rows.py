@@ -373,11 +373,7 @@ def _by_position(recs: list[Rec]) -> dict[str, dict[str, list[Rec]]]:
         position, variant = r.get("position"), r.get("variant")
         at = out.get(position) if isinstance(position, str) else None
         if at is not None and isinstance(variant, str):
-            group = at.get(variant)
-            if group is None:
-                at[variant] = [r]
-            else:
-                group.append(r)
+            at.setdefault(variant, []).append(r)
     return out
 
 
