@@ -58,6 +58,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import NoReturn, TypeVar
 
 import orjson
@@ -75,6 +76,7 @@ from reasonwire.errors import (
     TransportError,
     TruncatedStream,
     _StoreDown,
+    _WouldWait,
 )
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
@@ -90,7 +92,7 @@ from reasonwire.govern.evidence import (
 from reasonwire.govern.levels import Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
-from reasonwire.govern.stores import MemoryVault, VaultStore
+from reasonwire.govern.stores import MemoryVault, SQLiteVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
 from reasonwire.wire.dialect import Dialect, StreamDecoder, StreamProjector
@@ -102,6 +104,7 @@ from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.translate import ChatToResponses, translation
+from reasonwire.wire.vault import Lookup
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
 ATTEMPT_HEADER = "x-reasonwire-attempt"
@@ -175,6 +178,9 @@ class _Budget:
 
 T = TypeVar("T")
 Op = Callable[[], object]
+Now = Callable[[], bool]
+"""A write that never waits: True when committed, False when it would have to wait (nothing
+written)."""
 
 _JSON = "application/json"
 
@@ -434,7 +440,8 @@ class Gateway:
         """The result of submitted store work; the wait (from ``since``, taken before the
         work was submitted) is spent from the budget."""
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), budget.left)
+            async with asyncio.timeout(budget.left):  # no Task per wait (wait_for makes one)
+                return await asyncio.wrap_future(fut)
         except TimeoutError:
             raise _StoreDown("the store did not answer in time") from None
         except (StoreUnavailable, sqlite3.Error) as exc:
@@ -530,10 +537,59 @@ class Gateway:
         row.latency_ms = (time.perf_counter() - t0) * 1000
         snap = replace(row)
         store = self.store
+        now = self._store_now()
         if opened:
-            await self._settle_ops(budget, [lambda: store.complete(snap)])
-        else:
+            if not (now is not None and self._now([lambda: now.complete_now(snap)])):
+                await self._settle_ops(budget, [lambda: store.complete(snap)])
+        elif not (now is not None and self._now([lambda: now.record_now(snap)])):
             await self._settle_ops(budget, [lambda: store.record(snap)], refusal=True)
+
+    def _store_now(self) -> SQLiteStore | None:
+        """The evidence store, when its writes may run on the event loop without waiting
+        (:class:`~reasonwire.govern.evidence.NoWait`) and nothing waits in the outbox (the
+        outbox is written first, by a store thread, so writes stay in order); else None."""
+        store = self.store
+        if (
+            isinstance(store, SQLiteStore)
+            and store.writes_now
+            and not (self._outbox or self._refusals)
+        ):
+            return store
+        return None
+
+    def _vault_now(self) -> MemoryVault | SQLiteVault | None:
+        vault = self.vault
+        if isinstance(vault, MemoryVault | SQLiteVault) and vault.writes_now:
+            return vault
+        return None
+
+    def _lookup_now(self, conv: str) -> Lookup:
+        """The conversation's vault read without waiting; :class:`_WouldWait` (raised inside
+        the body's making, caught by :meth:`_open_row`) when it would wait."""
+        vault = self._vault_now()
+
+        def lookup(key: str) -> JSON | None:
+            if vault is None:
+                raise _WouldWait("the vault may wait")
+            done, value = vault.get_now(conv, key)
+            if not done:
+                raise _WouldWait("the vault is busy")
+            return value
+
+        return lookup
+
+    @staticmethod
+    def _now(writes: list[Now]) -> int:
+        """Run non-waiting writes in order, on the event loop; how many were committed (all:
+        ``len(writes)``). The first that would wait (or fails) stops them: it and the rest
+        go the waiting way (the caller's), where a failure is handled as on a store thread."""
+        for i, write in enumerate(writes):
+            try:
+                if not write():
+                    return i
+            except StoreUnavailable:
+                return i
+        return len(writes)
 
     async def _settle_ops(
         self,
@@ -542,9 +598,15 @@ class Gateway:
         on_fail: Callable[[], None] | None = None,
         *,
         refusal: bool = False,
+        now: list[Now] | None = None,
     ) -> bool:
         """Write ``ops`` within the budget; False (they wait in the outbox) when the store
-        failed or did not answer in time."""
+        failed or did not answer in time. ``now``: the same writes without waiting, one per
+        op, tried first on the event loop; those that would wait go to a store thread."""
+        if now:
+            ops = ops[self._now(now) :]
+            if not ops:
+                return True
         if budget.left <= 0:
             if on_fail is not None:
                 on_fail()
@@ -557,14 +619,39 @@ class Gateway:
         return True
 
     async def _open_row(
-        self, budget: _Budget, call: _Call, make: Callable[[], tuple[T, EvidenceRow]]
+        self, budget: _Budget, call: _Call, make: Callable[[bool], tuple[T, EvidenceRow]]
     ) -> T:
-        """Commit the pending row of the upstream call about to be made. ``make()`` runs
-        first on the same store thread (one hop per call) and gives a result and the row;
-        the row is committed as ``pending`` and becomes ``call.row``, and the result is
-        returned (the caller then marks the call opened). :class:`_StoreDown` when it cannot be
-        committed within the budget. If the commit lands after the budget ran out (the call is
-        then never made), the row is completed as a refusal."""
+        """Commit the pending row of the upstream call about to be made. ``make(now)`` runs
+        first and gives a result and the row; the row is committed as ``pending`` and becomes
+        ``call.row``, and the result is returned (the caller then marks the call opened).
+
+        On the event loop (``make(True)``, its vault reads without waiting) when the store's
+        writes never wait (:meth:`_store_now`) and the commit needs no waiting; else, or when
+        ``make(True)`` raises :class:`_WouldWait`, on one store thread (``make(False)``, then
+        the commit: one hop per call). :class:`_StoreDown` when it cannot be committed within
+        the budget. If the commit lands after the budget ran out (the call is then never
+        made), the row is completed as a refusal."""
+        now = self._store_now()
+        if now is not None:
+            since = budget.start()
+            try:
+                result, row = make(True)
+            except _WouldWait:
+                pass
+            else:
+                pending = replace(row, outcome="pending")
+                committed = self._now([lambda: now.record_now(pending)]) == 1
+                budget.spend(since)
+                if committed:
+                    call.row = row
+                    return result
+                made = (result, row)
+                return await self._open_row_waiting(budget, call, lambda _: made)
+        return await self._open_row_waiting(budget, call, make)
+
+    async def _open_row_waiting(
+        self, budget: _Budget, call: _Call, make: Callable[[bool], tuple[T, EvidenceRow]]
+    ) -> T:
         since = budget.start()
         fut = self._submit(budget, lambda: self._apply_open(make))
         try:
@@ -582,8 +669,8 @@ class Gateway:
         call.row = row
         return result
 
-    def _apply_open(self, make: Callable[[], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
-        result, row = make()
+    def _apply_open(self, make: Callable[[bool], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
+        result, row = make(False)
         self._flush()
         self.store.record(replace(row, outcome="pending"))
         return result, row
@@ -709,11 +796,11 @@ class Gateway:
         return prof
 
     def _prepare(
-        self, body: JsonObject, dialect: Dialect, auth: _Authorised, path: str
+        self, body: JsonObject, dialect: Dialect, auth: _Authorised, path: str, lookup: Lookup
     ) -> _Prepared:
         """The upstream body: the client's controls stripped, the route's fragment for the
-        resolved level the only effort, vaulted carriers put back (on a translated route, in
-        the upstream's dialect). :meth:`_check_tools` runs on it next."""
+        resolved level the only effort, vaulted carriers put back (read with ``lookup``; on a
+        translated route, in the upstream's dialect). :meth:`_check_tools` runs on it next."""
         if dialect.model_in_request(path, body) != auth.route.model:
             raise PolicyRefusal(
                 "provider-mismatch",
@@ -722,12 +809,11 @@ class Gateway:
         profile = self._profile(auth.route, dialect)
         out, removed = dialect.strip_controls(body, profile)
         fragment = auth.route.levels[auth.resolved]
-        conv = auth.binding.conversation_id
         stream = dialect.stream_requested(path, out)
         if auth.translation is not None:
             # Into the upstream's dialect first (vaulted output items in place of assistant
             # turns); the route fragment, in the upstream's terms, is the only effort.
-            out, carriers = auth.translation.request(out, lambda k: self.vault.get(conv, k))
+            out, carriers = auth.translation.request(out, lookup)
             out, more = auth.upstream.strip_controls(out)
             removed.update(more)
             deep_merge(out, fragment)
@@ -736,7 +822,7 @@ class Gateway:
                 out.update(removed)  # only an exact lowering value, on a request that sets none
             else:
                 deep_merge(out, fragment)
-            carriers = dialect.reattach(out, lambda k: self.vault.get(conv, k))
+            carriers = dialect.reattach(out, lookup)
         if stream:
             deep_merge(out, dict(auth.upstream.stream_usage))
         return _Prepared(out, stream, tuple(removed), carriers)
@@ -805,16 +891,28 @@ class Gateway:
             since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             budget.spend(since)
-            admitted = self._admit(await self._read_body(request), dialect)
+            raw = await self._read_body(request)
+            admitted = self._admit(raw, dialect)
             call.facts = replace(call.facts, dropped=admitted.dropped)
             path = request.url.path
 
-            def ready() -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
-                made = self._ready(admitted.body, dialect, auth, call, path, headers)
+            conv = auth.binding.conversation_id
+            tried: list[bool] = []
+
+            def ready(now: bool) -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
+                # A try on the event loop that stopped at a vault read may have changed the
+                # body in place: the waiting way starts again from the client's bytes.
+                shaped = self._admit(raw, dialect).body if tried else admitted.body
+                lookup: Lookup = partial(self.vault.get, conv)
+                if now:
+                    tried.append(True)
+                    lookup = self._lookup_now(conv)
+                made = self._ready(shaped, dialect, auth, call, path, headers, lookup)
                 # the row, made once: upstream-error until the upstream answers 200
                 return made, call.facts.row("upstream-error")
 
-            # One store hop: the upstream body and headers, then the pending row committed.
+            # No store hop when the store never waits, else one: the upstream body and
+            # headers, then the pending row committed.
             payload, up_headers = await self._open_row(budget, call, ready)
         except PolicyRefusal as exc:
             return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
@@ -869,7 +967,7 @@ class Gateway:
             again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
             call.row, call.opened = again, False
             budget = call.budget_after(self.store_settings)
-            await self._open_row(budget, call, lambda: (None, again))
+            await self._open_row(budget, call, lambda _: (None, again))
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
 
@@ -902,9 +1000,10 @@ class Gateway:
         call: _Call,
         path: str,
         client_headers: Mapping[str, str],
+        lookup: Lookup,
     ) -> tuple[bytes, dict[str, str]]:
-        """On a store thread (the vault is read): the upstream payload and headers."""
-        prepared = self._prepare(shaped, dialect, auth, path)
+        """The upstream payload and headers (the vault read with ``lookup``)."""
+        prepared = self._prepare(shaped, dialect, auth, path, lookup)
         call.facts = replace(call.facts, prepared=prepared)
         if auth.translation is not None:
             _check_translated_tools(prepared.body, auth.route)
@@ -1018,10 +1117,9 @@ class Gateway:
                 final[0], outcome="upstream-error", reason="answer withheld: store-unavailable"
             )
 
+        ops, now = self._completion(conv, entries, final)
         kept = await self._settle_ops(
-            call.budget_after(self.store_settings),
-            self._completion(conv, entries, final),
-            withheld,
+            call.budget_after(self.store_settings), ops, withheld, now=now
         )
         if not kept:
             # The answer's carriers are not durable: a next turn (on any replica) could not
@@ -1031,15 +1129,23 @@ class Gateway:
 
     def _completion(
         self, conv: str, entries: list[tuple[str, JSON]], final: list[EvidenceRow]
-    ) -> list[Op]:
+    ) -> tuple[list[Op], list[Now]]:
         """The writes after an upstream call, in order: the answer's carriers, then the
         completed row (``final[0]``, read when the write runs: a JSON answer withheld
-        rewrites it before its writes are queued)."""
+        rewrites it before its writes are queued); and the same writes without waiting
+        when both stores can (else none: they all take a store thread)."""
         ops: list[Op] = []
         if entries:
             ops.append(lambda: self.vault.put(conv, entries))
         ops.append(lambda: self.store.complete(final[0]))
-        return ops
+        store, vault = self._store_now(), self._vault_now()
+        if store is None or (entries and vault is None):
+            return ops, []
+        now: list[Now] = []
+        if entries and vault is not None:
+            now.append(lambda: vault.put_now(conv, entries))
+        now.append(lambda: store.complete_now(final[0]))
+        return ops, now
 
     async def _relay(
         self,
@@ -1151,10 +1257,15 @@ class Gateway:
         entries: list[tuple[str, JSON]],
         settled: asyncio.Event,
     ) -> None:
-        """The stream's writes on a store thread; ``settled`` is set (on the loop) once
-        they are done or queued, whether or not anyone awaits them (a generator closed by
-        a client that left cannot await)."""
-        ops = self._completion(conv, entries, [replace(call.row)])
+        """The stream's writes, on the event loop when they need no waiting, else on a
+        store thread; ``settled`` is set (on the loop) once they are done or queued, whether
+        or not anyone awaits them (a generator closed by a client that left cannot await)."""
+        ops, now = self._completion(conv, entries, [replace(call.row)])
+        if now:
+            ops = ops[self._now(now) :]
+            if not ops:
+                self._settle(conv, settled)
+                return
         loop = asyncio.get_running_loop()
 
         def run() -> None:
