@@ -57,9 +57,9 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from functools import partial
-from typing import NoReturn, TypeVar
+from typing import NamedTuple, NoReturn, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -218,17 +218,18 @@ class _Prepared:
     carriers_reattached: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Facts:
+class _Facts(NamedTuple):
     """What one request's steps have established so far, in the order they run. The evidence
     row is made from it once (:meth:`row`), wherever the request stops: at a refusal it holds
     what was known then (a conversation mismatch names the binding's runtime and route; a
     policy refusal the runtime's qualification). ``call_id`` and ``ts`` are fixed when the
-    request arrives, so every row made from these facts is the same call."""
+    request arrives (:meth:`arrived`), so every row made from these facts is the same call.
+    A named tuple: each step notes its facts with ``_replace``, a fraction of the cost of a
+    dataclass ``replace`` (several per request)."""
 
     dialect: str
-    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    ts: float = field(default_factory=time.time)
+    call_id: str
+    ts: float
     conversation_id: str | None = None
     attempt: int | None = None
     binding: Binding | None = None
@@ -237,6 +238,11 @@ class _Facts:
     resolved: Level | None = None
     dropped: tuple[str, ...] = ()
     prepared: _Prepared | None = None
+
+    @classmethod
+    def arrived(cls, dialect: str) -> _Facts:
+        """The facts of a request that just arrived: its call id and time."""
+        return cls(dialect, uuid.uuid4().hex, time.time())
 
     def row(self, outcome: Outcome = "refused") -> EvidenceRow:
         b, p = self.binding, self.prepared
@@ -265,6 +271,15 @@ class _Facts:
             controls_removed=",".join(p.controls_removed) if p else "",
             carriers_reattached=p.carriers_reattached if p else 0,
         )
+
+
+def _copy(row: EvidenceRow) -> EvidenceRow:
+    """A snapshot of ``row`` (what a write will store, whatever happens to the row after):
+    its fields copied as they are, without a dataclass ``replace`` (which re-runs
+    ``__init__`` over 31 fields, twice per request)."""
+    new = object.__new__(EvidenceRow)
+    new.__dict__.update(row.__dict__)
+    return new
 
 
 def _error_response(
@@ -385,6 +400,7 @@ class Gateway:
         self._verified: dict[str, tuple[Binding, object]] = {}
         self.binding_cache_hits = 0
         self._profiles: dict[tuple[str, str], Profile] = {}
+        self._endpoints: dict[str, Dialect] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -535,7 +551,7 @@ class Gateway:
         when the store fails it goes to the outbox. Never raises: this is evidence of an
         answer already decided."""
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        snap = replace(row)
+        snap = _copy(row)
         store = self.store
         now = self._store_now()
         if opened:
@@ -639,7 +655,8 @@ class Gateway:
             except _WouldWait:
                 pass
             else:
-                pending = replace(row, outcome="pending")
+                pending = _copy(row)
+                pending.outcome = "pending"
                 committed = self._now([lambda: now.record_now(pending)]) == 1
                 budget.spend(since)
                 if committed:
@@ -672,7 +689,9 @@ class Gateway:
     def _apply_open(self, make: Callable[[bool], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
         result, row = make(False)
         self._flush()
-        self.store.record(replace(row, outcome="pending"))
+        pending = _copy(row)
+        pending.outcome = "pending"
+        self.store.record(pending)
         return result, row
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -689,12 +708,23 @@ class Gateway:
                     return
         if scope["type"] != "http":
             return
-        dialect = dialect_for_gateway_path(scope["path"])
+        dialect = self._endpoint(scope["path"])
         if dialect is None or scope["method"] != "POST":
             response: Response = await self._misrouted(Request(scope, receive), dialect)
         else:
             response = await self._guarded(Request(scope, receive), dialect)
         await response(scope, receive, send)
+
+    def _endpoint(self, path: str) -> Dialect | None:
+        """The dialect served on ``path``, remembered for the paths that have one (a few:
+        one per dialect, or per model on a dialect whose path names it; at most 1024 kept,
+        so a client sending many paths costs only the lookup)."""
+        found = self._endpoints.get(path)
+        if found is None:
+            found = dialect_for_gateway_path(path)
+            if found is not None and len(self._endpoints) < 1024:
+                self._endpoints[path] = found
+        return found
 
     async def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
         """404 (no such endpoint) or 405 (not POST), with an evidence row like any refusal."""
@@ -715,7 +745,7 @@ class Gateway:
         """:meth:`handle` behind a last-resort handler: an unexpected error answers 500 with
         a reason and leaves an evidence row, never a bare ASGI failure."""
         t0 = time.perf_counter()
-        call = _Call(_Facts(dialect.name), t0, _Budget(self.store_settings))
+        call = _Call(_Facts.arrived(dialect.name), t0, _Budget(self.store_settings))
         try:
             return await self.handle(request, dialect, call)
         except Exception as exc:  # the last resort: every other path answers on its own
@@ -761,13 +791,13 @@ class Gateway:
         if not call.facts.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
         b = self._verify(token)
-        call.facts = replace(call.facts, binding=b)
+        call.facts = call.facts._replace(binding=b)
         if b.conversation_id != call.facts.conversation_id:
             raise PolicyRefusal(
                 "conversation-mismatch", "the binding was issued for another conversation"
             )
         route = self.registry.route(b.route_id)
-        call.facts = replace(call.facts, route_qualification=route.qualification_id)
+        call.facts = call.facts._replace(route_qualification=route.qualification_id)
         served = route.client_dialect or route.dialect
         if served != dialect.name:
             raise PolicyRefusal(
@@ -775,9 +805,9 @@ class Gateway:
                 f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
         res = policy_now(self.registry, self.policy, b)
-        call.facts = replace(call.facts, runtime_qualification=res.runtime_qualification)
+        call.facts = call.facts._replace(runtime_qualification=res.runtime_qualification)
         resolved = settle_effort(self.store, b, res)
-        call.facts = replace(call.facts, resolved=resolved)
+        call.facts = call.facts._replace(resolved=resolved)
         upstream = get_dialect(route.dialect)
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
@@ -874,14 +904,14 @@ class Gateway:
         budget = call.budget
         headers = request.headers
         try:
-            call.facts = replace(call.facts, conversation_id=headers.get(CONVERSATION_HEADER))
+            call.facts = call.facts._replace(conversation_id=headers.get(CONVERSATION_HEADER))
             self._check_headers(request)
             attempt = headers.get(ATTEMPT_HEADER, "1")
             if not (_is_count(attempt) and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
                 raise PolicyRefusal(
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
-            call.facts = replace(call.facts, attempt=int(attempt))
+            call.facts = call.facts._replace(attempt=int(attempt))
             if self._authorise_inline(call.facts.conversation_id):
                 auth = self._authorise(headers, dialect, call)
             else:
@@ -893,8 +923,8 @@ class Gateway:
             budget.spend(since)
             raw = await self._read_body(request)
             admitted = self._admit(raw, dialect)
-            call.facts = replace(call.facts, dropped=admitted.dropped)
-            path = request.url.path
+            call.facts = call.facts._replace(dropped=admitted.dropped)
+            path = request.scope["path"]  # as the endpoint was chosen (see __call__)
 
             conv = auth.binding.conversation_id
             tried: list[bool] = []
@@ -1004,7 +1034,7 @@ class Gateway:
     ) -> tuple[bytes, dict[str, str]]:
         """The upstream payload and headers (the vault read with ``lookup``)."""
         prepared = self._prepare(shaped, dialect, auth, path, lookup)
-        call.facts = replace(call.facts, prepared=prepared)
+        call.facts = call.facts._replace(prepared=prepared)
         if auth.translation is not None:
             _check_translated_tools(prepared.body, auth.route)
         # Last, on what really goes upstream (vaulted originals included); unchanged: the
@@ -1110,7 +1140,7 @@ class Gateway:
         entries = auth.upstream.vault_entries(turn) + ([entry] if entry is not None else [])
         visible = dialect.project_body(data, self._profile(auth.route, dialect))
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        final = [replace(row)]
+        final = [_copy(row)]
 
         def withheld() -> None:  # on the store thread, before the writes are queued
             final[0] = replace(
@@ -1260,7 +1290,7 @@ class Gateway:
         """The stream's writes, on the event loop when they need no waiting, else on a
         store thread; ``settled`` is set (on the loop) once they are done or queued, whether
         or not anyone awaits them (a generator closed by a client that left cannot await)."""
-        ops, now = self._completion(conv, entries, [replace(call.row)])
+        ops, now = self._completion(conv, entries, [_copy(call.row)])
         if now:
             ops = ops[self._now(now) :]
             if not ops:
@@ -1284,6 +1314,8 @@ class Gateway:
     async def _stream_settled(self, call: _Call, settled: asyncio.Event) -> None:
         """Wait (bounded) for the stream's writes, so that a client reading the stream to
         its end finds its row complete."""
+        if settled.is_set():  # written on the event loop (no Task to wait for it)
+            return
         budget = call.budget_after(self.store_settings)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(settled.wait(), budget.left)
