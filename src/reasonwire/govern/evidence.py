@@ -275,16 +275,18 @@ class NoWait:
     mode a commit writes the WAL without fsync (a committed row survives a crash of the
     process, as before); the fsyncs come with checkpoints, which therefore never run inside a
     commit (``wal_autocheckpoint=0``): every :data:`CHECKPOINT_EVERY` commits one runs on a
-    thread of its own (PASSIVE: it never blocks another connection)."""
+    thread of its own, on a connection of its own (PASSIVE: it blocks no writer, and it does
+    not hold :attr:`lock`, so the writes that must not wait go on during its fsyncs)."""
 
-    __slots__ = ("_commits", "db", "file", "lock")
+    __slots__ = ("_checkpointing", "_commits", "db", "lock", "path")
 
     def __init__(self, path: str) -> None:
         self.lock = threading.Lock()
         with self.lock:
             self.db = sqlite_connect(path)
-        self.file = path != ":memory:"
+        self.path = path
         self._commits = 0
+        self._checkpointing = threading.Lock()
 
     def run(self, work: Callable[[sqlite3.Connection], object]) -> bool:
         """``work(db)`` now, or False at once (nothing written) when it would wait; a
@@ -312,14 +314,23 @@ class NoWait:
     def committed(self) -> None:
         """Count a commit; every :data:`CHECKPOINT_EVERY`, checkpoint on a thread."""
         self._commits += 1
-        if self.file and self._commits % CHECKPOINT_EVERY == 0:
+        if self.path != ":memory:" and self._commits % CHECKPOINT_EVERY == 0:
             threading.Thread(
                 target=self._checkpoint, name="reasonwire-checkpoint", daemon=True
             ).start()
 
     def _checkpoint(self) -> None:
-        with contextlib.suppress(sqlite3.Error), self.lock:
-            self.db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        if not self._checkpointing.acquire(blocking=False):
+            return  # one is running: it takes what was written since
+        try:
+            with contextlib.suppress(sqlite3.Error):
+                db = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                finally:
+                    db.close()
+        finally:
+            self._checkpointing.release()
 
 
 class FixedOnce:
