@@ -36,11 +36,12 @@ def _row(conv: str) -> EvidenceRow:
 
 def _returns_while_held(work: Callable[[], object], release: Callable[[], None]) -> object:
     """``work()`` on a thread; it must return while the lock is still held (polled up to
-    60 s, past SQLite's 30 s busy timeout), then the lock is released."""
+    20 s: a write that waited would return only when the lock is released, or after SQLite's
+    30 s busy timeout), then the lock is released."""
     out: list[object] = []
     t = threading.Thread(target=lambda: out.append(work()), daemon=True)
     t.start()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 20
     while not out and time.monotonic() < deadline:
         time.sleep(0.005)
     returned = bool(out)
