@@ -24,6 +24,7 @@ import pytest
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
 from reasonwire.govern.gateway import Gateway
 from reasonwire.govern.stores import MemoryVault, SQLiteVault
+from reasonwire.govern.upstream import UpstreamPool
 from tests.govern.conftest import CHAT_TOOLS, POLICY, World, make_registry, new_conv
 
 PROBE = "If a verification word was mentioned for this task, answer with only that word, else NONE."
@@ -264,4 +265,28 @@ async def test_a_pending_row_that_cannot_be_committed_now_is_committed_before_th
         await gw.aclose()
     assert r.status_code == 200
     assert counted == ([0] if locked else [])  # the thread committed it before the call
+    assert [x.outcome for x in store.rows(conv)] == ["forwarded"]
+
+
+async def test_a_write_queued_during_the_call_goes_before_the_completion(world: World) -> None:
+    """Another request's failed write joins the outbox while this call is upstream: this
+    call's completion is written after it, not on the event loop ahead of it."""
+    upstream = world.gateway.registry.routes["chat/sim-deepseek"].upstream_base_url
+    store = SQLiteStore()
+    conv = new_conv()
+    seen: list[list[str]] = []
+
+    class Queues(UpstreamPool):
+        async def post(self, *args: Any, **kw: Any) -> Any:
+            gw._outbox.append(lambda: seen.append([r.outcome for r in store.rows(conv)]))
+            return await super().post(*args, **kw)
+
+    gw = Gateway(make_registry(upstream), POLICY, world.ring, store, upstream=Queues())
+    gw._stop.set()  # no background flusher: only the request's own path writes the outbox
+    try:
+        r = await _post(gw, world, conv, [{"role": "user", "content": f"[{conv}] hi"}])
+    finally:
+        await gw.aclose()
+    assert r.status_code == 200
+    assert seen == [["pending"]]  # written before the completion
     assert [x.outcome for x in store.rows(conv)] == ["forwarded"]
