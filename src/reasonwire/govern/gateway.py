@@ -24,11 +24,18 @@ leaves an evidence row.
 Evidence first: the row of an upstream call is committed (outcome ``pending``) before the
 call's first byte goes upstream, then completed in place with the outcome, usage and stream
 state (:mod:`.evidence`); the upstream call is in the code path after the awaited commit and
-nowhere else, so a call without a durable row cannot happen. Every store access (fixing the
-effort, reading the vault, writing rows) runs on a small thread pool, never on the event
-loop, under one time budget per request (:class:`StoreSettings`, default 2 s): when the store
-cannot commit within it, the client gets ``503`` with ``Retry-After`` and no upstream call is
-made. Writes that come after the upstream answered (the completion, the vault entries of the
+nowhere else, so a call without a durable row cannot happen. A store access that may wait
+(fixing the effort, a PostgreSQL or busy SQLite write, a vault read) runs on a small thread
+pool, never on the event loop, under one time budget per request (:class:`StoreSettings`,
+default 2 s): when the store cannot commit within it, the client gets ``503`` with
+``Retry-After`` and no upstream call is made. A SQLite write (and a vault read or write, in
+memory or SQLite) that cannot wait runs on the event loop itself: it is tried with the
+connection's lock free and SQLite's busy timeout at 0 (:class:`~.evidence.NoWait`), and if
+it would wait it writes nothing and the request takes the thread instead. The same commit,
+one thread hop less (a hop, a thread woken and the GIL handed over twice, cost more than the
+commit: profiled), and never ahead of a write waiting in the outbox.
+
+Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
 store work (so a conversation's next turn reads its carriers once the database is back). A
 stream's client has its answer already, and its row says ``pending`` until then; a JSON
@@ -41,7 +48,8 @@ and this replica has written them.
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
-only along removed control paths.
+only along removed control paths, a call on a known conversation with an empty outbox and a
+SQLite store makes no thread hop at all.
 """
 
 from __future__ import annotations
