@@ -369,7 +369,11 @@ def main() -> None:
         (tmp / "replica.py").write_text(REPLICA)
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT / "src")]),
+            # the caller's PYTHONPATH after ours (a checkout measured with its extras
+            # installed elsewhere)
+            "PYTHONPATH": os.pathsep.join(
+                [str(tmp), str(ROOT / "src"), *filter(None, [os.environ.get("PYTHONPATH")])]
+            ),
             "BENCH_UPSTREAM": upstream + "/v1",
             "BENCH_UPSTREAM_KEY": "sk-bench-upstream-not-real",
         }
