@@ -238,6 +238,26 @@ def wrk(url: str, headers: dict[str, str], seconds: int, tmp: Path) -> float | N
     return wrk_many([(url, headers)], seconds, 32, tmp)
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of process ``pid`` so far (Linux ``/proc``; None elsewhere).
+    Why: on a loaded machine a server's requests per second say how much CPU it was given;
+    its CPU per request says what a request costs it, whatever else runs."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def per_request(
+    before: float | None, after: float | None, rate: float | None, seconds: int
+) -> float | None:
+    """Microseconds of CPU per request over a wrk run of ``seconds`` at ``rate`` req/s."""
+    if before is None or after is None or not rate:
+        return None
+    return (after - before) / (rate * seconds) * 1e6
+
+
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in reversed(procs):
         if p.poll() is None:
@@ -352,6 +372,7 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="rw-bench-gw-"))
     rows: list[tuple[str, str, str]] = []  # (measure, value, bar / note)
     tput: dict[str, float | None] = {}
+    cpu: dict[str, float | None] = {}  # process CPU microseconds per request under wrk
     try:
         up_port, gw_port = free_port(), free_port()
         (tmp / "up.py").write_text(UPSTREAM)
@@ -438,10 +459,24 @@ def main() -> None:
             rows.append(("throughput", "skipped", "wrk not on PATH"))
             return
         print(f"throughput, wrk 32 connections {args.seconds}s (req/s):")
+        up_proc = procs[0]
+        c0 = cpu_seconds(up_proc.pid)
         tput["bare"] = wrk(upstream + "/v1/chat/completions", {}, args.seconds, tmp)
+        cpu["bare"] = per_request(c0, cpu_seconds(up_proc.pid), tput["bare"], args.seconds)
         print(f"  bare upstream                    {tput['bare'] or 0:,.0f}")
+        c0 = cpu_seconds(gw_proc.pid)
         tput["x1"] = wrk(gateway + "/v1/chat/completions", gh, args.seconds, tmp)
+        cpu["x1"] = per_request(c0, cpu_seconds(gw_proc.pid), tput["x1"], args.seconds)
         print(f"  reasonwire gateway x1            {tput['x1'] or 0:,.0f}")
+        if cpu["bare"] and cpu["x1"]:
+            print(
+                f"  CPU per request under wrk: bare upstream {cpu['bare']:.0f} us, "
+                f"gateway x1 {cpu['x1']:.0f} us"
+            )
+            rows.append(("gateway x1 CPU per proxied request", f"{cpu['x1']:.0f} us", "under wrk"))
+            rows.append(
+                ("ratio gateway CPU / bare upstream CPU", f"{cpu['x1'] / cpu['bare']:.1f}x", "")
+            )
         stop([gw_proc])  # one gateway at a time on this host
         procs.remove(gw_proc)
 
