@@ -11,10 +11,11 @@ deadline)."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -290,3 +291,63 @@ async def test_a_write_queued_during_the_call_goes_before_the_completion(world: 
     assert r.status_code == 200
     assert seen == [["pending"]]  # written before the completion
     assert [x.outcome for x in store.rows(conv)] == ["forwarded"]
+
+
+# -- the relayed stream's own response (no anyio task group) ---------------------------------
+
+
+async def test_a_stream_cancelled_by_its_server_stays_cancelled() -> None:
+    """Only the client leaving ends the stream quietly; a cancellation from elsewhere (the
+    server stopping) reaches the server's task."""
+    from reasonwire.govern.gateway import _Relayed
+
+    started = asyncio.Event()
+
+    async def body() -> AsyncIterator[bytes]:
+        yield b"data: 1\n\n"
+        started.set()
+        await asyncio.Event().wait()  # an upstream that says nothing more
+        yield b""
+
+    async def receive() -> Any:
+        await asyncio.Event().wait()  # the client stays
+
+    sent: list[Any] = []
+
+    async def send(message: Any) -> None:
+        sent.append(message)
+
+    task = asyncio.create_task(_Relayed(body())({"type": "http"}, receive, send))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert sent[0]["type"] == "http.response.start"
+
+
+async def test_a_client_leaving_ends_the_stream_quietly() -> None:
+    from reasonwire.govern.gateway import _Relayed
+
+    closed: list[bool] = []
+    leave = asyncio.Event()
+
+    async def body() -> AsyncIterator[bytes]:
+        try:
+            yield b"data: 1\n\n"
+            leave.set()
+            await asyncio.Event().wait()
+            yield b""
+        finally:
+            closed.append(True)
+
+    async def receive() -> Any:
+        await leave.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: Any) -> None:
+        pass
+
+    await _Relayed(body())({"type": "http"}, receive, send)  # returns, no CancelledError
+    assert closed == [True]
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0
