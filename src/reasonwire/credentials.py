@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
@@ -119,11 +119,17 @@ def check_env_name(text: object, what: str) -> str:
 def check_key(value: str, where: str) -> str:
     """A key as it will go in a header: registered for redaction, stripped, and refused
     (naming ``where``, never the value) when empty or not visible ASCII."""
+    return _check_key(value, lambda: where)
+
+
+def _check_key(value: str, where: Callable[[], str]) -> str:
+    """:func:`check_key` with the place named only when the key is refused (naming a
+    source scans its name for key shapes: a cost on every gateway call otherwise)."""
     register_secret(value)
     stripped = value.strip()
     if not stripped or not _HEADER_SAFE.fullmatch(stripped):
         raise CredentialError(
-            f"the key from {where} cannot be sent in a header ({describe(value)}, empty or "
+            f"the key from {where()} cannot be sent in a header ({describe(value)}, empty or "
             "with spaces, control or non-ASCII characters)"
         )
     register_secret(stripped)
@@ -350,7 +356,7 @@ def read_first(sources: Sequence[KeySource], *, dotenv: str | None = None) -> st
     for source in sources:
         value = _lookup(source)
         if value is not None:
-            return check_key(value, source.describe())
+            return _check_key(value, source.describe)
     if dotenv is not None:
         for source in sources:
             if isinstance(source, EnvKey):

@@ -261,6 +261,11 @@ class _StoreDown(StoreUnavailable):
     past the request's store time budget."""
 
 
+class _WouldWait(ReasonwireError):
+    """Raised inside the gateway when a store read tried on the event loop would have to
+    wait; the work is done again on a store thread."""
+
+
 class _CodecMismatch(ReasonwireError):
     """A value that does not fit its record type (:mod:`reasonwire.method.codec`); ``path``
     grows (reversed) as it propagates."""

@@ -28,11 +28,12 @@ written before the table existed, or one being migrated by another replica, is s
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, Protocol
@@ -237,14 +238,99 @@ def _sqlite_step(db: sqlite3.Connection, step: str) -> None:
     db.execute(step)
 
 
+BUSY_TIMEOUT_MS = 30_000
+"""How long a waiting write waits for another connection's lock (``sqlite3.connect``'s
+``timeout``); a write that must not wait (:class:`NoWait`) sets 0 for its statement."""
+CHECKPOINT_EVERY = 1000
+"""Commits between two WAL checkpoints (SQLite's own default is every 1000 WAL pages; a
+commit of one evidence row writes a few)."""
+
+
 def sqlite_connect(path: str) -> sqlite3.Connection:
-    """A migrated autocommit connection (WAL for files)."""
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+    """A migrated autocommit connection (WAL for files; its checkpoints are run by
+    :class:`NoWait`, never inside a commit)."""
+    db = sqlite3.connect(
+        path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+    )
     if path != ":memory:":
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA wal_autocheckpoint=0")
     sqlite_migrate(db)
     return db
+
+
+_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
+
+
+class NoWait:
+    """One SQLite connection and the lock its users take, with writes that never wait.
+
+    Why: the gateway's event loop may commit a row itself, without a hop to a store thread
+    (a hop costs more than the commit), only if that commit cannot wait. :meth:`run` does the
+    work only when the lock is free and with SQLite's busy timeout at 0: another thread's
+    statement, another process's write lock (a replica, a checkpoint) make it return False
+    at once with nothing written (each statement, or the caller's transaction, is atomic),
+    and the caller takes the waiting way on a store thread. With ``synchronous=NORMAL`` in WAL
+    mode a commit writes the WAL without fsync (a committed row survives a crash of the
+    process, as before); the fsyncs come with checkpoints, which therefore never run inside a
+    commit (``wal_autocheckpoint=0``): every :data:`CHECKPOINT_EVERY` commits one runs on a
+    thread of its own, on a connection of its own (PASSIVE: it blocks no writer, and it does
+    not hold :attr:`lock`, so the writes that must not wait go on during its fsyncs)."""
+
+    __slots__ = ("_checkpointing", "_commits", "db", "lock", "path")
+
+    def __init__(self, path: str) -> None:
+        self.lock = threading.Lock()
+        with self.lock:
+            self.db = sqlite_connect(path)
+        self.path = path
+        self._commits = 0
+        self._checkpointing = threading.Lock()
+
+    def run(self, work: Callable[[sqlite3.Connection], object]) -> bool:
+        """``work(db)`` now, or False at once (nothing written) when it would wait; a
+        database error other than a lock held elsewhere raises :class:`StoreUnavailable`."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            db = self.db
+            db.execute("PRAGMA busy_timeout=0")
+            try:
+                work(db)
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF in _BUSY:
+                    return False
+                raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
+            except sqlite3.Error as exc:
+                raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
+            finally:
+                db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        finally:
+            self.lock.release()
+        self.committed()
+        return True
+
+    def committed(self) -> None:
+        """Count a commit; every :data:`CHECKPOINT_EVERY`, checkpoint on a thread."""
+        self._commits += 1
+        if self.path != ":memory:" and self._commits % CHECKPOINT_EVERY == 0:
+            threading.Thread(
+                target=self._checkpoint, name="reasonwire-checkpoint", daemon=True
+            ).start()
+
+    def _checkpoint(self) -> None:
+        if not self._checkpointing.acquire(blocking=False):
+            return  # one is running: it takes what was written since
+        try:
+            with contextlib.suppress(sqlite3.Error):
+                db = sqlite3.connect(self.path, isolation_level=None, timeout=0)
+                try:
+                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+                finally:
+                    db.close()
+        finally:
+            self._checkpointing.release()
 
 
 class FixedOnce:
@@ -282,14 +368,15 @@ class FixedOnce:
 class SQLiteStore(FixedOnce):
     """Embedded store. WAL mode, one connection guarded by a lock (the gateway is one process;
     calls are short). ``path=":memory:"`` for a throwaway store. Database errors (a locked or
-    unwritable file) raise :class:`StoreUnavailable`."""
+    unwritable file) raise :class:`StoreUnavailable`. :meth:`record_now` and
+    :meth:`complete_now` are the writes that never wait (:class:`NoWait`)."""
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         super().__init__()
         self.path = str(path)
-        self._lock = threading.Lock()
-        with self._lock:
-            self._db = sqlite_connect(self.path)
+        self._conn = NoWait(self.path)
+        self._lock = self._conn.lock
+        self._db = self._conn.db
         self._insert = (
             f"INSERT OR IGNORE INTO evidence ({', '.join(_COLUMNS)}) "
             f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -306,6 +393,7 @@ class SQLiteStore(FixedOnce):
                 self._db.execute(self._insert, values)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
+        self._conn.committed()
 
     def complete(self, row: EvidenceRow) -> None:
         values = (*(getattr(row, c) for c in _COLUMNS if c != "call_id"), row.call_id)
@@ -314,6 +402,26 @@ class SQLiteStore(FixedOnce):
                 self._db.execute(self._update, values)
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
+        self._conn.committed()
+
+    @property
+    def writes_now(self) -> bool:
+        """:meth:`record_now` and :meth:`complete_now` write what :meth:`record` and
+        :meth:`complete` would: false for a subclass that changes either (a store that
+        audits or fails its writes may wait; its writes go the waiting way)."""
+        cls = type(self)
+        return cls.record is SQLiteStore.record and cls.complete is SQLiteStore.complete
+
+    def record_now(self, row: EvidenceRow) -> bool:
+        """:meth:`record` if it needs no waiting, committed when this returns True; False
+        (nothing written) when the connection or the file is busy."""
+        values = tuple(getattr(row, c) for c in _COLUMNS)
+        return self._conn.run(lambda db: db.execute(self._insert, values))
+
+    def complete_now(self, row: EvidenceRow) -> bool:
+        """:meth:`complete` if it needs no waiting (as :meth:`record_now`)."""
+        values = (*(getattr(row, c) for c in _COLUMNS if c != "call_id"), row.call_id)
+        return self._conn.run(lambda db: db.execute(self._update, values))
 
     def _first(self, table: str, column: str, conv: str, value: str) -> str:
         try:
@@ -328,6 +436,7 @@ class SQLiteStore(FixedOnce):
                 ).fetchone()
         except sqlite3.Error as exc:
             raise StoreUnavailable(f"evidence store: {type(exc).__name__}") from None
+        self._conn.committed()
         return str(fixed)
 
     def rows(self, conversation_id: str | None = None) -> list[EvidenceRow]:

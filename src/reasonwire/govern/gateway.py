@@ -24,11 +24,18 @@ leaves an evidence row.
 Evidence first: the row of an upstream call is committed (outcome ``pending``) before the
 call's first byte goes upstream, then completed in place with the outcome, usage and stream
 state (:mod:`.evidence`); the upstream call is in the code path after the awaited commit and
-nowhere else, so a call without a durable row cannot happen. Every store access (fixing the
-effort, reading the vault, writing rows) runs on a small thread pool, never on the event
-loop, under one time budget per request (:class:`StoreSettings`, default 2 s): when the store
-cannot commit within it, the client gets ``503`` with ``Retry-After`` and no upstream call is
-made. Writes that come after the upstream answered (the completion, the vault entries of the
+nowhere else, so a call without a durable row cannot happen. A store access that may wait
+(fixing the effort, a PostgreSQL or busy SQLite write, a vault read) runs on a small thread
+pool, never on the event loop, under one time budget per request (:class:`StoreSettings`,
+default 2 s): when the store cannot commit within it, the client gets ``503`` with
+``Retry-After`` and no upstream call is made. A SQLite write (and a vault read or write, in
+memory or SQLite) that cannot wait runs on the event loop itself: it is tried with the
+connection's lock free and SQLite's busy timeout at 0 (:class:`~.evidence.NoWait`), and if
+it would wait it writes nothing and the request takes the thread instead. The same commit,
+one thread hop less (a hop, a thread woken and the GIL handed over twice, cost more than the
+commit: profiled), and never ahead of a write waiting in the outbox.
+
+Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
 store work (so a conversation's next turn reads its carriers once the database is back). A
 stream's client has its answer already, and its row says ``pending`` until then; a JSON
@@ -41,7 +48,8 @@ and this replica has written them.
 
 Fast path: verified tokens are cached (re-checking expiry and key id on each hit), upstream
 connections are kept alive in one small pool (:mod:`.upstream`), request bodies are copied
-only along removed control paths.
+only along removed control paths, a call on a known conversation with an empty outbox and a
+SQLite store makes no thread hop at all.
 """
 
 from __future__ import annotations
@@ -57,8 +65,9 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
-from typing import NoReturn, TypeVar
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import NamedTuple, NoReturn, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -75,6 +84,7 @@ from reasonwire.errors import (
     TransportError,
     TruncatedStream,
     _StoreDown,
+    _WouldWait,
 )
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
@@ -90,7 +100,7 @@ from reasonwire.govern.evidence import (
 from reasonwire.govern.levels import Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
-from reasonwire.govern.stores import MemoryVault, VaultStore
+from reasonwire.govern.stores import MemoryVault, SQLiteVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
 from reasonwire.wire.dialect import Dialect, StreamDecoder, StreamProjector
@@ -102,6 +112,7 @@ from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.translate import ChatToResponses, translation
+from reasonwire.wire.vault import Lookup
 
 CONVERSATION_HEADER = "x-reasonwire-conversation"
 ATTEMPT_HEADER = "x-reasonwire-attempt"
@@ -175,6 +186,9 @@ class _Budget:
 
 T = TypeVar("T")
 Op = Callable[[], object]
+Now = Callable[[], bool]
+"""A write that never waits: True when committed, False when it would have to wait (nothing
+written)."""
 
 _JSON = "application/json"
 
@@ -212,17 +226,18 @@ class _Prepared:
     carriers_reattached: int
 
 
-@dataclass(frozen=True, slots=True)
-class _Facts:
+class _Facts(NamedTuple):
     """What one request's steps have established so far, in the order they run. The evidence
     row is made from it once (:meth:`row`), wherever the request stops: at a refusal it holds
     what was known then (a conversation mismatch names the binding's runtime and route; a
     policy refusal the runtime's qualification). ``call_id`` and ``ts`` are fixed when the
-    request arrives, so every row made from these facts is the same call."""
+    request arrives (:meth:`arrived`), so every row made from these facts is the same call.
+    A named tuple: each step notes its facts with ``_replace``, a fraction of the cost of a
+    dataclass ``replace`` (several per request)."""
 
     dialect: str
-    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    ts: float = field(default_factory=time.time)
+    call_id: str
+    ts: float
     conversation_id: str | None = None
     attempt: int | None = None
     binding: Binding | None = None
@@ -231,6 +246,11 @@ class _Facts:
     resolved: Level | None = None
     dropped: tuple[str, ...] = ()
     prepared: _Prepared | None = None
+
+    @classmethod
+    def arrived(cls, dialect: str) -> _Facts:
+        """The facts of a request that just arrived: its call id and time."""
+        return cls(dialect, uuid.uuid4().hex, time.time())
 
     def row(self, outcome: Outcome = "refused") -> EvidenceRow:
         b, p = self.binding, self.prepared
@@ -259,6 +279,15 @@ class _Facts:
             controls_removed=",".join(p.controls_removed) if p else "",
             carriers_reattached=p.carriers_reattached if p else 0,
         )
+
+
+def _copy(row: EvidenceRow) -> EvidenceRow:
+    """A snapshot of ``row`` (what a write will store, whatever happens to the row after):
+    its fields copied as they are, without a dataclass ``replace`` (which re-runs
+    ``__init__`` over 31 fields, twice per request)."""
+    new = object.__new__(EvidenceRow)
+    new.__dict__.update(row.__dict__)
+    return new
 
 
 def _error_response(
@@ -379,6 +408,7 @@ class Gateway:
         self._verified: dict[str, tuple[Binding, object]] = {}
         self.binding_cache_hits = 0
         self._profiles: dict[tuple[str, str], Profile] = {}
+        self._endpoints: dict[str, Dialect] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -434,7 +464,8 @@ class Gateway:
         """The result of submitted store work; the wait (from ``since``, taken before the
         work was submitted) is spent from the budget."""
         try:
-            return await asyncio.wait_for(asyncio.wrap_future(fut), budget.left)
+            async with asyncio.timeout(budget.left):  # no Task per wait (wait_for makes one)
+                return await asyncio.wrap_future(fut)
         except TimeoutError:
             raise _StoreDown("the store did not answer in time") from None
         except (StoreUnavailable, sqlite3.Error) as exc:
@@ -528,12 +559,61 @@ class Gateway:
         when the store fails it goes to the outbox. Never raises: this is evidence of an
         answer already decided."""
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        snap = replace(row)
+        snap = _copy(row)
         store = self.store
+        now = self._store_now()
         if opened:
-            await self._settle_ops(budget, [lambda: store.complete(snap)])
-        else:
+            if not (now is not None and self._now([lambda: now.complete_now(snap)])):
+                await self._settle_ops(budget, [lambda: store.complete(snap)])
+        elif not (now is not None and self._now([lambda: now.record_now(snap)])):
             await self._settle_ops(budget, [lambda: store.record(snap)], refusal=True)
+
+    def _store_now(self) -> SQLiteStore | None:
+        """The evidence store, when its writes may run on the event loop without waiting
+        (:class:`~reasonwire.govern.evidence.NoWait`) and nothing waits in the outbox (the
+        outbox is written first, by a store thread, so writes stay in order); else None."""
+        store = self.store
+        if (
+            isinstance(store, SQLiteStore)
+            and store.writes_now
+            and not (self._outbox or self._refusals)
+        ):
+            return store
+        return None
+
+    def _vault_now(self) -> MemoryVault | SQLiteVault | None:
+        vault = self.vault
+        if isinstance(vault, MemoryVault | SQLiteVault) and vault.writes_now:
+            return vault
+        return None
+
+    def _lookup_now(self, conv: str) -> Lookup:
+        """The conversation's vault read without waiting; :class:`_WouldWait` (raised inside
+        the body's making, caught by :meth:`_open_row`) when it would wait."""
+        vault = self._vault_now()
+
+        def lookup(key: str) -> JSON | None:
+            if vault is None:
+                raise _WouldWait("the vault may wait")
+            done, value = vault.get_now(conv, key)
+            if not done:
+                raise _WouldWait("the vault is busy")
+            return value
+
+        return lookup
+
+    @staticmethod
+    def _now(writes: list[Now]) -> int:
+        """Run non-waiting writes in order, on the event loop; how many were committed (all:
+        ``len(writes)``). The first that would wait (or fails) stops them: it and the rest
+        go the waiting way (the caller's), where a failure is handled as on a store thread."""
+        for i, write in enumerate(writes):
+            try:
+                if not write():
+                    return i
+            except StoreUnavailable:
+                return i
+        return len(writes)
 
     async def _settle_ops(
         self,
@@ -542,9 +622,15 @@ class Gateway:
         on_fail: Callable[[], None] | None = None,
         *,
         refusal: bool = False,
+        now: list[Now] | None = None,
     ) -> bool:
         """Write ``ops`` within the budget; False (they wait in the outbox) when the store
-        failed or did not answer in time."""
+        failed or did not answer in time. ``now``: the same writes without waiting, one per
+        op, tried first on the event loop; those that would wait go to a store thread."""
+        if now:
+            ops = ops[self._now(now) :]
+            if not ops:
+                return True
         if budget.left <= 0:
             if on_fail is not None:
                 on_fail()
@@ -557,14 +643,40 @@ class Gateway:
         return True
 
     async def _open_row(
-        self, budget: _Budget, call: _Call, make: Callable[[], tuple[T, EvidenceRow]]
+        self, budget: _Budget, call: _Call, make: Callable[[bool], tuple[T, EvidenceRow]]
     ) -> T:
-        """Commit the pending row of the upstream call about to be made. ``make()`` runs
-        first on the same store thread (one hop per call) and gives a result and the row;
-        the row is committed as ``pending`` and becomes ``call.row``, and the result is
-        returned (the caller then marks the call opened). :class:`_StoreDown` when it cannot be
-        committed within the budget. If the commit lands after the budget ran out (the call is
-        then never made), the row is completed as a refusal."""
+        """Commit the pending row of the upstream call about to be made. ``make(now)`` runs
+        first and gives a result and the row; the row is committed as ``pending`` and becomes
+        ``call.row``, and the result is returned (the caller then marks the call opened).
+
+        On the event loop (``make(True)``, its vault reads without waiting) when the store's
+        writes never wait (:meth:`_store_now`) and the commit needs no waiting; else, or when
+        ``make(True)`` raises :class:`_WouldWait`, on one store thread (``make(False)``, then
+        the commit: one hop per call). :class:`_StoreDown` when it cannot be committed within
+        the budget. If the commit lands after the budget ran out (the call is then never
+        made), the row is completed as a refusal."""
+        now = self._store_now()
+        if now is not None:
+            since = budget.start()
+            try:
+                result, row = make(True)
+            except _WouldWait:
+                pass
+            else:
+                pending = _copy(row)
+                pending.outcome = "pending"
+                committed = self._now([lambda: now.record_now(pending)]) == 1
+                budget.spend(since)
+                if committed:
+                    call.row = row
+                    return result
+                made = (result, row)
+                return await self._open_row_waiting(budget, call, lambda _: made)
+        return await self._open_row_waiting(budget, call, make)
+
+    async def _open_row_waiting(
+        self, budget: _Budget, call: _Call, make: Callable[[bool], tuple[T, EvidenceRow]]
+    ) -> T:
         since = budget.start()
         fut = self._submit(budget, lambda: self._apply_open(make))
         try:
@@ -582,10 +694,12 @@ class Gateway:
         call.row = row
         return result
 
-    def _apply_open(self, make: Callable[[], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
-        result, row = make()
+    def _apply_open(self, make: Callable[[bool], tuple[T, EvidenceRow]]) -> tuple[T, EvidenceRow]:
+        result, row = make(False)
         self._flush()
-        self.store.record(replace(row, outcome="pending"))
+        pending = _copy(row)
+        pending.outcome = "pending"
+        self.store.record(pending)
         return result, row
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -602,12 +716,23 @@ class Gateway:
                     return
         if scope["type"] != "http":
             return
-        dialect = dialect_for_gateway_path(scope["path"])
+        dialect = self._endpoint(scope["path"])
         if dialect is None or scope["method"] != "POST":
             response: Response = await self._misrouted(Request(scope, receive), dialect)
         else:
             response = await self._guarded(Request(scope, receive), dialect)
         await response(scope, receive, send)
+
+    def _endpoint(self, path: str) -> Dialect | None:
+        """The dialect served on ``path``, remembered for the paths that have one (a few:
+        one per dialect, or per model on a dialect whose path names it; at most 1024 kept,
+        so a client sending many paths costs only the lookup)."""
+        found = self._endpoints.get(path)
+        if found is None:
+            found = dialect_for_gateway_path(path)
+            if found is not None and len(self._endpoints) < 1024:
+                self._endpoints[path] = found
+        return found
 
     async def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
         """404 (no such endpoint) or 405 (not POST), with an evidence row like any refusal."""
@@ -628,7 +753,7 @@ class Gateway:
         """:meth:`handle` behind a last-resort handler: an unexpected error answers 500 with
         a reason and leaves an evidence row, never a bare ASGI failure."""
         t0 = time.perf_counter()
-        call = _Call(_Facts(dialect.name), t0, _Budget(self.store_settings))
+        call = _Call(_Facts.arrived(dialect.name), t0, _Budget(self.store_settings))
         try:
             return await self.handle(request, dialect, call)
         except Exception as exc:  # the last resort: every other path answers on its own
@@ -674,13 +799,13 @@ class Gateway:
         if not call.facts.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
         b = self._verify(token)
-        call.facts = replace(call.facts, binding=b)
+        call.facts = call.facts._replace(binding=b)
         if b.conversation_id != call.facts.conversation_id:
             raise PolicyRefusal(
                 "conversation-mismatch", "the binding was issued for another conversation"
             )
         route = self.registry.route(b.route_id)
-        call.facts = replace(call.facts, route_qualification=route.qualification_id)
+        call.facts = call.facts._replace(route_qualification=route.qualification_id)
         served = route.client_dialect or route.dialect
         if served != dialect.name:
             raise PolicyRefusal(
@@ -688,9 +813,9 @@ class Gateway:
                 f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
         res = policy_now(self.registry, self.policy, b)
-        call.facts = replace(call.facts, runtime_qualification=res.runtime_qualification)
+        call.facts = call.facts._replace(runtime_qualification=res.runtime_qualification)
         resolved = settle_effort(self.store, b, res)
-        call.facts = replace(call.facts, resolved=resolved)
+        call.facts = call.facts._replace(resolved=resolved)
         upstream = get_dialect(route.dialect)
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
@@ -709,11 +834,11 @@ class Gateway:
         return prof
 
     def _prepare(
-        self, body: JsonObject, dialect: Dialect, auth: _Authorised, path: str
+        self, body: JsonObject, dialect: Dialect, auth: _Authorised, path: str, lookup: Lookup
     ) -> _Prepared:
         """The upstream body: the client's controls stripped, the route's fragment for the
-        resolved level the only effort, vaulted carriers put back (on a translated route, in
-        the upstream's dialect). :meth:`_check_tools` runs on it next."""
+        resolved level the only effort, vaulted carriers put back (read with ``lookup``; on a
+        translated route, in the upstream's dialect). :meth:`_check_tools` runs on it next."""
         if dialect.model_in_request(path, body) != auth.route.model:
             raise PolicyRefusal(
                 "provider-mismatch",
@@ -722,12 +847,11 @@ class Gateway:
         profile = self._profile(auth.route, dialect)
         out, removed = dialect.strip_controls(body, profile)
         fragment = auth.route.levels[auth.resolved]
-        conv = auth.binding.conversation_id
         stream = dialect.stream_requested(path, out)
         if auth.translation is not None:
             # Into the upstream's dialect first (vaulted output items in place of assistant
             # turns); the route fragment, in the upstream's terms, is the only effort.
-            out, carriers = auth.translation.request(out, lambda k: self.vault.get(conv, k))
+            out, carriers = auth.translation.request(out, lookup)
             out, more = auth.upstream.strip_controls(out)
             removed.update(more)
             deep_merge(out, fragment)
@@ -736,7 +860,7 @@ class Gateway:
                 out.update(removed)  # only an exact lowering value, on a request that sets none
             else:
                 deep_merge(out, fragment)
-            carriers = dialect.reattach(out, lambda k: self.vault.get(conv, k))
+            carriers = dialect.reattach(out, lookup)
         if stream:
             deep_merge(out, dict(auth.upstream.stream_usage))
         return _Prepared(out, stream, tuple(removed), carriers)
@@ -788,14 +912,14 @@ class Gateway:
         budget = call.budget
         headers = request.headers
         try:
-            call.facts = replace(call.facts, conversation_id=headers.get(CONVERSATION_HEADER))
+            call.facts = call.facts._replace(conversation_id=headers.get(CONVERSATION_HEADER))
             self._check_headers(request)
             attempt = headers.get(ATTEMPT_HEADER, "1")
             if not (_is_count(attempt) and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
                 raise PolicyRefusal(
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
-            call.facts = replace(call.facts, attempt=int(attempt))
+            call.facts = call.facts._replace(attempt=int(attempt))
             if self._authorise_inline(call.facts.conversation_id):
                 auth = self._authorise(headers, dialect, call)
             else:
@@ -805,16 +929,28 @@ class Gateway:
             since = budget.start()  # waiting for earlier writes is store time too
             await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
             budget.spend(since)
-            admitted = self._admit(await self._read_body(request), dialect)
-            call.facts = replace(call.facts, dropped=admitted.dropped)
-            path = request.url.path
+            raw = await self._read_body(request)
+            admitted = self._admit(raw, dialect)
+            call.facts = call.facts._replace(dropped=admitted.dropped)
+            path = request.scope["path"]  # as the endpoint was chosen (see __call__)
 
-            def ready() -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
-                made = self._ready(admitted.body, dialect, auth, call, path, headers)
+            conv = auth.binding.conversation_id
+            tried: list[bool] = []
+
+            def ready(now: bool) -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
+                # A try on the event loop that stopped at a vault read may have changed the
+                # body in place: the waiting way starts again from the client's bytes.
+                shaped = self._admit(raw, dialect).body if tried else admitted.body
+                lookup: Lookup = partial(self.vault.get, conv)
+                if now:
+                    tried.append(True)
+                    lookup = self._lookup_now(conv)
+                made = self._ready(shaped, dialect, auth, call, path, headers, lookup)
                 # the row, made once: upstream-error until the upstream answers 200
                 return made, call.facts.row("upstream-error")
 
-            # One store hop: the upstream body and headers, then the pending row committed.
+            # No store hop when the store never waits, else one: the upstream body and
+            # headers, then the pending row committed.
             payload, up_headers = await self._open_row(budget, call, ready)
         except PolicyRefusal as exc:
             return await self._refuse(call, _REFUSAL_STATUS.get(exc.reason, 403), exc, dialect)
@@ -848,7 +984,7 @@ class Gateway:
         if row.stream:
             settled = asyncio.Event()
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
-            return StreamingResponse(
+            return _Relayed(
                 self._relay(resp, dialect, auth, call, settled, admitted.body),
                 media_type="text/event-stream",  # never the upstream's header
             )
@@ -869,7 +1005,7 @@ class Gateway:
             again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
             call.row, call.opened = again, False
             budget = call.budget_after(self.store_settings)
-            await self._open_row(budget, call, lambda: (None, again))
+            await self._open_row(budget, call, lambda _: (None, again))
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
 
@@ -902,10 +1038,11 @@ class Gateway:
         call: _Call,
         path: str,
         client_headers: Mapping[str, str],
+        lookup: Lookup,
     ) -> tuple[bytes, dict[str, str]]:
-        """On a store thread (the vault is read): the upstream payload and headers."""
-        prepared = self._prepare(shaped, dialect, auth, path)
-        call.facts = replace(call.facts, prepared=prepared)
+        """The upstream payload and headers (the vault read with ``lookup``)."""
+        prepared = self._prepare(shaped, dialect, auth, path, lookup)
+        call.facts = call.facts._replace(prepared=prepared)
         if auth.translation is not None:
             _check_translated_tools(prepared.body, auth.route)
         # Last, on what really goes upstream (vaulted originals included); unchanged: the
@@ -1011,17 +1148,16 @@ class Gateway:
         entries = auth.upstream.vault_entries(turn) + ([entry] if entry is not None else [])
         visible = dialect.project_body(data, self._profile(auth.route, dialect))
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        final = [replace(row)]
+        final = [_copy(row)]
 
         def withheld() -> None:  # on the store thread, before the writes are queued
             final[0] = replace(
                 final[0], outcome="upstream-error", reason="answer withheld: store-unavailable"
             )
 
+        ops, now = self._completion(conv, entries, final)
         kept = await self._settle_ops(
-            call.budget_after(self.store_settings),
-            self._completion(conv, entries, final),
-            withheld,
+            call.budget_after(self.store_settings), ops, withheld, now=now
         )
         if not kept:
             # The answer's carriers are not durable: a next turn (on any replica) could not
@@ -1031,15 +1167,23 @@ class Gateway:
 
     def _completion(
         self, conv: str, entries: list[tuple[str, JSON]], final: list[EvidenceRow]
-    ) -> list[Op]:
+    ) -> tuple[list[Op], list[Now]]:
         """The writes after an upstream call, in order: the answer's carriers, then the
         completed row (``final[0]``, read when the write runs: a JSON answer withheld
-        rewrites it before its writes are queued)."""
+        rewrites it before its writes are queued); and the same writes without waiting
+        when both stores can (else none: they all take a store thread)."""
         ops: list[Op] = []
         if entries:
             ops.append(lambda: self.vault.put(conv, entries))
         ops.append(lambda: self.store.complete(final[0]))
-        return ops
+        store, vault = self._store_now(), self._vault_now()
+        if store is None or (entries and vault is None):
+            return ops, []
+        now: list[Now] = []
+        if entries and vault is not None:
+            now.append(lambda: vault.put_now(conv, entries))
+        now.append(lambda: store.complete_now(final[0]))
+        return ops, now
 
     async def _relay(
         self,
@@ -1151,10 +1295,15 @@ class Gateway:
         entries: list[tuple[str, JSON]],
         settled: asyncio.Event,
     ) -> None:
-        """The stream's writes on a store thread; ``settled`` is set (on the loop) once
-        they are done or queued, whether or not anyone awaits them (a generator closed by
-        a client that left cannot await)."""
-        ops = self._completion(conv, entries, [replace(call.row)])
+        """The stream's writes, on the event loop when they need no waiting, else on a
+        store thread; ``settled`` is set (on the loop) once they are done or queued, whether
+        or not anyone awaits them (a generator closed by a client that left cannot await)."""
+        ops, now = self._completion(conv, entries, [_copy(call.row)])
+        if now:
+            ops = ops[self._now(now) :]
+            if not ops:
+                self._settle(conv, settled)
+                return
         loop = asyncio.get_running_loop()
 
         def run() -> None:
@@ -1173,6 +1322,8 @@ class Gateway:
     async def _stream_settled(self, call: _Call, settled: asyncio.Event) -> None:
         """Wait (bounded) for the stream's writes, so that a client reading the stream to
         its end finds its row complete."""
+        if settled.is_set():  # written on the event loop (no Task to wait for it)
+            return
         budget = call.budget_after(self.store_settings)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(settled.wait(), budget.left)
@@ -1275,6 +1426,37 @@ def _no_answer(turn: Turn) -> bool:
     """A finished stream with nothing of an answer in it: no text, reasoning, tool call or
     finish reason (the upstream sent events of another shape, or only a terminal literal)."""
     return not (turn.text or turn.reasoning_text or turn.tool_calls or turn.finish_reason)
+
+
+class _Relayed(StreamingResponse):
+    """A relayed stream sent from the request's own task. Starlette's ``StreamingResponse``
+    (ASGI spec < 2.4, as uvicorn speaks) runs the body in an anyio task group beside a task
+    listening for the client leaving: a task group per stream, ~14% of a stream's CPU and a
+    loop turn before the first byte (profiled). Here one plain task listens; when the client
+    leaves it cancels the sending task once, as the task group would (the relay's ``finally``
+    records ``cut-by-client``), and the cancellation ends with this response."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        gone = False
+
+        async def listen() -> None:
+            nonlocal gone
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone = True
+            task.cancel()
+
+        watcher = asyncio.get_running_loop().create_task(listen())
+        try:
+            await self.stream_response(send)
+        except asyncio.CancelledError:
+            if not gone:  # cancelled from elsewhere (the server stopping): not ours to end
+                raise
+            task.uncancel()
+        finally:
+            watcher.cancel()
 
 
 class _Chained:

@@ -43,9 +43,9 @@ from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
     FixedOnce,
+    NoWait,
     SQLiteStore,
     row_from_values,
-    sqlite_connect,
 )
 from reasonwire.wire.model import JSON
 
@@ -148,6 +148,22 @@ class MemoryVault:
             conv = self._data.get(conversation_id)
             return None if conv is None else conv.get(key)
 
+    @property
+    def writes_now(self) -> bool:
+        """The ``_now`` methods do what :meth:`put` and :meth:`get` would: false for a
+        subclass that changes either (it may wait)."""
+        cls = type(self)
+        return cls.put is MemoryVault.put and cls.get is MemoryVault.get
+
+    def put_now(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> bool:
+        """:meth:`put`: in memory it never waits (the gateway's event loop may call it)."""
+        self.put(conversation_id, entries)
+        return True
+
+    def get_now(self, conversation_id: str, key: str) -> tuple[bool, JSON | None]:
+        """:meth:`get`: in memory it never waits (the gateway's event loop may call it)."""
+        return True, self.get(conversation_id, key)
+
     def values(self) -> list[JSON]:
         """Every stored value (for evidence collection: what must stay hidden)."""
         with self._lock:
@@ -201,6 +217,7 @@ _VAULT_SQL = _VaultSQL(
 )
 _SQLITE_VAULT = _VAULT_SQL.spelled("?", "LIMIT -1")  # SQLite: OFFSET needs a LIMIT; -1 is none
 _PG_VAULT = _VAULT_SQL.spelled("%s", "LIMIT ALL")
+_SQLITE_GET = "SELECT value FROM vault WHERE conversation_id = ? AND key = ?"
 
 
 def _vault_put(
@@ -235,9 +252,9 @@ class SQLiteVault:
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         self.path = str(path)
-        self._lock = threading.Lock()
-        with self._lock:
-            self._db = sqlite_connect(self.path)
+        self._conn = NoWait(self.path)
+        self._lock = self._conn.lock
+        self._db = self._conn.db
         self._bounds = (max_conversations, max_entries)
 
     def put(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> None:
@@ -245,22 +262,48 @@ class SQLiteVault:
             return
         texts = [(k, dump_json(v)) for k, v in entries]
         with self._lock:
-            db = self._db
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                _vault_put(db.execute, _SQLITE_VAULT, conversation_id, texts, self._bounds)
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+            self._put(self._db, conversation_id, texts)
+        self._conn.committed()
+
+    def _put(
+        self, db: sqlite3.Connection, conversation_id: str, texts: list[tuple[str, str]]
+    ) -> None:
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _vault_put(db.execute, _SQLITE_VAULT, conversation_id, texts, self._bounds)
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
 
     def get(self, conversation_id: str, key: str) -> JSON | None:
         with self._lock:
-            found = self._db.execute(
-                "SELECT value FROM vault WHERE conversation_id = ? AND key = ?",
-                (conversation_id, key),
-            ).fetchone()
+            found = self._db.execute(_SQLITE_GET, (conversation_id, key)).fetchone()
         return None if found is None else load_json(found[0])
+
+    @property
+    def writes_now(self) -> bool:
+        """The ``_now`` methods do what :meth:`put` and :meth:`get` would: false for a
+        subclass that changes either (it may wait)."""
+        cls = type(self)
+        return cls.put is SQLiteVault.put and cls.get is SQLiteVault.get
+
+    def put_now(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> bool:
+        """:meth:`put` in one transaction if it needs no waiting (:class:`NoWait`)."""
+        if not entries:
+            return True
+        texts = [(k, dump_json(v)) for k, v in entries]
+        return self._conn.run(lambda db: self._put(db, conversation_id, texts))
+
+    def get_now(self, conversation_id: str, key: str) -> tuple[bool, JSON | None]:
+        """:meth:`get` if it needs no waiting (:class:`NoWait`)."""
+        found: list[Sequence[object] | None] = []
+        if not self._conn.run(
+            lambda db: found.append(db.execute(_SQLITE_GET, (conversation_id, key)).fetchone())
+        ):
+            return False, None
+        value = found[0]
+        return True, None if value is None else load_json(str(value[0]))
 
     def values(self) -> list[JSON]:
         """Every stored value (for evidence collection: what must stay hidden)."""
