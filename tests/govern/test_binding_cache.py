@@ -43,7 +43,7 @@ def _at(monkeypatch: pytest.MonkeyPatch, now: float) -> None:
 
 def _refused(gw: Gateway, token: str) -> str:
     with pytest.raises(PolicyRefusal) as info:
-        gw._verify(token)
+        gw._bindings.verify(token)
     return info.value.reason
 
 
@@ -52,9 +52,9 @@ def test_a_repeated_token_is_a_cache_hit(
 ) -> None:
     _at(monkeypatch, T0 + 1)
     token = issue(ring, **CLAIMS)
-    first = gw._verify(token)
+    first = gw._bindings.verify(token)
     assert gw.binding_cache_hits == 0
-    assert gw._verify(token) == first
+    assert gw._bindings.verify(token) == first
     assert gw.binding_cache_hits == 1
 
 
@@ -63,8 +63,8 @@ def test_expired_at_the_exact_second_even_when_cached(
 ) -> None:
     token = issue(ring, **CLAIMS)
     _at(monkeypatch, T0 + TTL - 1)
-    gw._verify(token)
-    gw._verify(token)
+    gw._bindings.verify(token)
+    gw._bindings.verify(token)
     assert gw.binding_cache_hits == 1
     _at(monkeypatch, T0 + TTL)  # RFC 7519: exp is the first second it is no longer valid
     assert _refused(gw, token) == "binding-expired"
@@ -76,7 +76,7 @@ def test_an_altered_token_is_not_served_from_the_cache(
 ) -> None:
     _at(monkeypatch, T0 + 1)
     token = issue(ring, **CLAIMS)
-    gw._verify(token)
+    gw._bindings.verify(token)
     head, claims, sig = token.split(".")
     altered = f"{head}.{claims}.{'A' if sig[0] != 'A' else 'B'}{sig[1:]}"
     assert _refused(gw, altered) == "binding-bad-signature"
@@ -88,7 +88,7 @@ def test_a_revoked_key_misses_the_cache(
 ) -> None:
     _at(monkeypatch, T0 + 1)
     token = issue(ring, **CLAIMS)
-    gw._verify(token)
+    gw._bindings.verify(token)
     ring.revoke("k1")
     assert _refused(gw, token) == "binding-revoked-key"
     assert gw.binding_cache_hits == 0
@@ -99,7 +99,7 @@ def test_a_key_replaced_under_the_same_id_misses_the_cache(
 ) -> None:
     _at(monkeypatch, T0 + 1)
     token = issue(ring, **CLAIMS)
-    gw._verify(token)
+    gw._bindings.verify(token)
     other = KeyRing.generate("k1")  # a new key pair published as k1
     ring.public = {"k1": other.public["k1"]}
     assert _refused(gw, token) == "binding-bad-signature"
@@ -111,7 +111,7 @@ async def test_a_cached_binding_for_another_conversation_is_refused(
 ) -> None:
     _at(monkeypatch, T0 + 1)
     token = issue(ring, **CLAIMS)
-    gw._verify(token)  # cached for c1
+    gw._bindings.verify(token)  # cached for c1
     body = {"model": "sim-chat-all", "messages": [{"role": "user", "content": "hi"}]}
     transport = httpx.ASGITransport(app=gw.app)
     try:

@@ -263,6 +263,14 @@ def sqlite_connect(path: str) -> sqlite3.Connection:
 _BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 
 
+def keeps(store: object, base: type, *methods: str) -> bool:
+    """Whether ``store``'s class keeps ``base``'s own ``methods``: a store's ``writes_now``
+    (its ``_now`` writes do what the waiting ones would) holds only then - a subclass that
+    changes one (to audit or fail its writes) may wait, and goes the waiting way."""
+    cls = type(store)
+    return all(getattr(cls, m) is getattr(base, m) for m in methods)
+
+
 class NoWait:
     """One SQLite connection and the lock its users take, with writes that never wait.
 
@@ -409,8 +417,7 @@ class SQLiteStore(FixedOnce):
         """:meth:`record_now` and :meth:`complete_now` write what :meth:`record` and
         :meth:`complete` would: false for a subclass that changes either (a store that
         audits or fails its writes may wait; its writes go the waiting way)."""
-        cls = type(self)
-        return cls.record is SQLiteStore.record and cls.complete is SQLiteStore.complete
+        return keeps(self, SQLiteStore, "record", "complete")
 
     def record_now(self, row: EvidenceRow) -> bool:
         """:meth:`record` if it needs no waiting, committed when this returns True; False

@@ -87,7 +87,7 @@ from reasonwire.errors import (
     _WouldWait,
 )
 from reasonwire.govern.authority import policy_now, settle_effort
-from reasonwire.govern.binding import HEADER, Binding, KeyRing, verify
+from reasonwire.govern.binding import HEADER, Binding, KeyRing
 from reasonwire.govern.evidence import (
     EvidenceRow,
     EvidenceStore,
@@ -103,6 +103,7 @@ from reasonwire.govern.registry import Registry, RouteRegistration
 from reasonwire.govern.stores import MemoryVault, SQLiteVault, VaultStore
 from reasonwire.govern.upstream import UpstreamPool, UpstreamResponse
 from reasonwire.govern.upstream_fold import check_operator_fold, fold_upstream
+from reasonwire.govern.verified import VerifiedBindings
 from reasonwire.wire.dialect import Dialect, StreamDecoder, StreamProjector
 from reasonwire.wire.facts import ErrorInfo
 from reasonwire.wire.fold import FoldSettings
@@ -238,6 +239,7 @@ class _Facts(NamedTuple):
     dialect: str
     call_id: str
     ts: float
+    # noted by the steps, in the order they run:
     conversation_id: str | None = None
     attempt: int | None = None
     binding: Binding | None = None
@@ -404,9 +406,9 @@ class Gateway:
         self.vault: VaultStore = vault if vault is not None else MemoryVault()
         self.limits = limits if limits is not None else Limits()
         self.fold = fold
-        # Verified bindings per token, with the key that verified them (see _verify).
-        self._verified: dict[str, tuple[Binding, object]] = {}
-        self.binding_cache_hits = 0
+        # An EdDSA check costs more than the rest of the authorisation; a turn re-sends one
+        # token. Hits only where verify() would accept it too (govern/verified.py).
+        self._bindings = VerifiedBindings(keys)
         self._profiles: dict[tuple[str, str], Profile] = {}
         self._endpoints: dict[str, Dialect] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
@@ -767,27 +769,10 @@ class Gateway:
 
     # -- authorisation ------------------------------------------------------------------
 
-    def _verify(self, token: str) -> Binding:
-        """:func:`verify`, cached per token (an EdDSA check costs more than the rest of the
-        authorisation). A hit is refused to the uncached path unless it would accept it too:
-        the expiry is checked against the clock on every call (``exp`` rounded down, so a
-        hit never outlives the token), and the key the token was verified with must still be
-        the ring's key for its id (a revoked, retired or replaced key misses). The
-        conversation and the rest are checked after, on every call, hit or not."""
-        hit = self._verified.get(token)
-        if hit is not None:
-            binding, key = hit
-            if self.keys.public.get(binding.key_id) is key and binding.expires_at > time.time():
-                self.binding_cache_hits += 1
-                return binding
-        public = self.keys.public
-        binding = verify(self.keys, token)  # raises with the reason (expired, bad key...)
-        key = public.get(binding.key_id)
-        if key is not None and self.keys.public is public:  # no re-read in between
-            if len(self._verified) >= 50_000:
-                self._verified.clear()
-            self._verified[token] = (binding, key)
-        return binding
+    @property
+    def binding_cache_hits(self) -> int:
+        """Calls whose binding was served from the verified-binding cache."""
+        return self._bindings.hits
 
     def _authorise(self, headers: Mapping[str, str], dialect: Dialect, call: _Call) -> _Authorised:
         """The binding verified and checked against the request, its route and the policy.
@@ -798,7 +783,7 @@ class Gateway:
             raise PolicyRefusal("binding-missing", f"header {HEADER} is required")
         if not call.facts.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
-        b = self._verify(token)
+        b = self._bindings.verify(token)
         call.facts = call.facts._replace(binding=b)
         if b.conversation_id != call.facts.conversation_id:
             raise PolicyRefusal(

@@ -45,6 +45,7 @@ from reasonwire.govern.evidence import (
     FixedOnce,
     NoWait,
     SQLiteStore,
+    keeps,
     row_from_values,
 )
 from reasonwire.wire.model import JSON
@@ -152,8 +153,7 @@ class MemoryVault:
     def writes_now(self) -> bool:
         """The ``_now`` methods do what :meth:`put` and :meth:`get` would: false for a
         subclass that changes either (it may wait)."""
-        cls = type(self)
-        return cls.put is MemoryVault.put and cls.get is MemoryVault.get
+        return keeps(self, MemoryVault, "put", "get")
 
     def put_now(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> bool:
         """:meth:`put`: in memory it never waits (the gateway's event loop may call it)."""
@@ -285,8 +285,7 @@ class SQLiteVault:
     def writes_now(self) -> bool:
         """The ``_now`` methods do what :meth:`put` and :meth:`get` would: false for a
         subclass that changes either (it may wait)."""
-        cls = type(self)
-        return cls.put is SQLiteVault.put and cls.get is SQLiteVault.get
+        return keeps(self, SQLiteVault, "put", "get")
 
     def put_now(self, conversation_id: str, entries: list[tuple[str, JSON]]) -> bool:
         """:meth:`put` in one transaction if it needs no waiting (:class:`NoWait`)."""

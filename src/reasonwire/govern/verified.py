@@ -1,6 +1,6 @@
-"""Verified bindings per token, for an enforcement point that sees the same binding on every
-call of a turn (the LiteLLM hook): an EdDSA check costs more than the rest of a call's
-authorisation, and a client re-sends one token for the whole turn.
+"""Verified bindings per token, for the enforcement points that see the same binding on
+every call of a turn (the gateway and the LiteLLM hook): an EdDSA check costs more than the
+rest of a call's authorisation, and a client re-sends one token for the whole turn.
 
 A hit is served only where :func:`~reasonwire.govern.binding.verify` would accept the token
 too: the expiry is checked against the clock on every call (refused from the exact second

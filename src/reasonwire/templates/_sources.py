@@ -21,6 +21,8 @@ class TemplateSource:
     text: str
     origin: str
     tokenizer_json: Path | None = None
+    """The template's own tokenizer (a local model folder's); None: counted with the
+    vocabulary its name maps to."""
     bos_token: str | None = None
     eos_token: str | None = None
 
