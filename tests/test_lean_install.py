@@ -88,7 +88,9 @@ def test_extras_table_matches_pyproject() -> None:
     extras = PYPROJECT["project"]["optional-dependencies"]
     for extra, modules in _extras.EXTRAS.items():
         dists = {canonicalize_name(Requirement(r).name) for r in extras[extra]}
-        assert {IMPORT_NAME.get(d, d.replace("-", "_")) for d in dists} == set(modules), extra
+        provided = {*modules, *_extras.ACCELERATORS.get(extra, ())}
+        assert {IMPORT_NAME.get(d, d.replace("-", "_")) for d in dists} == provided, extra
+    assert set(_extras.ACCELERATORS) <= set(_extras.EXTRAS)
     (everything,) = extras["all"]
     assert Requirement(everything).extras == set(_extras.EXTRAS)
     assert "reasonwire[all]" in extras["dev"]

@@ -53,6 +53,11 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "otel": ("opentelemetry",),
 }
 
+# extra -> modules it installs that are used when present and never required: uvicorn serves
+# the gateway with uvloop and httptools when it finds them (less CPU per proxied call) and with
+# asyncio and h11 otherwise, so a missing one is no reason to refuse the gateway.
+ACCELERATORS: dict[str, tuple[str, ...]] = {"govern": ("uvloop", "httptools")}
+
 
 def install_hint(extra: str) -> str:
     return f"pip install 'reasonwire[{extra}]'"
