@@ -246,6 +246,22 @@ CHECKPOINT_EVERY = 1000
 commit of one evidence row writes a few)."""
 
 
+def _wal(db: sqlite3.Connection) -> None:
+    """``PRAGMA journal_mode=WAL``, asked again while another connection holds the lock it
+    needs, up to the busy timeout. Why: SQLite may answer this pragma ``SQLITE_BUSY`` at once,
+    without its busy handler (two gateway replicas started together on one file: the second
+    exited with "database is locked" in the gateway bench)."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode not in _BUSY or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.01)
+
+
 def sqlite_connect(path: str) -> sqlite3.Connection:
     """A migrated autocommit connection (WAL for files; its checkpoints are run by
     :class:`NoWait`, never inside a commit)."""
@@ -253,7 +269,7 @@ def sqlite_connect(path: str) -> sqlite3.Connection:
         path, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
     )
     if path != ":memory:":
-        db.execute("PRAGMA journal_mode=WAL")
+        _wal(db)
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA wal_autocheckpoint=0")
     sqlite_migrate(db)
