@@ -31,8 +31,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
+
+if TYPE_CHECKING:
+    from reasonwire.govern.binding import KeyRing
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -125,6 +129,25 @@ model_list:
 WRK_TIMEOUT = ["--timeout", "10s"]
 """wrk counts a request slower than its 2 s default as an error, and the bench then drops the
 figure: LiteLLM's proxy under 32 connections answers near 2 s on a loaded machine."""
+
+
+def bench_token(ring: KeyRing) -> str:
+    """The binding every bench request carries: conversation ``bench-conv`` on route
+    ``bench``, medium under a high ceiling, for an hour (reasonwire imported from the path the
+    caller set up)."""
+    from reasonwire.govern.binding import issue
+
+    return issue(
+        ring,
+        conversation_id="bench-conv",
+        task_id="t",
+        runtime_id="bench",
+        runtime_version="1",
+        route_id="bench",
+        requested="medium",
+        ceiling="high",
+        ttl_seconds=3600,
+    )
 
 
 def free_port() -> int:
@@ -381,7 +404,7 @@ def main() -> None:
         wait_ready(upstream, procs[-1])
 
         sys.path.insert(0, str(ROOT / "src"))
-        from reasonwire.govern.binding import KeyRing, issue
+        from reasonwire.govern.binding import KeyRing
 
         ring = KeyRing.generate("bench")
         ring.save_dir(tmp / "keys")
@@ -405,17 +428,7 @@ def main() -> None:
         procs.append(gw_proc)
         gateway = f"http://127.0.0.1:{gw_port}"
         wait_ready(gateway, gw_proc)
-        token = issue(
-            ring,
-            conversation_id="bench-conv",
-            task_id="t",
-            runtime_id="bench",
-            runtime_version="1",
-            route_id="bench",
-            requested="medium",
-            ceiling="high",
-            ttl_seconds=3600,
-        )
+        token = bench_token(ring)
         gh = {"x-reasonwire-binding": token, "x-reasonwire-conversation": "bench-conv"}
 
         pair = [(upstream + "/v1/chat/completions", {}), (gateway + "/v1/chat/completions", gh)]

@@ -41,6 +41,7 @@ from bench_gateway import (
     ROOT,
     UPSTREAM,
     _forwarded_rows,
+    bench_token,
     free_port,
     litellm_proxy,
     stop,
@@ -230,23 +231,13 @@ def main() -> None:
         upstream = f"http://127.0.0.1:{port}"
         wait_ready(upstream, procs[-1])
         sys.path.insert(0, str(srcs[-1]))
-        from reasonwire.govern.binding import KeyRing, issue
+        from reasonwire.govern.binding import KeyRing
 
         ring = KeyRing.generate("bench")
         ring.save_dir(tmp / "keys")
         (tmp / "keys" / "bench.key.pem").unlink()  # the hook holds the public key only
         (tmp / "bench_policy.py").write_text(POLICY)
-        token = issue(
-            ring,
-            conversation_id="bench-conv",
-            task_id="t",
-            runtime_id="bench",
-            runtime_version="1",
-            route_id="bench",
-            requested="medium",
-            ceiling="high",
-            ttl_seconds=3600,
-        )
+        token = bench_token(ring)
         alone_h = {"Authorization": f"Bearer {MASTER}"}
         hooked_h = alone_h | {
             "x-reasonwire-binding": token,
