@@ -5,30 +5,17 @@ or replaced under the same key id after the token was cached."""
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
 from reasonwire.errors import PolicyRefusal
 from reasonwire.govern.binding import KeyRing, issue
 from reasonwire.govern.verified import VerifiedBindings
-from tests.govern.conftest import SUBJECT_CLAIMS
-
-# Issue time of every token here (exp = T0 + TTL); in the past, as PyJWT checks iat against
-# its own clock, which the tests do not move.
-T0 = int(time.time()) - 10
-TTL = 60
-CLAIMS: dict[str, Any] = {**SUBJECT_CLAIMS, "ttl_seconds": TTL, "now": T0}
+from tests.govern.test_binding_cache import CLAIMS, T0, TTL, _at
 
 
 @pytest.fixture
 def ring() -> KeyRing:
     return KeyRing.generate("k1")
-
-
-def _at(monkeypatch: pytest.MonkeyPatch, now: float) -> None:
-    monkeypatch.setattr("time.time", lambda: now)
 
 
 def _refused(cache: VerifiedBindings, token: str) -> str:
