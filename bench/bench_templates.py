@@ -27,7 +27,12 @@ from reasonwire.llamacpp.sdist import templates_dir, vocab_dir
 from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer
 from reasonwire.templates import _count_cache
 from reasonwire.templates.fixture import POSITIONS, TOOLS, VARIANTS, Fixture
-from reasonwire.templates.render import _parsed, compile_template, render_chat_template
+from reasonwire.templates.render import (
+    _compiled,
+    compile_template,
+    render_chat_template,
+    variables_read,
+)
 from reasonwire.templates.scan import (
     ScanOptions,
     ScanResult,
@@ -48,12 +53,18 @@ def _counting_from_file(path: str | Path) -> GGUFVocabTokenizer:
     return _real_from_file(path)
 
 
+def _fresh_process() -> None:
+    """Clear what a fresh process would not have: the in-process template caches."""
+    compile_template.cache_clear()
+    _compiled.cache_clear()
+    variables_read.cache_clear()
+
+
 def _timed_scan(
     sources: list[TemplateSource], vocabs: Path, opts: ScanOptions | None = None
 ) -> tuple[ScanResult, float, int]:
     """One scan as a fresh process runs it (template caches cleared); (result, s, loads)."""
-    compile_template.cache_clear()
-    _parsed.cache_clear()
+    _fresh_process()
     _loads.clear()
     t0 = time.perf_counter()
     result = scan(sources, opts, vocab_dir=vocabs)
@@ -96,8 +107,7 @@ def main() -> None:
         except Exception:  # a peer timing: failures are only counted
             pass
     plain_s = time.perf_counter() - t0
-    compile_template.cache_clear()
-    _parsed.cache_clear()
+    _fresh_process()
     with tempfile.TemporaryDirectory() as store:
         os.environ["REASONWIRE_CACHE"] = store  # first renders: nothing compiled is stored
         t0 = time.perf_counter()

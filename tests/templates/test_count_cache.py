@@ -128,16 +128,17 @@ MESSAGES: list[JsonObject] = [{"role": "user", "content": "hi"}]
 
 @pytest.fixture
 def compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Parses of a template (the step a stored entry skips), with an empty store."""
+    """Parse-and-generate passes over a template (the step a stored entry skips), with an
+    empty store."""
     monkeypatch.setenv("REASONWIRE_CACHE", str(tmp_path))
     seen: list[str] = []
-    real = render._parsed
+    real = render._compiled
 
     def counting(template: str, compat: bool) -> object:
         seen.append(template)
         return real.__wrapped__(template, compat)
 
-    monkeypatch.setattr(render, "_parsed", counting)
+    monkeypatch.setattr(render, "_compiled", counting)
     render.compile_template.cache_clear()
     render.variables_read.cache_clear()
     return seen
@@ -151,24 +152,34 @@ def _fresh_process() -> None:
 def test_a_compiled_template_is_stored_and_reused(compiles: list[str], tmp_path: Path) -> None:
     assert render.render_chat_template(TEMPLATE, MESSAGES, extra=True) == "[user]hi!"
     assert render.variables_read(TEMPLATE) == {"messages", "extra"}
-    assert len(compiles) == 2
+    assert len(compiles) == 1  # one pass gives the code and the variables
     _fresh_process()
     assert render.render_chat_template(TEMPLATE, MESSAGES, extra=False) == "[user]hi"
     assert render.variables_read(TEMPLATE) == {"messages", "extra"}
-    assert len(compiles) == 2  # both read from the store
+    assert len(compiles) == 1  # both read from the store
     assert render.render_chat_template(TEMPLATE + "?", MESSAGES) == "[user]hi?"
-    assert len(compiles) == 3
+    assert len(compiles) == 2
+
+
+def test_variables_asked_first_are_stored_too(compiles: list[str]) -> None:
+    assert render.variables_read(TEMPLATE) == {"messages", "extra"}
+    _fresh_process()
+    assert render.variables_read(TEMPLATE) == {"messages", "extra"}
+    assert len(compiles) == 1
 
 
 def test_a_corrupt_or_foreign_compiled_entry_is_a_miss(compiles: list[str], tmp_path: Path) -> None:
     render.compile_template(TEMPLATE)
     render.variables_read(TEMPLATE)
+    assert len(compiles) == 1
     for entry in (tmp_path / "compiled-templates").iterdir():
         entry.write_bytes(b"\x00not marshal data")
     _fresh_process()
-    assert render.render_chat_template(TEMPLATE, MESSAGES, extra=True) == "[user]hi!"
     assert render.variables_read(TEMPLATE) == {"messages", "extra"}
-    assert len(compiles) == 4
+    assert len(compiles) == 2
+    render.compile_template.cache_clear()
+    assert render.render_chat_template(TEMPLATE, MESSAGES, extra=True) == "[user]hi!"
+    assert len(compiles) == 3
     # an environment module with other bytes names other entries
     other = tmp_path / "other_render.py"
     other.write_text("# another environment\n")

@@ -26,7 +26,9 @@ import json
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache, partial
+from io import StringIO
 from pathlib import Path
+from types import CodeType
 
 from reasonwire._extras import as_missing_extra
 from reasonwire.errors import TemplateRenderError, _RaisedByTemplate
@@ -36,8 +38,9 @@ from reasonwire.wire.model import JSON, JsonObject
 try:
     import jinja2
     import jinja2.ext
-    import jinja2.meta
     import jinja2.nodes
+    from jinja2.compiler import CodeGenerator
+    from jinja2.meta import TrackingCodeGenerator
     from jinja2.parser import Parser
     from jinja2.sandbox import ImmutableSandboxedEnvironment, SandboxedEnvironment
 except ModuleNotFoundError as _exc:  # one line naming the extra, not a bare ImportError
@@ -115,32 +118,52 @@ _COMPAT_ENV = _environment(compat=True)
 _STORE = CompiledStore(Path(__file__))
 
 
+class _CodeAndVariables(TrackingCodeGenerator):
+    """jinja2's code generator that also records the variables a template reads.
+
+    Why: ``jinja2.meta.find_undeclared_variables`` is a whole code-generation pass that writes
+    nothing (its ``TrackingCodeGenerator``), as costly as compiling; a scan needs both the code
+    and the variables of every template. This generator keeps that frame hook and writes the
+    code too, so one pass gives what the two gave: the same code as ``Environment.compile``
+    (same tree, names and optimizer setting) and the same variables as ``jinja2.meta``."""
+
+    write = CodeGenerator.write
+
+    def __init__(self, environment: jinja2.Environment, out: StringIO) -> None:
+        CodeGenerator.__init__(self, environment, None, None, out, optimized=environment.optimized)
+        self.undeclared_identifiers = set()
+
+
 @lru_cache(maxsize=512)
-def _parsed(template: str, compat: bool) -> tuple[jinja2.nodes.Template, frozenset[str]]:
-    """The template's syntax tree and the variables it reads, from one parse. Why: a scan
-    both compiles every template and asks what it reads; parsing is most of either cost.
-    The variables are taken before the tree is compiled (compiling may rewrite it)."""
+def _compiled(template: str, compat: bool) -> tuple[CodeType, frozenset[str]]:
+    """The template's code and the variables it reads, from one parse and one generation
+    pass (the variables are found on the tree as parsed, as ``jinja2.meta`` finds them)."""
     env = _COMPAT_ENV if compat else _HF_ENV
     try:
         tree = env.parse(template)
+        out = StringIO()
+        generator = _CodeAndVariables(env, out)
+        try:
+            generator.visit(tree)
+        except jinja2.TemplateSyntaxError:
+            env.handle_exception()  # as Environment.compile reports its own errors
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
-    return tree, frozenset(jinja2.meta.find_undeclared_variables(tree))
+    code = env._compile(out.getvalue(), "<template>")  # Environment.compile's step
+    return code, frozenset(generator.undeclared_identifiers)
 
 
 @lru_cache(maxsize=512)
 def compile_template(template: str, *, compat: bool = False) -> jinja2.Template:
     """Compile once per template text (a scan renders each template dozens of times), and
-    once across scans: the compiled code is stored on disk (:mod:`._compiled_store`)."""
+    once across scans: the compiled code and the variables read are stored on disk
+    (:mod:`._compiled_store`)."""
     env = _COMPAT_ENV if compat else _HF_ENV
     code = _STORE.load_code(template, compat)
     if code is None:
-        tree, _ = _parsed(template, compat)
-        try:
-            code = env.compile(tree)
-        except jinja2.TemplateSyntaxError as exc:
-            raise TemplateRenderError(f"template syntax error (line {exc.lineno}): {exc}") from exc
+        code, variables = _compiled(template, compat)
         _STORE.save_code(template, compat, code)
+        _STORE.save_variables(template, compat, variables)
     return env.template_class.from_code(env, code, env.make_globals(None))
 
 
@@ -149,12 +172,12 @@ def variables_read(template: str) -> frozenset[str]:
     """The variables ``template`` reads that it does not set itself (``messages``, ``tools``,
     ``clear_thinking`` ...). Why: a server setting that reaches templates as a variable
     changes a verdict only where the template reads it; the report names those. Stored on
-    disk like the compiled code."""
+    disk with the compiled code."""
     stored = _STORE.load_variables(template, False)
     if stored is not None:
         return stored
     try:
-        variables = _parsed(template, False)[1]
+        variables = _compiled(template, False)[1]
     except TemplateRenderError:
         return frozenset()
     _STORE.save_variables(template, False, variables)
