@@ -6,7 +6,8 @@ Peer in the same run: the same cells sent model by model (one model's calls at a
 model for the full method.
 
 Then, on the real llama-server (one slot: ``--parallel 1``, ``total_slots`` 1) with the Qwen3,
-Kimi-K3 and Llama-3.1 templates: calls per model against the reference count (12), and the
+Kimi-K3 and Llama-3.1 templates: calls per model against the reference count (13, from the
+method's rules: see ``REFERENCE_CALLS``), and the
 wall time at the default workers against one worker (bar: default <= 1.5x one worker; before
 the per-route slot cap the default took 5.8-7.0 s against 0.7-1.0 s). ``--no-local`` skips it.
 
@@ -55,7 +56,19 @@ async def model_by_model(targets: list[Target], out: Path, workers: int) -> tupl
     return time.monotonic() - t, sent
 
 
-REFERENCE_CALLS = 12
+REFERENCE_CALLS = 10 + 3
+"""Calls per model the method's documented rules give on this server with these templates
+(docs/quickstart/consumption.md, "The method's rules"): the text step's 5 variants (``none``,
+``reasoning_content``, ``reasoning``, ``reasoning_details``, ``all``) at 2 positions = 10, and
+turn 1 at low, medium and high = 3: the tiny model never calls the tool, and since the effort
+climbs on no tool call too (the rule added after this bench was written, when 12 was the
+reference: turn 1 then stopped at its first level), turn 1 is sent once per level of the
+ladder (``local-llama`` takes ``reasoning_effort``), with nothing for turn 2 to replay. T costs
+no call (llama-server has no count endpoint: the chars/4 estimate). The calls are free
+(loopback): the rule against a paid call that can no longer change the result does not bear
+on them; the server's template ignores the effort (``/props`` ``chat_template_caps``
+``supports_reasoning_effort`` false for all three), so the medium and high turn 1s render the
+same prompt as low."""
 LOCAL_TEMPLATES = ("Qwen-Qwen3-0.6B", "Kimi-K3", "meta-llama-Llama-3.1-8B-Instruct")
 
 

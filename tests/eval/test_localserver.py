@@ -38,10 +38,11 @@ def test_qwen3_template_verdicts(qwen3_server: LocalServer, tmp_path: Path) -> N
     assert text["reasoning"]["in_loop"]["delta"] == 0
 
 
-REFERENCE_CALLS = 12 + 2
-"""Paid calls per model of the reference method on this server with these templates: 12, plus
-the two turn-1 calls the method adds when turn 1 makes no tool call (it climbs low > medium >
-high before it stops; a tiny model never calls the tool)."""
+REFERENCE_CALLS = 10 + 3
+"""Calls per model the method's documented rules give on this server with these templates:
+the text step's 5 variants (``none`` and four carriers) at 2 positions = 10, and turn 1 once
+per effort level (low > medium > high: it climbs on no tool call, and a tiny model never calls
+the tool) = 3; nothing for turn 2 to replay, and T costs no call (no count endpoint)."""
 
 TEMPLATE_VERDICTS = {
     "Qwen-Qwen3-0.6B": "in-loop-only",  # renders reasoning after the last user query only

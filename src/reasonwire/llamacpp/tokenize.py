@@ -21,15 +21,22 @@ vocabulary fits a template.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import math
 import struct
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
+
+import orjson
 
 from reasonwire.errors import ConfigError
 from reasonwire.wire.model import JSON, JsonObject
+
+if TYPE_CHECKING:
+    from tokenizers.models import BPE
 
 CHARS_PER_TOKEN = 4
 
@@ -227,12 +234,8 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
                 itype, count = unpack("<IQ", data, o)
                 o += 12
                 if itype == GGUFValueType.STRING:
-                    items: list[JSON] = []
-                    for _ in range(count):
-                        (n,) = unpack("<Q", data, o)
-                        items.append(data[o + 8 : o + 8 + n].decode("utf-8", errors="replace"))
-                        o += 8 + n
-                    return items, o
+                    items, o = _strings(data, o, count)
+                    return cast(list[JSON], items), o
                 fmt = scalar[GGUFValueType(itype)]
                 size = struct.calcsize(fmt)
                 arr = list(struct.unpack_from(f"<{count}{fmt[1]}", data, o))
@@ -252,8 +255,60 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
         raise ConfigError(f"{path}: malformed GGUF metadata ({exc})") from exc
 
 
+_U64 = struct.Struct("<Q").unpack_from
+
+
+def _strings(data: bytes, o: int, count: int) -> tuple[list[str], int]:
+    """``count`` GGUF strings (a little-endian u64 length, then UTF-8 bytes) from offset ``o``,
+    and the offset after them. Why a loop of its own: a vocabulary is two arrays of 100k-280k
+    strings (tokens and merges); with the length reader bound once this loop is most of
+    reading a vocabulary file."""
+    items: list[str] = []
+    append = items.append
+    for _ in range(count):
+        (n,) = _U64(data, o)
+        o += 8
+        end = o + n
+        append(data[o:end].decode("utf-8", errors="replace"))
+        o = end
+    return items, o
+
+
 class _Engine(Protocol):
     def encode(self, text: str, parse_special: bool) -> list[int]: ...
+
+
+class _SharedBPE:
+    """One built BPE model (tokens, merges, ``ignore_merges``), shared by every engine built
+    from the same three while one of them is alive (see :func:`_bpe_model`)."""
+
+    __slots__ = ("__weakref__", "bpe")
+
+    def __init__(self, bpe: BPE) -> None:
+        self.bpe = bpe
+
+
+_BUILT: weakref.WeakValueDictionary[str, _SharedBPE] = weakref.WeakValueDictionary()
+
+
+def _bpe_model(vocab: _GGUFVocab) -> _SharedBPE:
+    """The BPE model of ``vocab``, built once for vocabularies that differ only in their
+    pre-tokenizer. Why: building the merge table is most of loading a vocabulary, and
+    llama.cpp ships some twice (``qwen2`` and ``qwen35``: the same tokens and merges, another
+    pre-tokenizer). The BPE of a word depends on the tokens, the merges and ``ignore_merges``
+    alone, so those three, digested, are the key; the pre-tokenizer and added tokens stay
+    each engine's own."""
+    from tokenizers import models
+
+    ignore_merges = vocab.pre in _IGNORE_MERGES
+    key = hashlib.sha256(orjson.dumps([vocab.tokens, vocab.merges, ignore_merges])).hexdigest()
+    shared = _BUILT.get(key)
+    if shared is None:
+        ids = {tok: i for i, tok in enumerate(vocab.tokens)}
+        merges = [(a, b) for a, _, b in (m.partition(" ") for m in vocab.merges)]
+        shared = _SharedBPE(models.BPE(vocab=ids, merges=merges, ignore_merges=ignore_merges))
+        _BUILT[key] = shared
+    return shared
 
 
 class _ByteLevelBPE:
@@ -261,20 +316,14 @@ class _ByteLevelBPE:
 
     def __init__(self, vocab: _GGUFVocab) -> None:
         try:
-            from tokenizers import AddedToken, Regex, Tokenizer, models, pre_tokenizers
+            from tokenizers import AddedToken, Regex, Tokenizer, pre_tokenizers
         except ImportError as exc:  # pragma: no cover - declared dependency
             raise ConfigError("the tokenizers package is needed for BPE vocabularies") from exc
         patterns = PRE_TOKENIZERS.get(vocab.pre)
         if patterns is None:
             raise ConfigError(f"no pre-tokenizer known for tokenizer.ggml.pre={vocab.pre!r}")
-        ids = {tok: i for i, tok in enumerate(vocab.tokens)}
-        merges = [(a, b) for a, _, b in (m.partition(" ") for m in vocab.merges)]
-        bpe = models.BPE(
-            vocab=ids,
-            merges=merges,
-            ignore_merges=vocab.pre in _IGNORE_MERGES,
-        )
-        tok = Tokenizer(bpe)
+        self._model = _bpe_model(vocab)  # kept alive while this engine uses it
+        tok = Tokenizer(self._model.bpe)
         splits: list[JSON] = [pre_tokenizers.Split(Regex(p), behavior="isolated") for p in patterns]
         splits.append(pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False))
         tok.pre_tokenizer = pre_tokenizers.Sequence(splits)
