@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -10,8 +12,10 @@ import pytest
 from reasonwire.errors import ConfigError
 from reasonwire.llamacpp.sdist import vocab_dir
 from reasonwire.llamacpp.tokenize import (
+    _GGUF_MAGIC,
     GGUFVocabTokenizer,
     _ByteLevelBPE,
+    _GGUFType,
     _read_gguf,
     read_vocab_tests,
 )
@@ -98,3 +102,22 @@ def test_other_merges_or_merge_rule_build_their_own_model() -> None:
     # llama3's pre-tokenizer sets ignore_merges (a whole-word vocabulary hit skips the merges)
     ignoring = _ByteLevelBPE(replace(vocab, pre="llama3"))
     assert ignoring._model is not _model_of(qwen2)
+
+
+def test_the_gguf_codes_are_the_gguf_packages() -> None:
+    import gguf
+
+    assert _GGUF_MAGIC == gguf.GGUF_MAGIC
+    assert {t.name: int(t) for t in _GGUFType} == {t.name: int(t) for t in gguf.GGUFValueType}
+
+
+def test_reading_a_vocabulary_imports_no_numpy() -> None:
+    """The scan's first vocabulary load does not pay for numpy (the gguf package imports it)."""
+    code = (
+        "import sys; from pathlib import Path; "
+        "from reasonwire.llamacpp.tokenize import GGUFVocabTokenizer; "
+        f"GGUFVocabTokenizer.from_file(Path({str(vocab_dir() / 'ggml-vocab-phi-3.gguf')!r})); "
+        "print(sorted(m for m in ('numpy', 'gguf') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -6,7 +6,7 @@ ships real vocabularies as ``ggml-vocab-*.gguf`` files, together with ``.inp``/`
 recorded from the reference tokenizers; those pairs are the ground truth the tests check.
 
 How: tokens, merges, token types and the pre-tokenizer name (``tokenizer.ggml.pre``) are read
-from the GGUF metadata (:func:`read_gguf_metadata`, with the ``gguf`` package's type codes).
+from the GGUF metadata (:func:`read_gguf_metadata`, with the GGUF format's type codes).
 For byte-level BPE vocabularies (``tokenizer.ggml.model == "gpt2"``)
 the HF ``tokenizers`` engine is assembled from that data: a sequence of regex splits chosen by
 the pre-tokenizer name (each split keeps both the matches and the text between them, as
@@ -27,6 +27,7 @@ import math
 import struct
 import weakref
 from dataclasses import dataclass, field
+from enum import IntEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, cast
 
@@ -188,37 +189,59 @@ def _read_gguf(path: Path) -> _GGUFVocab:
     )
 
 
+_GGUF_MAGIC = 0x46554747
+"""The first four bytes of a GGUF file, ``GGUF``, read as a little-endian u32."""
+
+
+class _GGUFType(IntEnum):
+    """The GGUF format's metadata value types (ggml ``docs/gguf.md``; the test suite checks
+    them against the ``gguf`` package's own). Why not import that package: it imports numpy
+    on the way, about 0.2 s of a scan's first vocabulary load, for these thirteen codes."""
+
+    UINT8 = 0
+    INT8 = 1
+    UINT16 = 2
+    INT16 = 3
+    UINT32 = 4
+    INT32 = 5
+    FLOAT32 = 6
+    BOOL = 7
+    STRING = 8
+    ARRAY = 9
+    UINT64 = 10
+    INT64 = 11
+    FLOAT64 = 12
+
+
 def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
     """The key/value metadata of a GGUF file (keys starting with ``prefix``).
 
     Why not ``gguf.GGUFReader``: it maps every tensor and builds a numpy view per array
     element, about 9 s for a 150k-token vocabulary; a scan needs the metadata only, which
     this single pass over the header reads in a fraction of a second. Value type codes and
-    the magic come from the ``gguf`` package's constants.
+    the magic are the format's (:class:`_GGUFType`, :data:`_GGUF_MAGIC`).
     """
-    from gguf import GGUF_MAGIC, GGUFValueType
-
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read GGUF file {path}: {exc}") from exc
     scalar = {
-        GGUFValueType.UINT8: "<B",
-        GGUFValueType.INT8: "<b",
-        GGUFValueType.UINT16: "<H",
-        GGUFValueType.INT16: "<h",
-        GGUFValueType.UINT32: "<I",
-        GGUFValueType.INT32: "<i",
-        GGUFValueType.FLOAT32: "<f",
-        GGUFValueType.BOOL: "<?",
-        GGUFValueType.UINT64: "<Q",
-        GGUFValueType.INT64: "<q",
-        GGUFValueType.FLOAT64: "<d",
+        _GGUFType.UINT8: "<B",
+        _GGUFType.INT8: "<b",
+        _GGUFType.UINT16: "<H",
+        _GGUFType.INT16: "<h",
+        _GGUFType.UINT32: "<I",
+        _GGUFType.INT32: "<i",
+        _GGUFType.FLOAT32: "<f",
+        _GGUFType.BOOL: "<?",
+        _GGUFType.UINT64: "<Q",
+        _GGUFType.INT64: "<q",
+        _GGUFType.FLOAT64: "<d",
     }
     unpack = struct.unpack_from
     try:
         magic, version = unpack("<II", data, 0)
-        if magic != GGUF_MAGIC or version < 2:
+        if magic != _GGUF_MAGIC or version < 2:
             raise ConfigError(f"{path} is not a GGUF v2+ file")
         _n_tensors, n_kv = unpack("<QQ", data, 8)
         off = 24
@@ -228,19 +251,19 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
             return data[o + 8 : o + 8 + n].decode("utf-8", errors="replace"), o + 8 + n
 
         def read_value(vtype: int, o: int) -> tuple[JSON, int]:
-            if vtype == GGUFValueType.STRING:
+            if vtype == _GGUFType.STRING:
                 return read_str(o)
-            if vtype == GGUFValueType.ARRAY:
+            if vtype == _GGUFType.ARRAY:
                 itype, count = unpack("<IQ", data, o)
                 o += 12
-                if itype == GGUFValueType.STRING:
+                if itype == _GGUFType.STRING:
                     items, o = _strings(data, o, count)
                     return cast(list[JSON], items), o
-                fmt = scalar[GGUFValueType(itype)]
+                fmt = scalar[_GGUFType(itype)]
                 size = struct.calcsize(fmt)
                 arr = list(struct.unpack_from(f"<{count}{fmt[1]}", data, o))
                 return arr, o + size * count
-            fmt = scalar[GGUFValueType(vtype)]
+            fmt = scalar[_GGUFType(vtype)]
             return unpack(fmt, data, o)[0], o + struct.calcsize(fmt)
 
         meta: JsonObject = {}
