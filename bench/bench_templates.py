@@ -1,7 +1,11 @@
 """Benchmark: the offline chat-template scan over the whole llama.cpp corpus.
 
-Bar: every corpus template, all variants and positions, in under 5 s on this machine once the
-token counts are stored (issue 28: no repeated work), and under 30 s from an empty store.
+Bar (issue 28): every corpus template, all variants and positions, in under 5 s on this
+machine, once the token counts are stored (no repeated work) and from empty stores too: the
+first scan after install, what a user sees first (the llama.cpp tree is fetched before timing;
+no stored counts, no stored compiled templates). The empty-store scan's CPU time is printed
+beside its wall time: on a loaded machine the CPU time is the figure a quiet machine's wall
+time comes near.
 Peers measured in the same run: the scan from an empty store (every vocabulary loaded and
 every template compiled, as before the stores existed), the same scan counting chars/4 (no
 vocabulary, compiled templates stored: the floor a stored scan can reach), and a plain
@@ -42,9 +46,10 @@ from reasonwire.templates.scan import (
 )
 
 BAR_SECONDS = 5.0
-COLD_BAR_SECONDS = 30.0
+COLD_BAR_SECONDS = 5.0
 
 _loads: Counter[str] = Counter()
+_cpu: list[float] = []  # CPU seconds of each timed scan, in order
 _real_from_file = GGUFVocabTokenizer.from_file
 
 
@@ -66,8 +71,9 @@ def _timed_scan(
     """One scan as a fresh process runs it (template caches cleared); (result, s, loads)."""
     _fresh_process()
     _loads.clear()
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = scan(sources, opts, vocab_dir=vocabs)
+    _cpu.append(time.process_time() - c0)
     return result, time.perf_counter() - t0, sum(_loads.values())
 
 
@@ -140,9 +146,9 @@ def main() -> None:
         f"; rows identical to the empty-store scan: {same}"
     )
     print(
-        f"peer: full scan, empty stores ({cold_loads} vocabulary loads, every template compiled, "
-        f"as before the stores): "
-        f"{cold_s:.2f} s (bar < {COLD_BAR_SECONDS:.0f} s: "
+        f"first run: full scan, empty stores ({cold_loads} vocabulary loads, every template "
+        f"compiled): "
+        f"{cold_s:.2f} s, cpu {_cpu[0]:.2f} s (bar < {COLD_BAR_SECONDS:.0f} s: "
         f"{'PASS' if cold_s < COLD_BAR_SECONDS else 'FAIL'})  ratio stored/empty = "
         f"{full_s / cold_s:.2f}"
     )
