@@ -29,7 +29,7 @@ import weakref
 from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING, Protocol
 
 import orjson
 
@@ -257,8 +257,12 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
                 itype, count = unpack("<IQ", data, o)
                 o += 12
                 if itype == _GGUFType.STRING:
-                    items, o = _strings(data, o, count)
-                    return cast(list[JSON], items), o
+                    items: list[JSON] = []
+                    for _ in range(count):
+                        (n,) = unpack("<Q", data, o)
+                        items.append(data[o + 8 : o + 8 + n].decode("utf-8", errors="replace"))
+                        o += 8 + n
+                    return items, o
                 fmt = scalar[_GGUFType(itype)]
                 size = struct.calcsize(fmt)
                 arr = list(struct.unpack_from(f"<{count}{fmt[1]}", data, o))
@@ -276,25 +280,6 @@ def read_gguf_metadata(path: Path, *, prefix: str = "") -> JsonObject:
         return meta
     except (struct.error, ValueError, KeyError) as exc:
         raise ConfigError(f"{path}: malformed GGUF metadata ({exc})") from exc
-
-
-_U64 = struct.Struct("<Q").unpack_from
-
-
-def _strings(data: bytes, o: int, count: int) -> tuple[list[str], int]:
-    """``count`` GGUF strings (a little-endian u64 length, then UTF-8 bytes) from offset ``o``,
-    and the offset after them. Why a loop of its own: a vocabulary is two arrays of 100k-280k
-    strings (tokens and merges); with the length reader bound once this loop is most of
-    reading a vocabulary file."""
-    items: list[str] = []
-    append = items.append
-    for _ in range(count):
-        (n,) = _U64(data, o)
-        o += 8
-        end = o + n
-        append(data[o:end].decode("utf-8", errors="replace"))
-        o = end
-    return items, o
 
 
 class _Engine(Protocol):
