@@ -133,8 +133,8 @@ def test_the_pending_row_is_committed_before_the_attempt_is_let_out(ring: KeyRin
         out = await gov.apre_call(request(ring), "acompletion")
         gov.attempt_start({"model": MODEL, "metadata": out["metadata"]})
         outcomes = [r.outcome for r in gov.store.rows("c1")]
+        store.down = True  # the first attempt's row is written when the call is admitted
         out2 = await gov.apre_call(request(ring), "acompletion")
-        store.down = True
         with pytest.raises(StoreUnavailable):  # no row: the attempt is not let out
             gov.attempt_start({"model": MODEL, "metadata": out2["metadata"]})
         return outcomes

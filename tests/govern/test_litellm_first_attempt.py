@@ -1,0 +1,249 @@
+"""The first attempt's pending row, written when the LiteLLM hook admits a call (on the same
+store thread, right after answering the proxy) and waited for by the attempt: evidence first
+still holds (no attempt without its committed row, the async entry point included), and a
+call that never gets an attempt - LiteLLM ends it first, the hook stops waiting for its
+admission or for the row, the call is forgotten - leaves no row ``pending``: the row is closed
+``refused`` with the reason, once its write is committed.
+
+Expected rows come from the rules in ``Governor``'s docstrings (outcome ``refused`` for an
+attempt never let out, the reason strings the module writes), not from the code's output."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from reasonwire.errors import HookRefused, StoreUnavailable
+from reasonwire.govern import litellm_hook
+from reasonwire.govern.binding import KeyRing
+from reasonwire.govern.evidence import SQLiteStore
+from reasonwire.govern.litellm_hook import Governor
+from tests.govern.test_litellm_governor import (
+    ANSWER,
+    MODEL,
+    DownStore,
+    StuckStore,
+    call,
+    governor,
+    request,
+)
+
+
+@pytest.fixture
+def ring() -> KeyRing:
+    return KeyRing.generate("k1")
+
+
+def settled(gov: Governor, conv: str, n: int) -> list[tuple[str, str | None]]:
+    """(outcome, reason) of the conversation's rows once ``n`` rows exist and none is
+    ``pending`` (a closing may run on a store thread, after the row's write), or as they are
+    after a 10 s deadline."""
+    deadline = time.monotonic() + 10
+    while True:
+        rows = gov.store.rows(conv)
+        done = len(rows) >= n and all(r.outcome != "pending" for r in rows)
+        if done or time.monotonic() > deadline:
+            return [(r.outcome, r.reason) for r in rows]
+        time.sleep(0.01)
+
+
+def attempt_of(out: Any) -> Any:
+    return {"model": MODEL, "metadata": out["metadata"]}
+
+
+def test_the_first_attempt_s_row_is_committed_when_the_call_is_admitted(ring: KeyRing) -> None:
+    gov = governor(ring)
+    out = gov.pre_call(request(ring), "acompletion")
+    (row,) = gov.store.rows("c1")  # before any attempt: the row is there, pending
+    assert (row.outcome, row.attempt) == ("pending", 1)
+    gov.attempt_start(attempt_of(out))
+    gov.attempt_answered(out, ANSWER)
+    gov.answer(out, ANSWER)
+    assert [(r.call_id, r.outcome) for r in gov.store.rows("c1")] == [(row.call_id, "forwarded")]
+
+
+def test_a_store_down_at_admission_lets_no_attempt_out_from_the_loop(ring: KeyRing) -> None:
+    store = DownStore()
+    gov = governor(ring, store=store)
+    call(gov, request(ring))  # the conversation's effort fixed while the store is up
+
+    async def run() -> None:
+        store.down = True
+        out = await gov.apre_call(request(ring), "acompletion")  # admitted: no store needed
+        with pytest.raises(HookRefused) as info:
+            await gov.aattempt_start(attempt_of(out))
+        assert (info.value.status, info.value.reason) == (503, "store-unavailable")
+
+    asyncio.run(run())
+    assert [r.outcome for r in gov.store.rows("c1")] == ["forwarded"]
+
+
+def test_a_later_attempt_writes_its_own_row_before_it_goes(ring: KeyRing) -> None:
+    store = DownStore()
+    gov = governor(ring, store=store)
+
+    async def run() -> None:
+        out = await gov.apre_call(request(ring), "acompletion")
+        await gov.aattempt_start(attempt_of(out))
+        gov.attempt_failed(out, RuntimeError("a 429"))
+        store.down = True
+        with pytest.raises(HookRefused) as info:  # the retry: no row, so not let out
+            await gov.aattempt_start(attempt_of(out))
+        assert info.value.status == 503
+        store.down = False
+        await gov.aattempt_start(attempt_of(out))
+        gov.attempt_answered(out, ANSWER)
+
+    asyncio.run(run())
+    rows = gov.store.rows("c1")
+    # attempts are LiteLLM's, numbered as it starts them: its second was not let out
+    assert [(r.outcome, r.attempt) for r in rows] == [("upstream-error", 1), ("forwarded", 3)]
+
+
+class Refused(Exception):
+    status_code = 429
+
+
+def test_a_call_litellm_fails_before_any_attempt_leaves_no_pending_row(ring: KeyRing) -> None:
+    gov = governor(ring)
+
+    async def run() -> None:
+        out = await gov.apre_call(request(ring), "acompletion")
+        assert gov.failed(out, Refused()) is True  # one of the hook's calls
+
+    asyncio.run(run())
+    assert settled(gov, "c1", 1) == [("refused", "litellm refused: Refused")]
+    assert gov.store.rows("c1")[0].status_code == 429
+
+
+def test_a_call_answered_without_an_attempt_leaves_no_pending_row(ring: KeyRing) -> None:
+    gov = governor(ring)
+
+    async def run() -> None:
+        out = await gov.apre_call(request(ring), "acompletion")
+        gov.answer(out, ANSWER)
+
+    asyncio.run(run())
+    reason = "litellm ended the call before any upstream attempt"
+    assert settled(gov, "c1", 1) == [("refused", reason)]
+
+
+def test_a_forgotten_call_s_unsent_row_is_closed(
+    ring: KeyRing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(litellm_hook, "_MAX_PENDING", 1)
+    gov = governor(ring)
+    gov.pre_call(request(ring), "acompletion")
+    gov.pre_call(request(ring), "acompletion")  # the first call is forgotten
+    # pre_call commits its row before it returns, so the closing ran already
+    rows = [(r.outcome, r.reason) for r in gov.store.rows("c1")]
+    assert sorted(rows, key=str) == [
+        ("pending", None),  # the second call's, still waiting for its attempt
+        ("refused", "no outcome reported by litellm"),
+    ]
+
+
+def test_an_attempt_that_stops_waiting_for_its_row_closes_it_once_written(
+    ring: KeyRing,
+) -> None:
+    store = StuckStore()
+    gov = governor(ring, store=store, store_timeout=0.05)
+    call(gov, request(ring))
+    store.stuck = True
+
+    async def run() -> None:
+        out = await gov.apre_call(request(ring), "acompletion")  # its row's write is stuck
+        with pytest.raises(HookRefused) as info:
+            await gov.aattempt_start(attempt_of(out))
+        assert (info.value.status, info.value.reason) == (503, "store-unavailable")
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.release.set()
+    reason = "store-unavailable: the hook stopped waiting"
+    assert settled(gov, "c1", 2) == [("forwarded", None), ("refused", reason)]
+
+
+def test_the_sync_attempt_stops_waiting_within_the_budget(ring: KeyRing) -> None:
+    store = StuckStore()
+    gov = governor(ring, store=store, store_timeout=0.05)
+    call(gov, request(ring))
+    store.stuck = True
+    out, admitted = gov._pre_call(request(ring), "acompletion", None)  # row not yet written
+    assert admitted is not None and admitted.prepared is not None
+    gov.executor.submit(gov._write_prepared, admitted, admitted.prepared)  # stuck
+    try:
+        with pytest.raises(StoreUnavailable):
+            gov.attempt_start(attempt_of(out))
+    finally:
+        store.release.set()
+    reason = "store-unavailable: the hook stopped waiting"
+    assert settled(gov, "c1", 2) == [("forwarded", None), ("refused", reason)]
+
+
+class SlowFirstCall(SQLiteStore):
+    """A store whose first fixing of a conversation's effort waits until released."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+
+    def _first(self, table: str, column: str, conv: str, value: str) -> str:
+        self.release.wait(30)
+        return super()._first(table, column, conv, value)
+
+
+def test_an_admission_the_loop_stopped_waiting_for_lets_nothing_out(ring: KeyRing) -> None:
+    """The loop gives up first: the store thread, admitting later, registers no call and
+    writes no row (the client has its 503)."""
+    store = SlowFirstCall()
+    gov = governor(ring, store=store, store_timeout=0.05)
+
+    async def run() -> None:
+        with pytest.raises(HookRefused) as info:
+            await gov.apre_call(request(ring), "acompletion")
+        assert info.value.status == 503
+
+    try:
+        asyncio.run(run())
+    finally:
+        store.release.set()
+    gov.executor.shutdown(wait=True)  # the admission has finished
+    assert gov.store.rows("c1") == []
+    assert gov._calls == {}
+
+
+def test_an_admission_answered_too_late_closes_its_row(
+    ring: KeyRing, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store thread admits first, but its answer reaches the loop after the budget: the
+    loop ends the call, and its first row is closed ``refused`` once written."""
+    gov = governor(ring, store_timeout=0.05)
+    late = threading.Event()
+    settle = litellm_hook._settle
+
+    def slow_settle(*args: Any) -> None:
+        late.wait(30)  # until the loop has given up
+        settle(*args)
+
+    monkeypatch.setattr(litellm_hook, "_settle", slow_settle)
+
+    async def run() -> None:
+        with pytest.raises(HookRefused) as info:
+            await gov.apre_call(request(ring), "acompletion")
+        assert info.value.status == 503
+        late.set()
+
+    try:
+        asyncio.run(run())
+    finally:
+        late.set()
+    gov.executor.shutdown(wait=True)
+    reason = "store-unavailable: the hook stopped waiting"
+    assert settled(gov, "c1", 1) == [("refused", reason)]
+    assert gov._calls == {}
