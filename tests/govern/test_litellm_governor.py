@@ -73,16 +73,32 @@ def request(ring: KeyRing, conv: str = "c1", **over: Any) -> Any:
 
 def call(gov: Governor, data: Any) -> Any:
     """One call through the hook's async entry points, as the proxy makes them: the request,
-    the attempt (its pending row), the answer. Returns the client's answer."""
+    the attempt (its pending row), the answer. Returns the client's answer once the call's
+    row is completed (nothing waits for the completion: it is written on a store thread)."""
 
     async def run() -> Any:
         out = await gov.apre_call(data, "acompletion")
         attempt = {"model": MODEL, "metadata": out["metadata"]}
-        gov.attempt_start(attempt)
+        await gov.aattempt_start(attempt)
         gov.attempt_answered(out, ANSWER)
         return gov.answer(out, ANSWER)
 
-    return asyncio.run(run())
+    answer = asyncio.run(run())
+    settled(gov, data["proxy_server_request"]["headers"][CONVERSATION_HEADER], 0)
+    return answer
+
+
+def settled(gov: Governor, conv: str, n: int) -> list[tuple[str, str | None]]:
+    """(outcome, reason) of the conversation's rows once ``n`` rows exist and none is
+    ``pending`` (a completion is written on a store thread, after the client's answer), or as
+    they are after a 10 s deadline."""
+    deadline = time.monotonic() + 10
+    while True:
+        rows = gov.store.rows(conv)
+        done = len(rows) >= n and all(r.outcome != "pending" for r in rows)
+        if done or time.monotonic() > deadline:
+            return [(r.outcome, r.reason) for r in rows]
+        time.sleep(0.01)
 
 
 def test_each_call_is_forwarded_projected_and_recorded_once(ring: KeyRing) -> None:

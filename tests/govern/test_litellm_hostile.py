@@ -174,7 +174,8 @@ class World:
                 rows = store.rows(conv)
             finally:
                 store.close()
-            if len(rows) >= n or time.monotonic() > deadline:
+            settled = all(r.outcome != "pending" for r in rows)  # completions nobody waits for
+            if (len(rows) >= n and settled) or time.monotonic() > deadline:
                 time.sleep(0.3)  # then once more: a late extra row must show too
                 store = SQLiteStore(self.db)
                 try:

@@ -82,7 +82,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NoReturn, Protocol, TypeVar
@@ -200,6 +200,8 @@ class _Call:
     prepared: EvidenceRow | None = None
     """The first attempt's ``pending`` row, its write started when the call was admitted;
     None once an attempt took it (or the call never had one)."""
+    completing: Future[None] | None = None
+    """The completion of the last closed attempt's row (written on a store thread)."""
     ready: Future[None] = field(default_factory=Future)
     """The write of :attr:`prepared`: done when committed, or with the store's error. Never
     cancellable (it is marked running when made), so a waiter giving up cannot undo it."""
@@ -596,12 +598,18 @@ class Governor:
         return row
 
     def _next_attempt(self, call: _Call, kwargs: JsonObject) -> JsonObject:
-        """A later attempt (LiteLLM's retry or fallback): its row written now, then let out."""
+        """A later attempt (LiteLLM's retry or fallback): its row written now, then let out
+        - after the previous attempt's row is completed (one pending row per call at a time:
+        what an upstream sees in the evidence when an attempt arrives)."""
         with self._lock:
             if call.open is not None:  # the previous attempt ended without a report
-                self._close(call, "upstream-error", None, "attempt ended without a report")
+                reason = "attempt ended without a report"
+                self._close(call, "upstream-error", None, reason, here=True)
+            previous, call.completing = call.completing, None
             call.attempts += 1
             row = self._attempt_row(call, call.attempts)
+        if previous is not None:
+            wait([previous])  # queued before this job, so already taken by a store thread
         self.store.record(row)  # StoreUnavailable: no row, so no upstream call
         return self._let_out(call, row, kwargs)
 
@@ -697,8 +705,17 @@ class Governor:
 
         call.ready.add_done_callback(close)
 
-    def _close(self, call: _Call, outcome: Outcome, status: int | None, reason: str | None) -> None:
-        """Record ``call``'s open attempt (the caller holds the lock)."""
+    def _close(
+        self,
+        call: _Call,
+        outcome: Outcome,
+        status: int | None,
+        reason: str | None,
+        here: bool = False,
+    ) -> None:
+        """Record ``call``'s open attempt (the caller holds the lock): its pending row,
+        committed before the attempt went out, is completed on a store thread, and nothing
+        waits for that (:meth:`_complete`); ``here``: on this thread (a store thread)."""
         row = call.open
         if row is None:
             return
@@ -706,7 +723,19 @@ class Governor:
         row.outcome, row.reason, row.status_code = outcome, reason, status
         row.latency_ms = (time.perf_counter() - call.open_t0) * 1000
         call.rows.append(row.call_id)
-        self.store.complete(row)  # the pending row written before the attempt, completed
+        if here:
+            self._complete(row)
+        else:
+            call.completing = self.executor.submit(self._complete, row)
+
+    def _complete(self, row: EvidenceRow) -> None:
+        """Complete an attempt's row. Nobody waits for it: what the client gets does not
+        depend on it, and the proxy's event loop would otherwise sit through the commit on
+        every call (the row was committed before the attempt went out, so this update
+        always finds it). A store that cannot commit now leaves the row ``pending``: an
+        upstream call whose outcome was never recorded, as the evidence rules say."""
+        with contextlib.suppress(StoreUnavailable):
+            self.store.complete(row)
 
     # -- after the call ----------------------------------------------------------------
 

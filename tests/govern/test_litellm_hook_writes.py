@@ -1,9 +1,12 @@
-"""The first attempt's pending row, written when the LiteLLM hook admits a call (on the same
-store thread, right after answering the proxy) and waited for by the attempt: evidence first
-still holds (no attempt without its committed row, the async entry point included), and a
-call that never gets an attempt - LiteLLM ends it first, the hook stops waiting for its
-admission or for the row, the call is forgotten - leaves no row ``pending``: the row is closed
-``refused`` with the reason, once its write is committed.
+"""The LiteLLM hook's evidence writes, kept off the proxy's event loop.
+
+The first attempt's pending row is written when the hook admits a call (on the same store
+thread, right after answering the proxy) and waited for by the attempt: evidence first still
+holds (no attempt without its committed row, the async entry point included), and a call that
+never gets an attempt - LiteLLM ends it first, the hook stops waiting for its admission or
+for the row, the call is forgotten - leaves no row ``pending``: the row is closed ``refused``
+with the reason, once its write is committed. An attempt's completion is written on a store
+thread that nobody waits for; a later attempt's row only after the previous one's completion.
 
 Expected rows come from the rules in ``Governor``'s docstrings (outcome ``refused`` for an
 attempt never let out, the reason strings the module writes), not from the code's output."""
@@ -12,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -20,8 +22,7 @@ import pytest
 from reasonwire.errors import HookRefused, StoreUnavailable
 from reasonwire.govern import litellm_hook
 from reasonwire.govern.binding import KeyRing
-from reasonwire.govern.evidence import SQLiteStore
-from reasonwire.govern.litellm_hook import Governor
+from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
 from tests.govern.test_litellm_governor import (
     ANSWER,
     MODEL,
@@ -30,25 +31,13 @@ from tests.govern.test_litellm_governor import (
     call,
     governor,
     request,
+    settled,
 )
 
 
 @pytest.fixture
 def ring() -> KeyRing:
     return KeyRing.generate("k1")
-
-
-def settled(gov: Governor, conv: str, n: int) -> list[tuple[str, str | None]]:
-    """(outcome, reason) of the conversation's rows once ``n`` rows exist and none is
-    ``pending`` (a closing may run on a store thread, after the row's write), or as they are
-    after a 10 s deadline."""
-    deadline = time.monotonic() + 10
-    while True:
-        rows = gov.store.rows(conv)
-        done = len(rows) >= n and all(r.outcome != "pending" for r in rows)
-        if done or time.monotonic() > deadline:
-            return [(r.outcome, r.reason) for r in rows]
-        time.sleep(0.01)
 
 
 def attempt_of(out: Any) -> Any:
@@ -63,7 +52,8 @@ def test_the_first_attempt_s_row_is_committed_when_the_call_is_admitted(ring: Ke
     gov.attempt_start(attempt_of(out))
     gov.attempt_answered(out, ANSWER)
     gov.answer(out, ANSWER)
-    assert [(r.call_id, r.outcome) for r in gov.store.rows("c1")] == [(row.call_id, "forwarded")]
+    assert settled(gov, "c1", 1) == [("forwarded", None)]
+    assert [r.call_id for r in gov.store.rows("c1")] == [row.call_id]  # the same row, completed
 
 
 def test_a_store_down_at_admission_lets_no_attempt_out_from_the_loop(ring: KeyRing) -> None:
@@ -99,6 +89,7 @@ def test_a_later_attempt_writes_its_own_row_before_it_goes(ring: KeyRing) -> Non
         gov.attempt_answered(out, ANSWER)
 
     asyncio.run(run())
+    settled(gov, "c1", 2)
     rows = gov.store.rows("c1")
     # attempts are LiteLLM's, numbered as it starts them: its second was not let out
     assert [(r.outcome, r.attempt) for r in rows] == [("upstream-error", 1), ("forwarded", 3)]
@@ -247,3 +238,97 @@ def test_an_admission_answered_too_late_closes_its_row(
     reason = "store-unavailable: the hook stopped waiting"
     assert settled(gov, "c1", 1) == [("refused", reason)]
     assert gov._calls == {}
+
+
+class SlowCompletion(SQLiteStore):
+    """A store whose completions wait until released (at most 10 s), noting whether they were
+    released or gave up; or fail, once ``down`` is set."""
+
+    down = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = threading.Event()
+        self.released: list[bool] = []
+
+    def complete(self, row: EvidenceRow) -> None:
+        if self.down:
+            raise StoreUnavailable("planted: the database is down")
+        self.released.append(self.release.wait(10))
+        super().complete(row)
+
+
+def test_nobody_waits_for_a_completion(ring: KeyRing) -> None:
+    """The attempt's report returns while its row's completion is still held: had it waited,
+    the write would have given up waiting for the release (set only after the report)."""
+    store = SlowCompletion()
+    gov = governor(ring, store=store)
+    store.release.set()
+    call(gov, request(ring))
+    store.release.clear()
+
+    async def run() -> Any:
+        out = await gov.apre_call(request(ring), "acompletion")
+        await gov.aattempt_start(attempt_of(out))
+        gov.attempt_answered(out, ANSWER)
+        store.release.set()  # only now
+        return gov.answer(out, ANSWER)
+
+    answer = asyncio.run(run())
+    assert answer["choices"][0]["message"]["content"] == "Done."
+    assert settled(gov, "c1", 2) == [("forwarded", None), ("forwarded", None)]
+    assert store.released == [True, True]
+
+
+def test_a_completion_the_store_cannot_commit_leaves_the_row_pending(ring: KeyRing) -> None:
+    """The client still gets its answer; the row says an upstream call was made whose outcome
+    was never recorded."""
+    store = SlowCompletion()
+    store.release.set()
+    gov = governor(ring, store=store)
+
+    async def run() -> Any:
+        out = await gov.apre_call(request(ring), "acompletion")
+        await gov.aattempt_start(attempt_of(out))
+        store.down = True
+        gov.attempt_answered(out, ANSWER)
+        return gov.answer(out, ANSWER)
+
+    assert asyncio.run(run())["choices"][0]["message"]["content"] == "Done."
+    gov.executor.shutdown(wait=True)  # the completion was tried
+    assert [r.outcome for r in gov.store.rows("c1")] == ["pending"]
+
+
+def test_a_retry_s_row_is_written_after_the_previous_attempt_s_completion(
+    ring: KeyRing,
+) -> None:
+    """One pending row per call at a time: when the retry's row is written, the failed
+    attempt's row is already completed (read by the store itself at that moment)."""
+    seen: list[list[str]] = []
+
+    class Watching(SlowCompletion):
+        def record(self, row: EvidenceRow) -> None:
+            seen.append([r.outcome for r in self.rows("c1")])
+            super().record(row)
+
+    store = Watching()
+    gov = governor(ring, store=store)
+    store.release.set()
+
+    async def run() -> None:
+        out = await gov.apre_call(request(ring), "acompletion")
+        await gov.aattempt_start(attempt_of(out))
+        store.release.clear()  # the failed attempt's completion is held...
+        gov.attempt_failed(out, RuntimeError("a 500"))
+        retry = asyncio.ensure_future(gov.aattempt_start(attempt_of(out)))
+        await asyncio.sleep(0.2)  # (time for a retry that did not wait to write its row)
+        store.release.set()  # ... until the retry is on its way
+        await retry
+        gov.attempt_answered(out, ANSWER)
+
+    asyncio.run(run())
+    assert seen == [[], ["upstream-error"]]
+    assert settled(gov, "c1", 2) == [
+        ("upstream-error", "upstream: RuntimeError"),
+        ("forwarded", None),
+    ]
