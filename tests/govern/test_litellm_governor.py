@@ -20,7 +20,7 @@ from reasonwire.errors import HookRefused, StoreUnavailable
 from reasonwire.govern.binding import HEADER, KeyRing, issue
 from reasonwire.govern.carry import CONVERSATION_HEADER
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
-from reasonwire.govern.litellm_hook import CALL_ID_KEY, Governor
+from reasonwire.govern.litellm_hook import CALL_ID_KEY, Governor, _with_cost
 from reasonwire.govern.policy import OrgPolicy
 from tests.govern.conftest import SUBJECT_CLAIMS, make_registry
 
@@ -209,3 +209,27 @@ def test_a_store_that_does_not_answer_within_the_budget_is_a_503(ring: KeyRing) 
         assert (info.value.status, info.value.reason) == (503, "store-unavailable")
     finally:
         store.release.set()
+
+
+class LiteLLMResponse:
+    """What the hook reads of a LiteLLM response object: its hidden params."""
+
+    def __init__(self, hidden: Any) -> None:
+        self._hidden_params = hidden
+
+
+def test_only_litellm_s_cost_figure_rides_along_the_answer() -> None:
+    """LiteLLM's proxy takes a dict answer's ``_hidden_params`` (and removes them before
+    sending): the hook hands it the cost it already computed, and nothing else of the
+    response's hidden params (its upstream's address, relayed headers)."""
+    hidden = {
+        "response_cost": 0.0,
+        "api_base": "http://10.0.0.7/v1",
+        "additional_headers": {"llm_provider-set-cookie": "s=1"},
+        "model_id": "m1",
+    }
+    answer = _with_cost({"id": "x"}, LiteLLMResponse(hidden))
+    assert answer == {"id": "x", "_hidden_params": {"response_cost": 0.0}}
+    for hidden_now in ({"response_cost": None}, {"response_cost": True}, {}, None, "x"):
+        assert _with_cost({"id": "x"}, LiteLLMResponse(hidden_now)) == {"id": "x"}
+    assert _with_cost(None, LiteLLMResponse(hidden)) is None  # no call of the hook's
