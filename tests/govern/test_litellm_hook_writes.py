@@ -224,16 +224,25 @@ def test_an_admission_answered_too_late_closes_its_row(
 
     monkeypatch.setattr(litellm_hook, "_settle", slow_settle)
 
+    errors: list[object] = []
+
     async def run() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _, context: errors.append(context))
         with pytest.raises(HookRefused) as info:
             await gov.apre_call(request(ring), "acompletion")
         assert info.value.status == 503
         late.set()
+        while not gov.store.rows("c1"):  # the thread answers the loop, then writes the row
+            await asyncio.sleep(0.01)
+        # the late answer was queued on the loop before the write: it runs now, dropped
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
 
     try:
         asyncio.run(run())
     finally:
         late.set()
+    assert errors == []
     gov.executor.shutdown(wait=True)
     reason = "store-unavailable: the hook stopped waiting"
     assert settled(gov, "c1", 1) == [("refused", reason)]
@@ -331,4 +340,25 @@ def test_a_retry_s_row_is_written_after_the_previous_attempt_s_completion(
     assert settled(gov, "c1", 2) == [
         ("upstream-error", "upstream: RuntimeError"),
         ("forwarded", None),
+    ]
+
+
+def test_a_retry_goes_out_though_the_previous_attempt_s_completion_failed(ring: KeyRing) -> None:
+    """An attempt that ended without a report is completed by the next attempt (on its store
+    thread); a store that cannot commit that completion leaves that row pending, and the next
+    attempt, whose own row commits, still goes out."""
+    store = SlowCompletion()
+    store.release.set()
+    gov = governor(ring, store=store)
+
+    async def run() -> Any:
+        out = await gov.apre_call(request(ring), "acompletion")
+        await gov.aattempt_start(attempt_of(out))
+        store.down = True  # completions fail, inserts still commit
+        return await gov.aattempt_start(attempt_of(out))  # no report of the first
+
+    assert asyncio.run(run())["max_retries"] == 0  # let out
+    assert [(r.outcome, r.attempt) for r in gov.store.rows("c1")] == [
+        ("pending", 1),
+        ("pending", 2),
     ]
