@@ -3,7 +3,9 @@ and stream time to first byte through one gateway; wrk throughput of the bare up
 gateway, two gateway replicas sharing one SQLite evidence store and one SQLite vault (one wrk
 per replica, half the connections each, at the same time, summed), one replica and two replicas
 each pinned to its own core (``taskset``), LiteLLM's proxy alone and LiteLLM's proxy with
-reasonwire's hook loaded; a summary table with the ratios and the bars of issue 28.
+reasonwire's hook loaded (both with the same ``PYTHONPATH``: LiteLLM stats every ``sys.path``
+entry per request, so a longer path alone would be counted as the hook's cost); a summary table
+with the ratios and the bars of issue 28.
 
 Processes (each its own, one worker): a minimal asyncio upstream answering a fixed chat
 completion (with ``reasoning_content`` and usage) or a fixed SSE stream; ``reasonwire gateway
@@ -535,10 +537,13 @@ def main() -> None:
                 "LITELLM_MASTER_KEY": "sk-bench-master-not-real",
                 "LITELLM_LOG": "ERROR",
             }
+            # The same PYTHONPATH for LiteLLM alone and hooked, so that the two rows compare
+            # the hook and nothing else: LiteLLM looks up modules it lacks on every request (a
+            # stat per sys.path entry), so two more entries alone cost ~0.5 ms a request.
+            base_env["PYTHONPATH"] = os.pathsep.join([str(tmp), str(ROOT / "src")])
             lh = {"Authorization": "Bearer sk-bench-master-not-real"}
             cfg = LITELLM_CONFIG.format(upstream=upstream + "/v1")
             hooked_env = base_env | {
-                "PYTHONPATH": os.pathsep.join([str(tmp), str(ROOT / "src")]),
                 "BENCH_UPSTREAM": upstream + "/v1",
                 "REASONWIRE_POLICY": "bench_policy",
                 "REASONWIRE_KEYS": str(tmp / "keys"),

@@ -20,7 +20,7 @@ from reasonwire.errors import HookRefused, StoreUnavailable
 from reasonwire.govern.binding import HEADER, KeyRing, issue
 from reasonwire.govern.carry import CONVERSATION_HEADER
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
-from reasonwire.govern.litellm_hook import CALL_ID_KEY, Governor
+from reasonwire.govern.litellm_hook import CALL_ID_KEY, Governor, _with_cost
 from reasonwire.govern.policy import OrgPolicy
 from tests.govern.conftest import SUBJECT_CLAIMS, make_registry
 
@@ -73,16 +73,32 @@ def request(ring: KeyRing, conv: str = "c1", **over: Any) -> Any:
 
 def call(gov: Governor, data: Any) -> Any:
     """One call through the hook's async entry points, as the proxy makes them: the request,
-    the attempt (its pending row), the answer. Returns the client's answer."""
+    the attempt (its pending row), the answer. Returns the client's answer once the call's
+    row is completed (nothing waits for the completion: it is written on a store thread)."""
 
     async def run() -> Any:
         out = await gov.apre_call(data, "acompletion")
         attempt = {"model": MODEL, "metadata": out["metadata"]}
-        gov.attempt_start(attempt)
+        await gov.aattempt_start(attempt)
         gov.attempt_answered(out, ANSWER)
         return gov.answer(out, ANSWER)
 
-    return asyncio.run(run())
+    answer = asyncio.run(run())
+    settled(gov, data["proxy_server_request"]["headers"][CONVERSATION_HEADER], 0)
+    return answer
+
+
+def settled(gov: Governor, conv: str, n: int) -> list[tuple[str, str | None]]:
+    """(outcome, reason) of the conversation's rows once ``n`` rows exist and none is
+    ``pending`` (a completion is written on a store thread, after the client's answer), or as
+    they are after a 10 s deadline."""
+    deadline = time.monotonic() + 10
+    while True:
+        rows = gov.store.rows(conv)
+        done = len(rows) >= n and all(r.outcome != "pending" for r in rows)
+        if done or time.monotonic() > deadline:
+            return [(r.outcome, r.reason) for r in rows]
+        time.sleep(0.01)
 
 
 def test_each_call_is_forwarded_projected_and_recorded_once(ring: KeyRing) -> None:
@@ -133,8 +149,8 @@ def test_the_pending_row_is_committed_before_the_attempt_is_let_out(ring: KeyRin
         out = await gov.apre_call(request(ring), "acompletion")
         gov.attempt_start({"model": MODEL, "metadata": out["metadata"]})
         outcomes = [r.outcome for r in gov.store.rows("c1")]
+        store.down = True  # the first attempt's row is written when the call is admitted
         out2 = await gov.apre_call(request(ring), "acompletion")
-        store.down = True
         with pytest.raises(StoreUnavailable):  # no row: the attempt is not let out
             gov.attempt_start({"model": MODEL, "metadata": out2["metadata"]})
         return outcomes
@@ -193,3 +209,27 @@ def test_a_store_that_does_not_answer_within_the_budget_is_a_503(ring: KeyRing) 
         assert (info.value.status, info.value.reason) == (503, "store-unavailable")
     finally:
         store.release.set()
+
+
+class LiteLLMResponse:
+    """What the hook reads of a LiteLLM response object: its hidden params."""
+
+    def __init__(self, hidden: Any) -> None:
+        self._hidden_params = hidden
+
+
+def test_only_litellm_s_cost_figure_rides_along_the_answer() -> None:
+    """LiteLLM's proxy takes a dict answer's ``_hidden_params`` (and removes them before
+    sending): the hook hands it the cost it already computed, and nothing else of the
+    response's hidden params (its upstream's address, relayed headers)."""
+    hidden = {
+        "response_cost": 0.0,
+        "api_base": "http://10.0.0.7/v1",
+        "additional_headers": {"llm_provider-set-cookie": "s=1"},
+        "model_id": "m1",
+    }
+    answer = _with_cost({"id": "x"}, LiteLLMResponse(hidden))
+    assert answer == {"id": "x", "_hidden_params": {"response_cost": 0.0}}
+    for hidden_now in ({"response_cost": None}, {"response_cost": True}, {}, None, "x"):
+        assert _with_cost({"id": "x"}, LiteLLMResponse(hidden_now)) == {"id": "x"}
+    assert _with_cost(None, LiteLLMResponse(hidden)) is None  # no call of the hook's

@@ -129,8 +129,9 @@ class Proxy:
         )
 
     def rows(self, conv: str, n: int, timeout: float = 20.0) -> list[EvidenceRow]:
-        """The conversation's rows once there are ``n`` (LiteLLM logs outcomes after it
-        answers)."""
+        """The conversation's rows once there are ``n`` and none is ``pending`` (LiteLLM
+        reports outcomes after it answers, and the hook completes a row on a store thread
+        that nobody waits for)."""
         deadline = time.monotonic() + timeout
         while True:
             store = SQLiteStore(self.db)
@@ -138,7 +139,8 @@ class Proxy:
                 rows = store.rows(conv)
             finally:
                 store.close()
-            if len(rows) >= n or time.monotonic() > deadline:
+            settled = all(r.outcome != "pending" for r in rows)
+            if (len(rows) >= n and settled) or time.monotonic() > deadline:
                 return rows
             time.sleep(0.1)
 
