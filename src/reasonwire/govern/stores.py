@@ -45,8 +45,10 @@ from reasonwire.govern.evidence import (
     FixedOnce,
     NoWait,
     SQLiteStore,
+    insert_values,
     keeps,
     row_from_values,
+    update_values,
 )
 from reasonwire.wire.model import JSON
 
@@ -598,11 +600,11 @@ class PostgresEvidenceStore(_PostgresBase, FixedOnce):
         FixedOnce.__init__(self)
 
     def record(self, row: EvidenceRow) -> None:
-        values = tuple(getattr(row, c) for c in COLUMNS)
+        values = insert_values(row)
         self._conns.run(lambda conn: conn.execute(self._INSERT, values))
 
     def complete(self, row: EvidenceRow) -> None:
-        values = (*(getattr(row, c) for c in COLUMNS if c != "call_id"), row.call_id)
+        values = update_values(row)
         self._conns.run(lambda conn: conn.execute(self._UPDATE, values))
 
     def _first(self, table: str, column: str, conv: str, value: str) -> str:
