@@ -63,7 +63,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
@@ -94,9 +94,11 @@ from reasonwire.govern.evidence import (
     FixedOnce,
     Outcome,
     SQLiteStore,
+    Statement,
     StreamState,
     fill_usage,
 )
+from reasonwire.govern.group_commit import GroupCommit
 from reasonwire.govern.levels import Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
@@ -431,6 +433,7 @@ class Gateway:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
+        self._group = GroupCommit(self._write_group)
         self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
@@ -563,12 +566,19 @@ class Gateway:
         row.latency_ms = (time.perf_counter() - t0) * 1000
         snap = _copy(row)
         store = self.store
-        now = self._store_now()
+        now = self._store_now() is not None
         if opened:
-            if not (now is not None and self._now([lambda: now.complete_now(snap)])):
+            if not (now and await self._group.add(SQLiteStore.completing(snap))):
                 await self._settle_ops(budget, [lambda: store.complete(snap)])
-        elif not (now is not None and self._now([lambda: now.record_now(snap)])):
+        elif not (now and await self._group.add(SQLiteStore.recording(snap))):
             await self._settle_ops(budget, [lambda: store.record(snap)], refusal=True)
+
+    def _write_group(self, statements: Sequence[Statement]) -> bool:
+        """A group of evidence statements (:class:`GroupCommit`), committed on the event loop
+        if the store may still be written there when the group commits (nothing waits in
+        the outbox meanwhile), else none (the requests take the waiting way)."""
+        store = self._store_now()
+        return store is not None and store.write_now(statements)
 
     def _store_now(self) -> SQLiteStore | None:
         """The evidence store, when its writes may run on the event loop without waiting
@@ -667,7 +677,8 @@ class Gateway:
             else:
                 pending = _copy(row)
                 pending.outcome = "pending"
-                committed = self._now([lambda: now.record_now(pending)]) == 1
+                # Released only once the tick's transaction holding the row committed.
+                committed = await self._group.add(SQLiteStore.recording(pending))
                 budget.spend(since)
                 if committed:
                     call.row = row
@@ -1141,8 +1152,13 @@ class Gateway:
             )
 
         ops, now = self._completion(conv, entries, final)
-        kept = await self._settle_ops(
-            call.budget_after(self.store_settings), ops, withheld, now=now
+        if now:  # the carriers without waiting, then the row in this tick's group commit
+            done = self._now(now[:-1])
+            if done == len(now) - 1 and await self._group.add(SQLiteStore.completing(final[0])):
+                done += 1
+            ops = ops[done:]
+        kept = not ops or await self._settle_ops(
+            call.budget_after(self.store_settings), ops, withheld
         )
         if not kept:
             # The answer's carriers are not durable: a next turn (on any replica) could not
