@@ -300,8 +300,15 @@ def keeps(store: object, base: type, *methods: str) -> bool:
     """Whether ``store``'s class keeps ``base``'s own ``methods``: a store's ``writes_now``
     (its ``_now`` writes do what the waiting ones would) holds only then - a subclass that
     changes one (to audit or fail its writes) may wait, and goes the waiting way."""
-    cls = type(store)
-    return all(getattr(cls, m) is getattr(base, m) for m in methods)
+    key = (type(store), base, methods)
+    kept = _KEPT.get(key)
+    if kept is None:
+        kept = _KEPT[key] = all(getattr(key[0], m) is getattr(base, m) for m in methods)
+    return kept
+
+
+_KEPT: dict[tuple[type, type, tuple[str, ...]], bool] = {}
+""":func:`keeps` by class (asked on every write: a class's methods are fixed once defined)."""
 
 
 Statement = tuple[str, Sequence[object]]
@@ -444,7 +451,6 @@ class SQLiteStore(FixedOnce):
         self._conn = NoWait(self.path)
         self._lock = self._conn.lock
         self._db = self._conn.db
-        self._writes_now = keeps(self, SQLiteStore, "record", "complete")
 
     def record(self, row: EvidenceRow) -> None:
         values = insert_values(row)
@@ -468,9 +474,8 @@ class SQLiteStore(FixedOnce):
     def writes_now(self) -> bool:
         """:meth:`record_now` and :meth:`complete_now` write what :meth:`record` and
         :meth:`complete` would: false for a subclass that changes either (a store that
-        audits or fails its writes may wait; its writes go the waiting way). Fixed by the
-        class, so known from construction."""
-        return self._writes_now
+        audits or fails its writes may wait; its writes go the waiting way)."""
+        return keeps(self, SQLiteStore, "record", "complete")
 
     @staticmethod
     def recording(row: EvidenceRow) -> Statement:
