@@ -11,15 +11,20 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+import pytest
 
 from reasonwire.errors import StoreUnavailable
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore, Statement
 from reasonwire.govern.gateway import Gateway
-from reasonwire.govern.group_commit import GroupCommit
+from reasonwire.govern.group_commit import GroupCommit, ThreadGroupCommit
+from tests import pg
 from tests.govern.conftest import CHAT_TOOLS, POLICY, World, make_registry, new_conv
 
 
@@ -177,3 +182,147 @@ async def test_a_failed_group_sends_each_call_the_waiting_way_row_before_call(
     for c in convs:
         assert [x.outcome for x in store.rows(c)] == ["forwarded"]
         assert len(world.recorder.find(c)) == 1
+
+
+# -- threads (the PostgreSQL store's writes) -------------------------------------------------
+
+
+class Writes:
+    """A ``write`` for :class:`ThreadGroupCommit` that records each group and can be held
+    (``hold``) or made to fail (``fail``) per group, by its number."""
+
+    def __init__(self) -> None:
+        self.groups: list[list[str]] = []
+        self.events: list[str] = []
+        self.hold: dict[int, threading.Event] = {}
+        self.fail: set[int] = set()
+
+    def __call__(self, statements: Sequence[Statement]) -> None:
+        n = len(self.groups)
+        self.groups.append([sql for sql, _ in statements])
+        if n in self.hold:
+            self.hold[n].wait(30)
+        if n in self.fail:
+            self.events.append(f"failed {n}")
+            raise StoreUnavailable("planted")
+        self.events.append(f"committed {n}")
+
+
+def _until(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 20
+    while not check():
+        assert time.monotonic() < deadline, "not reached within 20 s"
+        time.sleep(0.002)
+
+
+def _threads(group: ThreadGroupCommit, writes: Writes, names: list[str]) -> dict[str, str]:
+    """``a`` commits alone while its write is held; the others queue behind it meanwhile and
+    commit together as the next group. What each thread got: ``ok`` or the error's type."""
+    got: dict[str, str] = {}
+
+    def run(name: str) -> None:
+        try:
+            group.commit((name, ()))
+            got[name] = "ok"
+        except StoreUnavailable as exc:
+            got[name] = type(exc).__name__
+        writes.events.append(f"returned {name}")
+
+    first = threading.Thread(target=run, args=(names[0],))
+    first.start()
+    _until(lambda: len(writes.groups) == 1)  # a's group is being written (held)
+    rest = [threading.Thread(target=run, args=(n,)) for n in names[1:]]
+    for t in rest:
+        t.start()
+    _until(lambda: len(group._queued) == len(rest))
+    writes.hold[0].set()
+    if 1 in writes.hold:  # the second group is being written: give a thread released too
+        _until(lambda: len(writes.groups) == 2)  # early the time to return (none may)
+        deadline = time.monotonic() + 1
+        while not any(e.startswith("returned") for e in writes.events[1:]):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.002)
+        writes.hold[1].set()
+    for t in [first, *rest]:
+        t.join(30)
+    return got
+
+
+def test_threads_that_arrive_during_a_commit_commit_together_after_it() -> None:
+    writes = Writes()
+    writes.hold[0] = threading.Event()
+    group = ThreadGroupCommit(writes)
+    got = _threads(group, writes, ["a", "b", "c"])
+    assert got == {"a": "ok", "b": "ok", "c": "ok"}
+    assert writes.groups == [["a"], ["b", "c"]]
+    assert (group.groups, group.statements) == (2, 3)
+    # Nobody returns before the transaction holding its statement committed.
+    ev = writes.events
+    assert ev.index("committed 0") < ev.index("returned a")
+    assert ev.index("committed 1") < min(ev.index("returned b"), ev.index("returned c"))
+
+
+def test_a_failed_thread_group_fails_every_thread_of_it_only() -> None:
+    writes = Writes()
+    writes.hold[0] = threading.Event()
+    writes.hold[1] = threading.Event()
+    writes.fail.add(1)
+    group = ThreadGroupCommit(writes)
+    got = _threads(group, writes, ["a", "b", "c", "d"])
+    ev = writes.events  # nobody of the failed group returned before it failed
+    assert all(ev.index("failed 1") < ev.index(f"returned {n}") for n in "bcd")
+    assert got == {
+        "a": "ok",
+        "b": "StoreUnavailable",
+        "c": "StoreUnavailable",
+        "d": "StoreUnavailable",
+    }
+    assert writes.groups == [["a"], ["b", "c", "d"]]
+    group.commit(("e", ()))  # the group is free again afterwards
+    assert writes.groups[-1] == ["e"]
+
+
+@pytest.fixture
+def dsn() -> Iterator[str]:
+    d = pg.fresh_dsn()
+    yield d
+    pg.drop(d)
+
+
+def test_postgres_rows_of_concurrent_threads_all_land(dsn: str) -> None:
+    from reasonwire.govern.stores import PostgresEvidenceStore
+
+    store = PostgresEvidenceStore(dsn, max_size=4)
+    rows = [_row("pg") for _ in range(24)]
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(store.record, rows))
+        for r in rows:
+            r.outcome = "forwarded"
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(store.complete, rows))
+        stored = store.rows("pg")
+    finally:
+        store.close()
+    assert sorted(r.call_id for r in stored) == sorted(r.call_id for r in rows)
+    assert {r.outcome for r in stored} == {"forwarded"}
+    assert store.group.statements == 48
+
+
+def test_a_postgres_group_with_a_failing_statement_leaves_nothing(dsn: str) -> None:
+    """Three rows in one transaction, the second one not storable (a text where the table
+    holds a number): the transaction fails whole; the first row is not left behind."""
+    from reasonwire.govern.stores import PostgresEvidenceStore
+
+    store = PostgresEvidenceStore(dsn, max_size=2)
+    good, bad, last = _row("pg"), _row("pg"), _row("pg")
+    bad.ts = "not a time"  # type: ignore[assignment]
+    try:
+        with pytest.raises(StoreUnavailable):
+            store._write([store.recording(r) for r in (good, bad, last)])
+        assert store.rows("pg") == []
+        store._write([store.recording(good)])
+        assert [r.call_id for r in store.rows("pg")] == [good.call_id]
+    finally:
+        store.close()

@@ -19,16 +19,22 @@ The rules (the gateway's evidence-first rule depends on the first):
 
 A tick with one statement commits it alone (no ``BEGIN``/``COMMIT`` around it), so a request
 on an idle gateway pays only a loop turn for this.
+
+:class:`ThreadGroupCommit` is the same for writes made on threads (the PostgreSQL store, whose
+writes run on the gateway's store threads: one round trip and one commit for the rows of
+several requests).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 
+from reasonwire.errors import StoreUnavailable
 from reasonwire.govern.evidence import Statement
 
-__all__ = ["GroupCommit"]
+__all__ = ["GroupCommit", "ThreadGroupCommit"]
 
 Write = Callable[[Sequence[Statement]], bool]
 """Commit statements in one transaction without waiting: True when committed, False (or an
@@ -78,3 +84,75 @@ class GroupCommit:
         for _, fut in batch:
             if not fut.done():  # a request cancelled meanwhile (its row may still be written)
                 fut.set_result(committed)
+
+
+class _Slot:
+    __slots__ = ("done", "error", "promoted", "statement")
+
+    def __init__(self, statement: Statement) -> None:
+        self.statement = statement
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+        self.promoted = False
+
+
+class ThreadGroupCommit:
+    """Statements of concurrent threads committed together (the PostgreSQL store, whose
+    writes run on the gateway's store threads): the first thread to arrive commits, in one
+    transaction (``write``), every statement queued by then, its own included; the threads
+    that arrive meanwhile wait, and when it is done the first of them commits everything
+    queued since (leader and followers). A thread returns only once the transaction holding
+    its statement committed; when ``write`` fails nothing of that transaction stays and every
+    thread of it raises :class:`StoreUnavailable`. Alone, a thread commits its statement at
+    once (a group of one), as without grouping."""
+
+    def __init__(self, write: Callable[[Sequence[Statement]], None]) -> None:
+        self._write = write
+        self._lock = threading.Lock()
+        self._queued: list[_Slot] = []
+        self._busy = False
+        self.groups = 0
+        self.statements = 0
+
+    def commit(self, statement: Statement) -> None:
+        """Commit ``statement`` (with whatever other threads queued), or raise."""
+        slot = _Slot(statement)
+        with self._lock:
+            self._queued.append(slot)
+            lead = not self._busy
+            self._busy = True
+        if not lead:
+            slot.done.wait()
+            if not slot.promoted:
+                if slot.error is not None:
+                    raise _failed(slot.error)
+                return
+        with self._lock:
+            batch, self._queued = self._queued, []
+            self.groups += 1
+            self.statements += len(batch)
+        error: BaseException | None = None
+        try:
+            self._write([s.statement for s in batch])
+        except BaseException as exc:
+            error = exc
+        with self._lock:
+            after = self._queued[0] if self._queued else None
+            if after is None:
+                self._busy = False
+        # Only now, after the transaction's outcome is known, is any thread released.
+        for s in batch:
+            if s is not slot:
+                s.error = error
+                s.done.set()
+        if after is not None:  # the next group's first thread commits it
+            after.promoted = True
+            after.done.set()
+        if error is not None:
+            raise error
+
+
+def _failed(error: BaseException) -> StoreUnavailable:
+    """The error a thread of a failed group raises (its own object: one exception is never
+    raised in several threads at once)."""
+    return StoreUnavailable(str(error) or type(error).__name__)
