@@ -33,7 +33,12 @@ memory or SQLite) that cannot wait runs on the event loop itself: it is tried wi
 connection's lock free and SQLite's busy timeout at 0 (:class:`~.evidence.NoWait`), and if
 it would wait it writes nothing and the request takes the thread instead. The same commit,
 one thread hop less (a hop, a thread woken and the GIL handed over twice, cost more than the
-commit: profiled), and never ahead of a write waiting in the outbox.
+commit: profiled), and never ahead of a write waiting in the outbox. The evidence rows that
+reach the event loop in one turn of it are committed in one transaction (group commit,
+:mod:`.group_commit`): each request goes on only once the transaction holding its row
+committed, and a transaction that cannot commit without waiting is rolled back whole, its
+requests taking the store thread each with its own row, as a single write would. (With
+PostgreSQL the rows of concurrent store threads share a transaction the same way.)
 
 Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
@@ -659,15 +664,9 @@ class Gateway:
         on_fail: Callable[[], None] | None = None,
         *,
         refusal: bool = False,
-        now: list[Now] | None = None,
     ) -> bool:
-        """Write ``ops`` within the budget; False (they wait in the outbox) when the store
-        failed or did not answer in time. ``now``: the same writes without waiting, one per
-        op, tried first on the event loop; those that would wait go to a store thread."""
-        if now:
-            ops = ops[self._now(now) :]
-            if not ops:
-                return True
+        """Write ``ops`` on a store thread within the budget; False (they wait in the
+        outbox) when the store failed or did not answer in time."""
         if budget.left <= 0:
             if on_fail is not None:
                 on_fail()
@@ -1197,7 +1196,7 @@ class Gateway:
         """The writes after an upstream call, in order: the answer's carriers, then the
         completed row (``final[0]``, read when the write runs: a JSON answer withheld
         rewrites it before its writes are queued); and the same writes without waiting
-        when both stores can (else none: they all take a store thread)."""
+        when both stores can (else none: they all take a store thread), the row's last."""
         ops: list[Op] = []
         if entries:
             ops.append(lambda: self.vault.put(conv, entries))
