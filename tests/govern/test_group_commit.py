@@ -326,3 +326,37 @@ def test_a_postgres_group_with_a_failing_statement_leaves_nothing(dsn: str) -> N
         assert [r.call_id for r in store.rows("pg")] == [good.call_id]
     finally:
         store.close()
+
+
+async def test_a_write_queued_in_the_outbox_before_the_tick_ends_stops_the_group(
+    world: World,
+) -> None:
+    """The outbox is written first (ordering): a write that joins it after a row joined the
+    group, before the group commits, sends the whole group the waiting way (nothing of it is
+    committed on the event loop ahead of the outbox)."""
+    store = SQLiteStore()
+    gw = Gateway(world.gateway.registry, POLICY, world.ring, store)
+    gw._stop.set()  # no background flusher
+    row = _row(new_conv())
+    try:
+        joined = gw._group.add(SQLiteStore.recording(row))
+        gw._outbox.append(lambda: None)  # another request's failed write, queued now
+        assert await joined is False
+        assert store.rows() == []
+    finally:
+        gw._outbox.clear()
+        await gw.aclose()
+
+
+def test_call_ids_are_random_version_4_uuids() -> None:
+    """As ``uuid.uuid4().hex`` writes them (RFC 4122: the version nibble 4, the variant bits
+    10), each one new."""
+    import uuid
+
+    from reasonwire.govern.gateway import _Facts
+
+    ids = [_Facts.arrived("chat").call_id for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for cid in ids:
+        u = uuid.UUID(hex=cid)
+        assert (u.hex, u.version, u.variant) == (cid, 4, uuid.RFC_4122)
