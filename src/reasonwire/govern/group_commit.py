@@ -36,6 +36,7 @@ from reasonwire.govern.evidence import Statement
 
 __all__ = ["GroupCommit", "ThreadGroupCommit"]
 
+_Queued = tuple[Statement, "asyncio.Future[bool]"]
 Write = Callable[[Sequence[Statement]], bool]
 """Commit statements in one transaction without waiting: True when committed, False (or an
 exception, such as :class:`~reasonwire.errors.StoreUnavailable`) when not, with nothing
@@ -48,12 +49,13 @@ class GroupCommit:
     time, not at :meth:`add`: the caller decides then whether its store may still be written
     on the loop (the gateway: not while writes wait in its outbox)."""
 
-    __slots__ = ("_batch", "_loop", "_write", "groups", "statements")
+    __slots__ = ("_batches", "_write", "groups", "statements")
 
     def __init__(self, write: Write) -> None:
         self._write = write
-        self._batch: list[tuple[Statement, asyncio.Future[bool]]] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # The tick's batch per event loop (one, but for an app driven from several loops on
+        # several threads: each loop's batch is touched by its own thread only).
+        self._batches: dict[asyncio.AbstractEventLoop, list[_Queued]] = {}
         self.groups = 0
         """Transactions tried so far (with :attr:`statements`: how much grouping happened)."""
         self.statements = 0
@@ -63,17 +65,15 @@ class GroupCommit:
         was rolled back (False); ``statement`` is written in its tick's order."""
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        batch = self._batch
-        if batch is None or self._loop is not loop:
-            batch = self._batch = []
-            self._loop = loop
-            loop.call_soon(self._commit, batch)
+        batch = self._batches.get(loop)
+        if batch is None:
+            batch = self._batches[loop] = []
+            loop.call_soon(self._commit, loop)
         batch.append((statement, fut))
         return fut
 
-    def _commit(self, batch: list[tuple[Statement, asyncio.Future[bool]]]) -> None:
-        if self._batch is batch:
-            self._batch = None
+    def _commit(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch = self._batches.pop(loop)
         self.groups += 1
         self.statements += len(batch)
         try:
