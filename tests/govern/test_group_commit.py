@@ -360,3 +360,61 @@ def test_call_ids_are_random_version_4_uuids() -> None:
     for cid in ids:
         u = uuid.UUID(hex=cid)
         assert (u.hex, u.version, u.variant) == (cid, 4, uuid.RFC_4122)
+
+
+async def _stream(gw: Gateway, world: World, conv: str) -> httpx.Response:
+    transport = httpx.ASGITransport(app=gw.app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        return await client.post(
+            "/v1/chat/completions",
+            json={
+                "model": "sim-deepseek",
+                "messages": [{"role": "user", "content": f"[{conv}] hi"}],
+                "stream": True,
+            },
+            headers=world.headers(conv, world.token(conv, "chat/sim-deepseek", "low")),
+        )
+
+
+async def test_a_streams_row_is_completed_through_the_group(world: World, tmp_path: Path) -> None:
+    upstream = world.gateway.registry.routes["chat/sim-deepseek"].upstream_base_url
+    store = SQLiteStore(tmp_path / "ev.sqlite")
+    gw = Gateway(make_registry(upstream), POLICY, world.ring, store)
+    conv = new_conv()
+    try:
+        r = await _stream(gw, world, conv)
+    finally:
+        await gw.aclose()
+    assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
+    assert gw._group.statements == 2  # its pending row and its completion
+    ((outcome, state),) = [(x.outcome, x.stream_state) for x in store.rows(conv)]
+    assert (outcome, state) == ("forwarded", "complete")
+
+
+async def test_a_streams_row_the_group_cannot_commit_is_completed_by_a_thread(
+    world: World, tmp_path: Path
+) -> None:
+    upstream = world.gateway.registry.routes["chat/sim-deepseek"].upstream_base_url
+    store = SQLiteStore(tmp_path / "ev.sqlite")
+    gw = Gateway(make_registry(upstream), POLICY, world.ring, store)
+    conv = new_conv()
+    completed: list[str] = []
+    complete = store.complete
+
+    def spy(row: EvidenceRow) -> None:  # the waiting way, on a store thread
+        completed.append(row.outcome)
+        complete(row)
+
+    def fails(statements: Sequence[Statement]) -> bool:
+        raise StoreUnavailable("planted: the group cannot commit")
+
+    store.complete = spy  # type: ignore[method-assign]  # (instance only: writes_now stays)
+    store.write_now = fails  # type: ignore[method-assign]
+    try:
+        r = await _stream(gw, world, conv)
+    finally:
+        await gw.aclose()
+    assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
+    assert completed == ["forwarded"]
+    ((outcome, state),) = [(x.outcome, x.stream_state) for x in store.rows(conv)]
+    assert (outcome, state) == ("forwarded", "complete")

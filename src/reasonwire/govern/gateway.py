@@ -1320,15 +1320,44 @@ class Gateway:
         entries: list[tuple[str, JSON]],
         settled: asyncio.Event,
     ) -> None:
-        """The stream's writes, on the event loop when they need no waiting, else on a
-        store thread; ``settled`` is set (on the loop) once they are done or queued, whether
-        or not anyone awaits them (a generator closed by a client that left cannot await)."""
-        ops, now = self._completion(conv, entries, [_copy(call.row)])
+        """The stream's writes, on the event loop when they need no waiting (the carriers
+        now, the row in this tick's group commit), else on a store thread; ``settled`` is set
+        (on the loop) once they are done or queued, whether or not anyone awaits them (a
+        generator closed by a client that left cannot await: the group's future and the
+        thread report to the loop by themselves)."""
+        final = [_copy(call.row)]
+        ops, now = self._completion(conv, entries, final)
         if now:
-            ops = ops[self._now(now) :]
-            if not ops:
-                self._settle(conv, settled)
+            done = self._now(now[:-1])
+            ops = ops[done:]
+            if done == len(now) - 1:
+                grouped = self._group.add(SQLiteStore.completing(final[0]))
+                grouped.add_done_callback(partial(self._stream_grouped, call, conv, ops, settled))
                 return
+        self._stream_waiting(call, conv, ops, settled)
+
+    def _stream_grouped(
+        self,
+        call: _Call,
+        conv: str,
+        ops: list[Op],
+        settled: asyncio.Event,
+        grouped: asyncio.Future[bool],
+    ) -> None:
+        """The stream's row committed by its group (settled), or the waiting way when the
+        group could not commit it."""
+        if not grouped.cancelled() and grouped.result():
+            self._settle(conv, settled)
+        else:
+            self._stream_waiting(call, conv, ops, settled)
+
+    def _stream_waiting(
+        self, call: _Call, conv: str, ops: list[Op], settled: asyncio.Event
+    ) -> None:
+        """The stream's writes left, on a store thread (``settled`` once done or queued)."""
+        if not ops:
+            self._settle(conv, settled)
+            return
         loop = asyncio.get_running_loop()
 
         def run() -> None:
