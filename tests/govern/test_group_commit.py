@@ -350,12 +350,13 @@ async def test_a_write_queued_in_the_outbox_before_the_tick_ends_stops_the_group
 
 def test_call_ids_are_random_version_4_uuids() -> None:
     """As ``uuid.uuid4().hex`` writes them (RFC 4122: the version nibble 4, the variant bits
-    10), each one new."""
+    10), each one new: a gateway call's and a row made without one (the LiteLLM hook's)."""
     import uuid
 
     from reasonwire.govern.gateway import _Facts
 
-    ids = [_Facts.arrived("chat").call_id for _ in range(2000)]
+    ids = [_Facts.arrived("chat").call_id for _ in range(1000)]
+    ids += [EvidenceRow(outcome="refused", conversation_id=None).call_id for _ in range(1000)]
     assert len(set(ids)) == len(ids)
     for cid in ids:
         u = uuid.UUID(hex=cid)

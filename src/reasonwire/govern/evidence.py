@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import operator
+import os
 import sqlite3
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -52,12 +52,21 @@ connection cut or ended before its terminal event; the client gone before the en
 are not the dialect's stream."""
 
 
+def new_call_id() -> str:
+    """A new call id: a random (version 4) UUID's 32 hex digits, as ``uuid.uuid4().hex``
+    writes them, without building a ``UUID`` object (a third of the cost; one per call)."""
+    b = bytearray(os.urandom(16))
+    b[6] = b[6] & 0x0F | 0x40  # version 4
+    b[8] = b[8] & 0x3F | 0x80  # the RFC 4122 variant
+    return b.hex()
+
+
 @dataclass
 class EvidenceRow:
     outcome: Outcome
     conversation_id: str | None
     reason: str | None = None
-    call_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    call_id: str = field(default_factory=new_call_id)
     ts: float = field(default_factory=time.time)
     task_id: str | None = None
     attempt: int | None = None

@@ -63,7 +63,6 @@ import asyncio
 import contextlib
 import json
 import math
-import os
 import sqlite3
 import threading
 import time
@@ -102,6 +101,7 @@ from reasonwire.govern.evidence import (
     Statement,
     StreamState,
     fill_usage,
+    new_call_id,
 )
 from reasonwire.govern.group_commit import GroupCommit
 from reasonwire.govern.levels import Level
@@ -275,7 +275,7 @@ class _Facts:
     @classmethod
     def arrived(cls, dialect: str) -> _Facts:
         """The facts of a request that just arrived: its call id and time."""
-        return cls(dialect, _new_call_id(), time.time())
+        return cls(dialect, new_call_id(), time.time())
 
     def row(self, outcome: Outcome = "refused") -> EvidenceRow:
         b, p = self.binding, self.prepared
@@ -304,15 +304,6 @@ class _Facts:
             controls_removed=",".join(p.controls_removed) if p else "",
             carriers_reattached=p.carriers_reattached if p else 0,
         )
-
-
-def _new_call_id() -> str:
-    """A new call id: a random (version 4) UUID's 32 hex digits, as ``uuid.uuid4().hex``
-    writes them, without building a ``UUID`` object (a third of the cost)."""
-    b = bytearray(os.urandom(16))
-    b[6] = b[6] & 0x0F | 0x40  # version 4
-    b[8] = b[8] & 0x3F | 0x80  # the RFC 4122 variant
-    return b.hex()
 
 
 def _copy(row: EvidenceRow) -> EvidenceRow:
@@ -1022,7 +1013,7 @@ class Gateway:
             first = call.row
             first.reason = f"transport: {exc}; sent again as another call"
             await self._write(call.budget_after(self.store_settings), first, call.t0, True)
-            again = replace(first, call_id=_new_call_id(), ts=time.time(), reason=None)
+            again = replace(first, call_id=new_call_id(), ts=time.time(), reason=None)
             call.row, call.opened = again, False
             budget = call.budget_after(self.store_settings)
             await self._open_row(budget, call, lambda _: (None, again))
