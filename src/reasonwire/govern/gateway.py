@@ -33,7 +33,12 @@ memory or SQLite) that cannot wait runs on the event loop itself: it is tried wi
 connection's lock free and SQLite's busy timeout at 0 (:class:`~.evidence.NoWait`), and if
 it would wait it writes nothing and the request takes the thread instead. The same commit,
 one thread hop less (a hop, a thread woken and the GIL handed over twice, cost more than the
-commit: profiled), and never ahead of a write waiting in the outbox.
+commit: profiled), and never ahead of a write waiting in the outbox. The evidence rows that
+reach the event loop in one turn of it are committed in one transaction (group commit,
+:mod:`.group_commit`): each request goes on only once the transaction holding its row
+committed, and a transaction that cannot commit without waiting is rolled back whole, its
+requests taking the store thread each with its own row, as a single write would. (With
+PostgreSQL the rows of concurrent store threads share a transaction the same way.)
 
 Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
@@ -61,13 +66,12 @@ import math
 import sqlite3
 import threading
 import time
-import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
-from typing import NamedTuple, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import orjson
 from starlette.requests import Request
@@ -94,9 +98,12 @@ from reasonwire.govern.evidence import (
     FixedOnce,
     Outcome,
     SQLiteStore,
+    Statement,
     StreamState,
     fill_usage,
+    new_call_id,
 )
+from reasonwire.govern.group_commit import GroupCommit
 from reasonwire.govern.levels import Level
 from reasonwire.govern.policy import OrgPolicy
 from reasonwire.govern.registry import Registry, RouteRegistration
@@ -227,32 +234,48 @@ class _Prepared:
     carriers_reattached: int
 
 
-class _Facts(NamedTuple):
+class _Facts:
     """What one request's steps have established so far, in the order they run. The evidence
     row is made from it once (:meth:`row`), wherever the request stops: at a refusal it holds
     what was known then (a conversation mismatch names the binding's runtime and route; a
     policy refusal the runtime's qualification). ``call_id`` and ``ts`` are fixed when the
     request arrives (:meth:`arrived`), so every row made from these facts is the same call.
-    A named tuple: each step notes its facts with ``_replace``, a fraction of the cost of a
-    dataclass ``replace`` (several per request)."""
+    Each step notes a fact as soon as it is known by setting it here (eight a request: an
+    attribute set costs a fraction of a named tuple's ``_replace``, profiled); nothing but
+    the request's own steps sets them."""
 
-    dialect: str
-    call_id: str
-    ts: float
-    # noted by the steps, in the order they run:
-    conversation_id: str | None = None
-    attempt: int | None = None
-    binding: Binding | None = None
-    route_qualification: str | None = None
-    runtime_qualification: str | None = None
-    resolved: Level | None = None
-    dropped: tuple[str, ...] = ()
-    prepared: _Prepared | None = None
+    __slots__ = (
+        "attempt",
+        "binding",
+        "call_id",
+        "conversation_id",
+        "dialect",
+        "dropped",
+        "prepared",
+        "resolved",
+        "route_qualification",
+        "runtime_qualification",
+        "ts",
+    )
+
+    def __init__(self, dialect: str, call_id: str, ts: float) -> None:
+        self.dialect = dialect
+        self.call_id = call_id
+        self.ts = ts
+        # noted by the steps, in the order they run:
+        self.conversation_id: str | None = None
+        self.attempt: int | None = None
+        self.binding: Binding | None = None
+        self.route_qualification: str | None = None
+        self.runtime_qualification: str | None = None
+        self.resolved: Level | None = None
+        self.dropped: tuple[str, ...] = ()
+        self.prepared: _Prepared | None = None
 
     @classmethod
     def arrived(cls, dialect: str) -> _Facts:
         """The facts of a request that just arrived: its call id and time."""
-        return cls(dialect, uuid.uuid4().hex, time.time())
+        return cls(dialect, new_call_id(), time.time())
 
     def row(self, outcome: Outcome = "refused") -> EvidenceRow:
         b, p = self.binding, self.prepared
@@ -431,6 +454,7 @@ class Gateway:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
+        self._group = GroupCommit(self._write_group)
         self.app = self  # the instance is the ASGI app (see __call__)
 
     async def aclose(self) -> None:
@@ -563,12 +587,19 @@ class Gateway:
         row.latency_ms = (time.perf_counter() - t0) * 1000
         snap = _copy(row)
         store = self.store
-        now = self._store_now()
+        now = self._store_now() is not None
         if opened:
-            if not (now is not None and self._now([lambda: now.complete_now(snap)])):
+            if not (now and await self._group.add(SQLiteStore.completing(snap))):
                 await self._settle_ops(budget, [lambda: store.complete(snap)])
-        elif not (now is not None and self._now([lambda: now.record_now(snap)])):
+        elif not (now and await self._group.add(SQLiteStore.recording(snap))):
             await self._settle_ops(budget, [lambda: store.record(snap)], refusal=True)
+
+    def _write_group(self, statements: Sequence[Statement]) -> bool:
+        """A group of evidence statements (:class:`GroupCommit`), committed on the event loop
+        if the store may still be written there when the group commits (nothing waits in
+        the outbox meanwhile), else none (the requests take the waiting way)."""
+        store = self._store_now()
+        return store is not None and store.write_now(statements)
 
     def _store_now(self) -> SQLiteStore | None:
         """The evidence store, when its writes may run on the event loop without waiting
@@ -624,15 +655,9 @@ class Gateway:
         on_fail: Callable[[], None] | None = None,
         *,
         refusal: bool = False,
-        now: list[Now] | None = None,
     ) -> bool:
-        """Write ``ops`` within the budget; False (they wait in the outbox) when the store
-        failed or did not answer in time. ``now``: the same writes without waiting, one per
-        op, tried first on the event loop; those that would wait go to a store thread."""
-        if now:
-            ops = ops[self._now(now) :]
-            if not ops:
-                return True
+        """Write ``ops`` on a store thread within the budget; False (they wait in the
+        outbox) when the store failed or did not answer in time."""
         if budget.left <= 0:
             if on_fail is not None:
                 on_fail()
@@ -667,7 +692,8 @@ class Gateway:
             else:
                 pending = _copy(row)
                 pending.outcome = "pending"
-                committed = self._now([lambda: now.record_now(pending)]) == 1
+                # Released only once the tick's transaction holding the row committed.
+                committed = await self._group.add(SQLiteStore.recording(pending))
                 budget.spend(since)
                 if committed:
                     call.row = row
@@ -784,13 +810,13 @@ class Gateway:
         if not call.facts.conversation_id:
             raise PolicyRefusal("conversation-missing", f"header {CONVERSATION_HEADER} is required")
         b = self._bindings.verify(token)
-        call.facts = call.facts._replace(binding=b)
+        call.facts.binding = b
         if b.conversation_id != call.facts.conversation_id:
             raise PolicyRefusal(
                 "conversation-mismatch", "the binding was issued for another conversation"
             )
         route = self.registry.route(b.route_id)
-        call.facts = call.facts._replace(route_qualification=route.qualification_id)
+        call.facts.route_qualification = route.qualification_id
         served = route.client_dialect or route.dialect
         if served != dialect.name:
             raise PolicyRefusal(
@@ -798,9 +824,9 @@ class Gateway:
                 f"route {route.route_id} speaks {served}, not {dialect.name}",
             )
         res = policy_now(self.registry, self.policy, b)
-        call.facts = call.facts._replace(runtime_qualification=res.runtime_qualification)
+        call.facts.runtime_qualification = res.runtime_qualification
         resolved = settle_effort(self.store, b, res)
-        call.facts = call.facts._replace(resolved=resolved)
+        call.facts.resolved = resolved
         upstream = get_dialect(route.dialect)
         return _Authorised(b, route, resolved, upstream, translation(dialect.name, upstream.name))
 
@@ -897,14 +923,14 @@ class Gateway:
         budget = call.budget
         headers = request.headers
         try:
-            call.facts = call.facts._replace(conversation_id=headers.get(CONVERSATION_HEADER))
+            call.facts.conversation_id = headers.get(CONVERSATION_HEADER)
             self._check_headers(request)
             attempt = headers.get(ATTEMPT_HEADER, "1")
             if not (_is_count(attempt) and len(attempt) <= 4 and 1 <= int(attempt) <= MAX_ATTEMPT):
                 raise PolicyRefusal(
                     "bad-attempt", f"{ATTEMPT_HEADER} must be an integer from 1 to {MAX_ATTEMPT}"
                 )
-            call.facts = call.facts._replace(attempt=int(attempt))
+            call.facts.attempt = int(attempt)
             if self._authorise_inline(call.facts.conversation_id):
                 auth = self._authorise(headers, dialect, call)
             else:
@@ -916,7 +942,7 @@ class Gateway:
             budget.spend(since)
             raw = await self._read_body(request)
             admitted = self._admit(raw, dialect)
-            call.facts = call.facts._replace(dropped=admitted.dropped)
+            call.facts.dropped = admitted.dropped
             path = request.scope["path"]  # as the endpoint was chosen (see __call__)
 
             conv = auth.binding.conversation_id
@@ -987,7 +1013,7 @@ class Gateway:
             first = call.row
             first.reason = f"transport: {exc}; sent again as another call"
             await self._write(call.budget_after(self.store_settings), first, call.t0, True)
-            again = replace(first, call_id=uuid.uuid4().hex, ts=time.time(), reason=None)
+            again = replace(first, call_id=new_call_id(), ts=time.time(), reason=None)
             call.row, call.opened = again, False
             budget = call.budget_after(self.store_settings)
             await self._open_row(budget, call, lambda _: (None, again))
@@ -1027,7 +1053,7 @@ class Gateway:
     ) -> tuple[bytes, dict[str, str]]:
         """The upstream payload and headers (the vault read with ``lookup``)."""
         prepared = self._prepare(shaped, dialect, auth, path, lookup)
-        call.facts = call.facts._replace(prepared=prepared)
+        call.facts.prepared = prepared
         if auth.translation is not None:
             _check_translated_tools(prepared.body, auth.route)
         # Last, on what really goes upstream (vaulted originals included); unchanged: the
@@ -1141,8 +1167,13 @@ class Gateway:
             )
 
         ops, now = self._completion(conv, entries, final)
-        kept = await self._settle_ops(
-            call.budget_after(self.store_settings), ops, withheld, now=now
+        if now:  # the carriers without waiting, then the row in this tick's group commit
+            done = self._now(now[:-1])
+            if done == len(now) - 1 and await self._group.add(SQLiteStore.completing(final[0])):
+                done += 1
+            ops = ops[done:]
+        kept = not ops or await self._settle_ops(
+            call.budget_after(self.store_settings), ops, withheld
         )
         if not kept:
             # The answer's carriers are not durable: a next turn (on any replica) could not
@@ -1156,7 +1187,7 @@ class Gateway:
         """The writes after an upstream call, in order: the answer's carriers, then the
         completed row (``final[0]``, read when the write runs: a JSON answer withheld
         rewrites it before its writes are queued); and the same writes without waiting
-        when both stores can (else none: they all take a store thread)."""
+        when both stores can (else none: they all take a store thread), the row's last."""
         ops: list[Op] = []
         if entries:
             ops.append(lambda: self.vault.put(conv, entries))
@@ -1280,15 +1311,44 @@ class Gateway:
         entries: list[tuple[str, JSON]],
         settled: asyncio.Event,
     ) -> None:
-        """The stream's writes, on the event loop when they need no waiting, else on a
-        store thread; ``settled`` is set (on the loop) once they are done or queued, whether
-        or not anyone awaits them (a generator closed by a client that left cannot await)."""
-        ops, now = self._completion(conv, entries, [_copy(call.row)])
+        """The stream's writes, on the event loop when they need no waiting (the carriers
+        now, the row in this tick's group commit), else on a store thread; ``settled`` is set
+        (on the loop) once they are done or queued, whether or not anyone awaits them (a
+        generator closed by a client that left cannot await: the group's future and the
+        thread report to the loop by themselves)."""
+        final = [_copy(call.row)]
+        ops, now = self._completion(conv, entries, final)
         if now:
-            ops = ops[self._now(now) :]
-            if not ops:
-                self._settle(conv, settled)
+            done = self._now(now[:-1])
+            ops = ops[done:]
+            if done == len(now) - 1:
+                grouped = self._group.add(SQLiteStore.completing(final[0]))
+                grouped.add_done_callback(partial(self._stream_grouped, call, conv, ops, settled))
                 return
+        self._stream_waiting(call, conv, ops, settled)
+
+    def _stream_grouped(
+        self,
+        call: _Call,
+        conv: str,
+        ops: list[Op],
+        settled: asyncio.Event,
+        grouped: asyncio.Future[bool],
+    ) -> None:
+        """The stream's row committed by its group (settled), or the waiting way when the
+        group could not commit it."""
+        if not grouped.cancelled() and grouped.result():
+            self._settle(conv, settled)
+        else:
+            self._stream_waiting(call, conv, ops, settled)
+
+    def _stream_waiting(
+        self, call: _Call, conv: str, ops: list[Op], settled: asyncio.Event
+    ) -> None:
+        """The stream's writes left, on a store thread (``settled`` once done or queued)."""
+        if not ops:
+            self._settle(conv, settled)
+            return
         loop = asyncio.get_running_loop()
 
         def run() -> None:

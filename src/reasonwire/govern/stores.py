@@ -31,6 +31,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypedDict, TypeVar, Unpack
 
@@ -45,9 +46,13 @@ from reasonwire.govern.evidence import (
     FixedOnce,
     NoWait,
     SQLiteStore,
+    Statement,
+    insert_values,
     keeps,
     row_from_values,
+    update_values,
 )
+from reasonwire.govern.group_commit import ThreadGroupCommit
 from reasonwire.wire.model import JSON
 
 if TYPE_CHECKING:
@@ -580,6 +585,16 @@ class _PostgresBase:
             self._conns.close()
 
 
+def _pg_all_or_none(statements: Sequence[Statement], conn: Connection[TupleRow]) -> None:
+    """``statements`` in one transaction (one alone needs none: autocommit)."""
+    if len(statements) == 1:
+        conn.execute(*statements[0])
+        return
+    with conn.transaction():
+        for sql, values in statements:
+            conn.execute(sql, values)
+
+
 class PostgresEvidenceStore(_PostgresBase, FixedOnce):
     """Evidence rows, fixed efforts and intents in PostgreSQL, shared by gateway replicas."""
 
@@ -596,14 +611,28 @@ class PostgresEvidenceStore(_PostgresBase, FixedOnce):
     def __init__(self, conninfo: str = "", **kw: Unpack[_PgOptions]) -> None:
         _PostgresBase.__init__(self, conninfo, **kw)
         FixedOnce.__init__(self)
+        # Rows written by several store threads at once share one transaction (one round
+        # trip and one commit): govern/group_commit.py.
+        self.group = ThreadGroupCommit(self._write)
 
     def record(self, row: EvidenceRow) -> None:
-        values = tuple(getattr(row, c) for c in COLUMNS)
-        self._conns.run(lambda conn: conn.execute(self._INSERT, values))
+        self.group.commit(self.recording(row))
 
     def complete(self, row: EvidenceRow) -> None:
-        values = (*(getattr(row, c) for c in COLUMNS if c != "call_id"), row.call_id)
-        self._conns.run(lambda conn: conn.execute(self._UPDATE, values))
+        self.group.commit(self.completing(row))
+
+    @classmethod
+    def recording(cls, row: EvidenceRow) -> Statement:
+        """:meth:`record`'s statement."""
+        return cls._INSERT, insert_values(row)
+
+    @classmethod
+    def completing(cls, row: EvidenceRow) -> Statement:
+        """:meth:`complete`'s statement."""
+        return cls._UPDATE, update_values(row)
+
+    def _write(self, statements: Sequence[Statement]) -> None:
+        self._conns.run(partial(_pg_all_or_none, statements))
 
     def _first(self, table: str, column: str, conv: str, value: str) -> str:
         def work(conn: Connection[TupleRow]) -> TupleRow | None:

@@ -102,6 +102,7 @@ class UpstreamPool:
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._idle: dict[tuple[str, str, int], list[_Conn]] = {}
+        self._targets: dict[str, tuple[tuple[str, str, int], str]] = {}
         self._max_idle = max_idle
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
@@ -142,15 +143,8 @@ class UpstreamPool:
         server closed before answering is retried once on a fresh one (nothing was read),
         or, with ``retry_stale=False``, raises :class:`StaleConnection` for the caller to
         retry (the gateway, which records each attempt)."""
-        u = urlsplit(url)
-        scheme = u.scheme.lower()
-        if scheme not in ("http", "https") or not u.hostname:
-            raise TransportError("upstream URL must be http(s)://host[:port]/path")
-        port = u.port or (443 if scheme == "https" else 80)
-        key = (scheme, u.hostname, port)
-        target = (u.path or "/") + (f"?{u.query}" if u.query else "")
-        host = u.hostname if u.port is None else f"{u.hostname}:{port}"
-        lines = [f"POST {target} HTTP/1.1", f"host: {host}", f"content-length: {len(body)}"]
+        key, start = self._target(url)
+        lines = [start, f"content-length: {len(body)}"]
         lines += [f"{k}: {v}" for k, v in headers.items()]
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         for _ in range(2):
@@ -177,6 +171,24 @@ class UpstreamPool:
                 conn.writer.close()
                 raise TransportError("upstream did not answer in time") from None
         raise TransportError("upstream closed the connection")
+
+    def _target(self, url: str) -> tuple[tuple[str, str, int], str]:
+        """The connection key of ``url`` and its request line and host header, remembered
+        per URL (a gateway posts to a few: one per route and dialect; at most 1024 kept)."""
+        found = self._targets.get(url)
+        if found is not None:
+            return found
+        u = urlsplit(url)
+        scheme = u.scheme.lower()
+        if scheme not in ("http", "https") or not u.hostname:
+            raise TransportError("upstream URL must be http(s)://host[:port]/path")
+        port = u.port or (443 if scheme == "https" else 80)
+        target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+        host = u.hostname if u.port is None else f"{u.hostname}:{port}"
+        found = (scheme, u.hostname, port), f"POST {target} HTTP/1.1\r\nhost: {host}"
+        if len(self._targets) < 1024:
+            self._targets[url] = found
+        return found
 
     async def _head(self, conn: _Conn) -> tuple[int, dict[str, str]]:
         raw = await conn.reader.readuntil(b"\r\n\r\n")
