@@ -115,7 +115,9 @@ def _fid(out: Path) -> str:
     return matrix_mod.plan(out).ctx.fid
 
 
-def _seqs(own: dict[tuple[str, str], list[dict[str, Any]]], order: object) -> dict[Any, Any]:
+def _seqs(
+    own: dict[tuple[str, str], list[dict[str, Any]]], order: object, shard: object
+) -> dict[Any, Any]:
     return {k: [r["seq"] for r in recs] for k, recs in own.items() if recs}
 
 
@@ -252,7 +254,7 @@ def test_the_matrix_is_the_same_read_by_one_or_two_processes(
 def test_a_failure_in_the_second_process_is_raised_in_the_first(hostile_dir: Path) -> None:
     first = os.getpid()
 
-    def finish(own: object, order: object) -> int:
+    def finish(own: object, order: object, shard: object) -> int:
         if os.getpid() != first:
             raise ValueError("boom in the second process")
         return 0

@@ -154,11 +154,31 @@ class Scanned(Generic[R]):
     results: list[R]
 
 
-Finish = Callable[[dict[Key, list[Rec]], dict[Key, str]], R]
+@dataclass(frozen=True)
+class Shard:
+    """What ``finish`` knows of the whole scan besides its own keys: which process it runs in
+    (0 the first, 1 the second) of how many, the file's sums, and ``swap``: ``swap(x)`` sends
+    ``x`` to the other process and returns what the other sent with its own ``swap`` call
+    (with two processes, both call it the same number of times; alone, never). A failure of
+    the other process is raised from it."""
+
+    me: int
+    processes: int
+    spent: float
+    billed: float
+    ncalls: int
+    swap: Callable[[object], object]
+
+
+Finish = Callable[[dict[Key, list[Rec]], dict[Key, str], Shard], R]
 """Run in each process over the keys it owns (each with all of its records, in file order; a
-key of ``order`` without a record is the first process's, with none) and every key in order
-with its dialect (:attr:`Scanned.order`); its result comes back to the caller (pickled from
-the second process)."""
+key of ``order`` without a record is the first process's, with none), every key in order
+with its dialect (:attr:`Scanned.order`) and its :class:`Shard`; its result comes back to the
+caller (pickled from the second process)."""
+
+
+def _alone(x: object) -> object:
+    raise RuntimeError("swap called in a scan of one process")
 
 
 def owner(n_first: int, n_second: int) -> int:
@@ -183,7 +203,8 @@ def scan(
         g = read_range(path, 0, path.stat().st_size if path.exists() else 0, fid)
         order = _order(targets, g.dialects)
         own = {**g.recs, **{k: [] for k in order if k not in g.recs}}
-        return Scanned(order, g.dialects, g.spent, g.billed, g.ncalls, [finish(own, order)])
+        alone = Shard(0, 1, g.spent, g.billed, g.ncalls, _alone)
+        return Scanned(order, g.dialects, g.spent, g.billed, g.ncalls, [finish(own, order, alone)])
     import multiprocessing
 
     b, end = cut(path, FIRST_SHARE), path.stat().st_size
@@ -203,15 +224,16 @@ def scan(
         discovered = _discovered(mine.dialects, theirs.dialects)
         order = _order(targets, discovered)
         own.update((k, []) for k in order if k not in discovered)
-        result: R = finish(own, order)
+        shard = Shard(0, 2, mine.spent + theirs.spent, mine.billed + theirs.billed,
+                      mine.ncalls + theirs.ncalls, lambda x: _swap(here, x, True))  # fmt: skip
+        result: R = finish(own, order, shard)
         del own  # the records go while the second process still works, not after
         mine.recs.clear()
         other = cast(R, _receive(here))  # what ``finish`` returned there
     finally:
         here.close()
         child.join()
-    return Scanned(order, discovered, mine.spent + theirs.spent, mine.billed + theirs.billed,
-                   mine.ncalls + theirs.ncalls, [result, other])  # fmt: skip
+    return Scanned(order, discovered, shard.spent, shard.billed, shard.ncalls, [result, other])
 
 
 def _discovered(first: dict[Key, str], second: dict[Key, str]) -> dict[Key, str]:
@@ -257,6 +279,17 @@ def _receive(conn: Connection) -> object:
     return got
 
 
+def _swap(conn: Connection, x: object, first: bool) -> object:
+    """Send ``x``, get the other process's: the first process receives first, so a failure
+    the second sent instead is raised here, and neither waits on a full pipe for the other."""
+    if first:
+        got = _receive(conn)
+        conn.send_bytes(pickle.dumps(x, pickle.HIGHEST_PROTOCOL))
+        return got
+    conn.send_bytes(pickle.dumps(x, pickle.HIGHEST_PROTOCOL))
+    return _receive(conn)
+
+
 def _mine(me: int, n: int, m: int) -> bool:
     """Does process ``me``, holding ``n`` records of a key the other holds ``m`` of, own it?"""
     return owner(n, m) == 0 if me == 0 else owner(m, n) == 1
@@ -300,7 +333,9 @@ def _second(
         conn.send_bytes(pickle.dumps(_leaving(1, mine, theirs.counts), pickle.HIGHEST_PROTOCOL))
         own = _owned(1, mine, theirs.counts, _receive(conn))
         order = _order(targets, _discovered(theirs.dialects, mine.dialects))
-        conn.send_bytes(pickle.dumps(finish(own, order), pickle.HIGHEST_PROTOCOL))
+        shard = Shard(1, 2, theirs.spent + mine.spent, theirs.billed + mine.billed,
+                      theirs.ncalls + mine.ncalls, lambda x: _swap(conn, x, False))  # fmt: skip
+        conn.send_bytes(pickle.dumps(finish(own, order, shard), pickle.HIGHEST_PROTOCOL))
         code = 0
     except BaseException as exc:
         try:
@@ -312,4 +347,4 @@ def _second(
         os._exit(code)
 
 
-__all__ = ["FIRST_SHARE", "Groups", "Key", "Scanned", "cut", "owner", "read_range", "scan"]
+__all__ = ["FIRST_SHARE", "Groups", "Key", "Scanned", "Shard", "cut", "owner", "read_range", "scan"]

@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import orjson
 
@@ -209,7 +209,19 @@ def scan_calls(p: Plan, finish: Finish[R]) -> Scanned[R]:
     return scan(calls, p.ctx.fid, _shards(calls), p.targets, finish)
 
 
-def document(p: Plan, s: Scanned[R], rows: JSON, unknown_price: bool,
+class Sums(Protocol):
+    """The file's call records summed: a :class:`Scanned`, or while the processes still work
+    a :class:`~reasonwire.eval._shards.Shard`."""
+
+    @property
+    def spent(self) -> float: ...
+    @property
+    def billed(self) -> float: ...
+    @property
+    def ncalls(self) -> int: ...
+
+
+def document(p: Plan, s: Sums, rows: JSON, unknown_price: bool,
              fold_rows: list[JsonObject]) -> JsonObject:  # fmt: skip
     """The matrix document around ``rows`` (``unknown_price``: a row's price is unknown;
     ``fold_rows``: the fold section's rows, when a ``--fold`` run set it up)."""
@@ -260,7 +272,7 @@ def document(p: Plan, s: Scanned[R], rows: JSON, unknown_price: bool,
 
 def _build_matrix(out_dir: str | Path) -> JsonObject:
     p = plan(out_dir)
-    s = scan_calls(p, lambda own, order: key_rows(own, order, p.ctx))
+    s = scan_calls(p, lambda own, order, _: key_rows(own, order, p.ctx))
     by_key: dict[Key, KeyRows] = {}
     for part in s.results:
         by_key.update(part)
