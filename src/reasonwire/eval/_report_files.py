@@ -17,8 +17,9 @@ million-record report's 350 MB: pickling, sending and unpickling it cost the fir
 ~2 s while the second sat idle). The processes swap the length of each key's text (the first
 adds the length of the document's text before the rows, which depends only on the file's
 sums), so each knows where every key's text sits and writes its own keys' text there, both at
-once; the first writes the document around the rows last. The file is written under a part
-name and renamed into place: a report that fails leaves the last ``matrix.json`` whole.
+once; the first writes the document around the rows last. (In place, emptied first, as
+before: a new file beside the old one would need fresh pages for all of it, which on the
+bench's VM cost several times the writing.)
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ def write_report(out_dir: str | Path) -> None:
 
 def _write(out: Path) -> None:
     p = plan(out)
-    written = out / f".matrix.json.{uuid.uuid4().hex}.part"
+    written = out / "matrix.json"
     hole = f"rows-{uuid.uuid4().hex}"
     heads: list[_Head] = []  # the first process's
 
@@ -200,33 +201,29 @@ def _write(out: Path) -> None:
             heads[0].end = end
         return _pieces(built, order)
 
+    s = scan_calls(p, finish)
+    head = heads[0]
+    where = {k: piece for piece in s.results for k in piece.md}  # every key of the order
+    fold = [row for k in s.order for row in where[k].fold.get(k, ())]
+    unknown = sorted(set().union(*(piece.unknown for piece in s.results)))
+    doc = head.doc
+    doc["spent_estimate"] = bool(unknown)
+    if "fold" in doc:
+        section = doc["fold"]
+        assert isinstance(section, dict)
+        section["rows"] = fold
+    before, after = _split(doc, hole)
+    assert before == head.before
+    fd = os.open(written, os.O_WRONLY)
     try:
-        s = scan_calls(p, finish)
-        head = heads[0]
-        where = {k: piece for piece in s.results for k in piece.md}  # every key of the order
-        fold = [row for k in s.order for row in where[k].fold.get(k, ())]
-        unknown = sorted(set().union(*(piece.unknown for piece in s.results)))
-        doc = head.doc
-        doc["spent_estimate"] = bool(unknown)
-        if "fold" in doc:
-            section = doc["fold"]
-            assert isinstance(section, dict)
-            section["rows"] = fold
-        before, after = _split(doc, hole)
-        assert before == head.before
-        fd = os.open(written, os.O_WRONLY)
-        try:
-            _put(fd, before, 0)
-            if s.order:
-                _put(fd, _OPEN, len(before))
-                _put(fd, _CLOSE + after + b"\n", head.end)
-            else:
-                _put(fd, b"[]" + after + b"\n", len(before))
-        finally:
-            os.close(fd)
-        written.replace(out / "matrix.json")
+        _put(fd, before, 0)
+        if s.order:
+            _put(fd, _OPEN, len(before))
+            _put(fd, _CLOSE + after + b"\n", head.end)
+        else:
+            _put(fd, b"[]" + after + b"\n", len(before))
     finally:
-        written.unlink(missing_ok=True)
+        os.close(fd)
     tables: dict[str, list[MdRow]] = {}
     by_dialect: dict[str, DialectRows] = {}
     cap = row_cap(len(set(s.order.values())))
