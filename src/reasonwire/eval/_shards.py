@@ -211,7 +211,7 @@ def scan(
     b, end = cut(path, FIRST_SHARE), path.stat().st_size
     fork = multiprocessing.get_context("fork")
     here, there = fork.Pipe(duplex=True)
-    args = (there, path, b, end, fid, targets, finish)
+    args = (there, here, path, b, end, fid, targets, finish)
     child = fork.Process(target=_second, args=args, daemon=True)
     child.start()
     there.close()
@@ -316,6 +316,7 @@ def _owned(me: int, g: Groups, other: dict[Key, int], arriving: object) -> dict[
 
 def _second(
     conn: Connection,
+    theirs_end: Connection,
     path: Path,
     start: int,
     end: int,
@@ -326,6 +327,7 @@ def _second(
     """The second process: read its range, swap counts and records, build, send, exit (at
     once: its records die with it instead of being freed one by one)."""
     code = 1
+    theirs_end.close()  # forked open: kept, the first process's end would never read as closed
     try:
         mine = read_range(path, start, end, fid)
         conn.send_bytes(pickle.dumps(_Counts.of(mine), pickle.HIGHEST_PROTOCOL))
