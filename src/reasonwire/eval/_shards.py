@@ -75,21 +75,35 @@ def cut(path: Path, share: float) -> int:
         return min(fh.tell(), size)
 
 
-def _lines(path: Path, start: int, end: int) -> Iterator[list[bytes]]:
-    """The complete lines of ``path[start:end]`` (without their newline), a chunk's worth at
-    a time; the bytes after the last newline (a torn last line) are dropped."""
+def _lines(path: Path, start: int, end: int) -> Iterator[memoryview]:
+    """The complete lines of ``path[start:end]`` (without their newline); the bytes after the
+    last newline (a torn last line) are dropped. Each line is a view into one buffer, read
+    into in place and good until the next line is asked for: no bytes object per chunk or
+    per line (splitting chunks into bytes cost ~0.35 s of a process's ~3.8 s read)."""
+    buf = bytearray(_CHUNK)
+    have = 0  # bytes in buf: the start of a line not yet complete
     with path.open("rb", buffering=0) as fh:
         fh.seek(start)
         left = end - start
-        tail = b""
         while left > 0:
-            chunk = fh.read(min(_CHUNK, left))
-            if not chunk:
+            if have == len(buf):  # one line fills the buffer: a larger one
+                buf = buf + bytes(len(buf))
+            view = memoryview(buf)
+            got = fh.readinto(view[have : have + min(len(buf) - have, left)])
+            if not got:
                 break
-            left -= len(chunk)
-            lines = (tail + chunk if tail else chunk).split(b"\n")
-            tail = lines.pop()
-            yield lines
+            left -= got
+            have += got
+            pos = 0
+            find = buf.find
+            nl = find(b"\n", 0, have)
+            while nl >= 0:
+                yield view[pos:nl]
+                pos = nl + 1
+                nl = find(b"\n", pos, have)
+            buf[: have - pos] = buf[pos:have]  # the same length: the buffer is not resized
+            have -= pos
+            view.release()
 
 
 def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
@@ -101,42 +115,41 @@ def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     spent = billed = 0.0
     ncalls = 0
-    for lines in _lines(path, start, end):
-        for raw in lines:
-            try:
-                rec = loads(raw)
-            except decode_error:
-                rec = parse_line(raw)  # the writer's stdlib json: NaN, ints beyond 64 bits
-            if type(rec) is not dict:
-                continue
-            get = rec.get
-            if get("type") != "call" or get("fixture_id") != fid:
-                continue
-            k = (str(get("route")), str(get("model")))
-            group = recs.get(k)
-            if group is None:
-                group = recs[k] = []
-                dialects[k] = str(get("dialect"))
-            cost = float(get("cost_usd") or 0.0)
-            spent += cost
-            if get("cost_estimate") is False:
-                billed += cost
-            pop = rec.pop
-            if get("position") != "turn1":
-                pop("raw", None)
-                pop("usage", None)
-                pop("error_body", None)
-                pop("key", None)
-                pop("elapsed_s", None)
-                pop("t", None)
-                pop("T_source", None)
-                pop("cost_estimate", None)
-                pop("carriers", None)
-            else:
-                for unused in _UNUSED_TURN1:
-                    pop(unused, None)
-            group.append(rec)
-            ncalls += 1
+    for raw in _lines(path, start, end):
+        try:
+            rec = loads(raw)
+        except decode_error:
+            rec = parse_line(bytes(raw))  # the writer's stdlib json: NaN, big ints
+        if type(rec) is not dict:
+            continue
+        get = rec.get
+        if get("type") != "call" or get("fixture_id") != fid:
+            continue
+        k = (str(get("route")), str(get("model")))
+        group = recs.get(k)
+        if group is None:
+            group = recs[k] = []
+            dialects[k] = str(get("dialect"))
+        cost = float(get("cost_usd") or 0.0)
+        spent += cost
+        if get("cost_estimate") is False:
+            billed += cost
+        pop = rec.pop
+        if get("position") != "turn1":
+            pop("raw", None)
+            pop("usage", None)
+            pop("error_body", None)
+            pop("key", None)
+            pop("elapsed_s", None)
+            pop("t", None)
+            pop("T_source", None)
+            pop("cost_estimate", None)
+            pop("carriers", None)
+        else:
+            for unused in _UNUSED_TURN1:
+                pop(unused, None)
+        group.append(rec)
+        ncalls += 1
     g.spent, g.billed, g.ncalls = spent, billed, ncalls
     return g
 
