@@ -498,3 +498,24 @@ def test_keys_of_both_processes_in_any_order_give_the_whole_matrix_s_files(
     write_report(pieces)
     for name in ("matrix.json", "matrix.md", "report.html"):
         assert _stamped(pieces, name) == _stamped(whole, name), name
+
+
+def test_a_dialect_s_opaque_columns_are_every_pair_of_its_rows_sorted() -> None:
+    """matrix.md's opaque columns of a dialect: each pair any of its rows names, once, in
+    sorted order (both processes' rows: the report unites what each saw)."""
+    from reasonwire.eval.matrix import md_extras
+
+    rows = [
+        {"replay+reasoning.context": {}, "replay": {}},
+        {},
+        {"replay+z": {}, "replay+a": {}, "replay": {}},
+        {"replay+m": {}},
+    ]
+    assert md_extras(r.keys() for r in rows) == [
+        "replay",
+        "replay+a",
+        "replay+m",
+        "replay+reasoning.context",
+        "replay+z",
+    ]
+    assert md_extras([]) == []

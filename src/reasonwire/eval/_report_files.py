@@ -39,10 +39,10 @@ from reasonwire.eval._shards import Key, Shard
 from reasonwire.eval._variants import TEXT_VARIANTS
 from reasonwire.eval.matrix import (
     KeyRows,
-    MdRow,
     document,
     key_rows,
     md_document,
+    md_extras,
     md_row,
     md_variants,
     plan,
@@ -63,12 +63,12 @@ _CLOSE = b"\n  ]"
 @dataclass
 class _Pieces:
     """One process's keys as finished text (their ``matrix.json`` text is written already):
-    per key its rows' ``matrix.md`` cells, its fold rows and the rows the page may detail (per
+    per key its rows' ``matrix.md`` table lines, its fold rows and the rows the page may detail (per
     dialect, the first ones of this process's keys in key order: the page's first rows are
     among them); its rows counted per dialect and verdict; the (route, model)s with an unknown
     price."""
 
-    md: dict[Key, list[MdRow]] = field(default_factory=dict)
+    md: dict[Key, list[str]] = field(default_factory=dict)  # table lines
     fold: dict[Key, list[JsonObject]] = field(default_factory=dict)
     shown: dict[Key, list[JsonObject]] = field(default_factory=dict)
     counts: dict[str, DialectRows] = field(default_factory=dict)
@@ -83,6 +83,7 @@ class _Head:
     doc: JsonObject
     before: bytes
     end: int = 0
+    extras: dict[str, list[str]] = field(default_factory=dict)  # matrix.md's, per dialect
 
 
 def _rows_json(rows: list[JsonObject]) -> bytes:
@@ -95,8 +96,11 @@ def _rows_json(rows: list[JsonObject]) -> bytes:
     return text[len(_ROWS_HEAD) : -len(_ROWS_TAIL)]
 
 
-def _pieces(built: dict[Key, KeyRows], order: dict[Key, str]) -> _Pieces:
-    """The finished text of the keys ``built`` but their ``matrix.json`` text."""
+def _pieces(
+    built: dict[Key, KeyRows], order: dict[Key, str], extras: dict[str, list[str]]
+) -> _Pieces:
+    """The finished text of the keys ``built`` but their ``matrix.json`` text (``extras``:
+    each dialect's opaque pair columns, over both processes' rows)."""
     out = _Pieces()
     cap = row_cap(len(set(order.values())))
     variants: dict[str, list[str]] = {}
@@ -108,7 +112,7 @@ def _pieces(built: dict[Key, KeyRows], order: dict[Key, str]) -> _Pieces:
         rows, fold = got
         if dialect not in variants:
             variants[dialect] = md_variants(TEXT_VARIANTS, dialect)
-        out.md[k] = [md_row(r, variants[dialect]) for r in rows]
+        out.md[k] = [md_row(r, variants[dialect]).line(extras[dialect]) for r in rows]
         if fold:
             out.fold[k] = fold
         room = cap - kept.get(dialect, 0)
@@ -184,6 +188,9 @@ def _write(out: Path) -> None:
         built = key_rows(own, order, p.ctx)
         texts = {k: _rows_json(built[k][0]) for k in order if k in built}
         sizes = {k: len(t) for k, t in texts.items()}
+        names: dict[str, set[str]] = {}  # opaque pairs per dialect: matrix.md's columns
+        for k, (rows, _) in built.items():
+            names.setdefault(order[k], set()).update(n for r in rows for n in r["opaque"])
         before = 0
         if shard.me == 0:
             doc = document(p, shard, hole, False, [])
@@ -191,19 +198,23 @@ def _write(out: Path) -> None:
             before = len(heads[0].before)
             written.write_bytes(b"")  # there before the other process opens it
         if shard.processes > 1:  # the first sends the length before the rows too
-            got = shard.swap((before, sizes))
+            got = shard.swap((before, sizes, names))
             assert isinstance(got, tuple)
             if shard.me == 1:
                 before = got[0]
             sizes.update(got[1])
+            for dialect, more in got[2].items():
+                names.setdefault(dialect, set()).update(more)
+        extras = {dialect: md_extras([seen]) for dialect, seen in names.items()}
         # written on a thread while this one makes the matrix.md cells: the write spends its
         # time in the kernel, without the GIL (fresh page cache: ~1 s for 190 MB on the VM)
         with ThreadPoolExecutor(1) as pool:
             placed = pool.submit(_place, written, order, texts, sizes, before + len(_OPEN))
-            pieces = _pieces(built, order)
+            pieces = _pieces(built, order, extras)
             end = placed.result()
         if shard.me == 0:
             heads[0].end = end
+            heads[0].extras = extras
         return pieces
 
     s = scan_calls(p, finish)
@@ -229,7 +240,7 @@ def _write(out: Path) -> None:
             _put(fd, b"[]" + after + b"\n", len(before))
     finally:
         os.close(fd)
-    tables: dict[str, list[MdRow]] = {}
+    tables: dict[str, list[str]] = {}
     by_dialect: dict[str, DialectRows] = {}
     cap = row_cap(len(set(s.order.values())))
     for k, dialect in s.order.items():
@@ -239,7 +250,8 @@ def _write(out: Path) -> None:
     for piece in s.results:
         for dialect, counts in piece.counts.items():
             by_dialect[dialect].merge(counts)
-    (out / "matrix.md").write_text(md_document(doc, list(tables.items()), unknown))
+    md = [(dialect, head.extras[dialect], lines) for dialect, lines in tables.items()]
+    (out / "matrix.md").write_text(md_document(doc, md, unknown))
     html = page(doc, by_dialect, unknown, templates_section(out))
     (out / REPORT_HTML).write_text(html, encoding="utf-8")
 
