@@ -7,7 +7,7 @@ Why: a million call records make ~70,000 rows, a 330 MB ``matrix.json`` and a 20
 process's rows would cross to the first as objects and be encoded and rendered there, alone.
 Here each process (:mod:`reasonwire.eval._shards`) turns the rows of the keys it owns into
 their finished text - each row's ``matrix.json`` text, indented as it sits in the document,
-and its ``matrix.md`` cells - and keeps as objects only the rows the page details and the
+and its ``matrix.md`` line - and keeps as objects only the rows the page details and the
 counts its summary needs; the first process then joins the pieces in key order. The files are
 byte for byte those :func:`~reasonwire.eval._report_html.write_all` writes from the whole
 document (a test compares them, sharded and not).
@@ -17,7 +17,8 @@ million-record report's 350 MB: pickling, sending and unpickling it cost the fir
 ~2 s while the second sat idle). The processes swap the length of each key's text (the first
 adds the length of the document's text before the rows, which depends only on the file's
 sums), so each knows where every key's text sits and writes its own keys' text there, both at
-once; the first writes the document around the rows last. (In place, emptied first, as
+once; the first writes the document around the rows last. They swap each dialect's opaque
+pair columns too, so each renders its own ``matrix.md`` lines: strings cross, not cells. (In place, emptied first, as
 before: a new file beside the old one would need fresh pages for all of it, which on the
 bench's VM cost several times the writing.)
 """

@@ -11,6 +11,10 @@ NaN and ints beyond 64 bits included, arrives as it was). Records of one key sta
 order: the first range's before the second's. A run written in one go leaves each key's
 records in one place, and almost nothing crosses.
 
+Each process's ``finish`` also gets a :class:`Shard`: the file's sums (known to both once the
+counts are swapped) and a ``swap`` with the other process, so the two can settle what depends
+on both (the report: where each key's text sits in ``matrix.json``) without sending it all.
+
 The ranges split at a line start, so no line is cut; a torn last line (a killed writer's,
 without its newline) ends the file and is skipped, as :func:`~reasonwire.eval._records.
 jsonl_lines` does. Lines that do not parse, records of another type or fixture are skipped.
