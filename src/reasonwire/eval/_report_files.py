@@ -17,10 +17,10 @@ million-record report's 350 MB: pickling, sending and unpickling it cost the fir
 ~2 s while the second sat idle). The processes swap the length of each key's text (the first
 adds the length of the document's text before the rows, which depends only on the file's
 sums), so each knows where every key's text sits and writes its own keys' text there, both at
-once; the first writes the document around the rows last. They swap each dialect's opaque
-pair columns too, so each renders its own ``matrix.md`` lines: strings cross, not cells. (In place, emptied first, as
+once; the first writes the document around the rows last. (In place, emptied first, as
 before: a new file beside the old one would need fresh pages for all of it, which on the
-bench's VM cost several times the writing.)
+bench's VM cost several times the writing.) They swap each dialect's opaque pair columns
+too, so each renders its own ``matrix.md`` lines: strings cross, not cells.
 """
 
 from __future__ import annotations
