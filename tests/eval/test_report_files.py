@@ -482,7 +482,7 @@ def test_keys_of_both_processes_in_any_order_give_the_whole_matrix_s_files(
         d.mkdir()
         for name in ("calls.jsonl", "runs.jsonl"):
             shutil.copy(src / name, d / name)
-    (pieces / "matrix.json").write_bytes(b"x" * 10_000_000)  # a longer old file: emptied
+    (pieces / "matrix.json").write_bytes(b"x" * 10_000_000)  # an old file: written over, cut
     monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 1 << 62)
     monkeypatch.setattr(html_mod, "_FORK_ROWS", 1 << 62)
     write_all(whole)
