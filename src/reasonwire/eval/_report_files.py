@@ -209,8 +209,9 @@ def _write(out: Path) -> None:
             for dialect, more in got[2].items():
                 names.setdefault(dialect, set()).update(more)
         extras = {dialect: md_extras([seen]) for dialect, seen in names.items()}
-        # written on a thread while this one makes the matrix.md cells: the write spends its
-        # time in the kernel, without the GIL (fresh page cache: ~1 s for 190 MB on the VM)
+        # written on a thread while this one makes the matrix.md lines: the write spends its
+        # time in the kernel, without the GIL (up to ~1 s for 190 MB of fresh page cache on
+        # the bench's VM)
         with ThreadPoolExecutor(1) as pool:
             placed = pool.submit(_place, written, order, texts, sizes, before + len(_OPEN))
             pieces = _pieces(built, order, extras)
