@@ -12,6 +12,7 @@ targets gain one that has no record (it still gets its row).
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -115,7 +116,9 @@ def _fid(out: Path) -> str:
     return matrix_mod.plan(out).ctx.fid
 
 
-def _seqs(own: dict[tuple[str, str], list[dict[str, Any]]], order: object) -> dict[Any, Any]:
+def _seqs(
+    own: dict[tuple[str, str], list[dict[str, Any]]], order: object, shard: object
+) -> dict[Any, Any]:
     return {k: [r["seq"] for r in recs] for k, recs in own.items() if recs}
 
 
@@ -252,7 +255,7 @@ def test_the_matrix_is_the_same_read_by_one_or_two_processes(
 def test_a_failure_in_the_second_process_is_raised_in_the_first(hostile_dir: Path) -> None:
     first = os.getpid()
 
-    def finish(own: object, order: object) -> int:
+    def finish(own: object, order: object, shard: object) -> int:
         if os.getpid() != first:
             raise ValueError("boom in the second process")
         return 0
@@ -372,3 +375,147 @@ def test_an_opaque_position_reads_only_its_last_wording() -> None:
     for p in ("in_loop", "cross_turn"):
         assert (entry[p]["wording"], entry[p]["stripped_input"], entry[p]["delta"],
                 entry[p]["outcome"]) == ("neutral", None, None, "required")  # fmt: skip
+
+
+def _sums(calls: Path, fid: str) -> tuple[float, float, int]:
+    """The fixture's call records' cost, billed cost (``cost_estimate`` false) and count, by
+    stdlib json.loads over the complete lines (as :func:`_reference` reads them)."""
+    raw = calls.read_bytes()
+    spent = billed = 0.0
+    n = 0
+    for line in raw[: raw.rfind(b"\n") + 1].split(b"\n"):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict) and rec.get("type") == "call" and rec.get("fixture_id") == fid:
+            cost = float(rec.get("cost_usd") or 0.0)
+            spent += cost
+            billed += cost if rec.get("cost_estimate") is False else 0.0
+            n += 1
+    return spent, billed, n
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_each_process_knows_the_file_s_sums_and_swaps_with_the_other(
+    hostile_dir: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+) -> None:
+    """``finish`` gets its process, the sums over the whole file (in both processes, before
+    either is done) and a swap that hands each what the other sent."""
+    monkeypatch.setattr(shards_mod, "FIRST_SHARE", 0.5)
+    calls, fid = hostile_dir / "calls.jsonl", _fid(hostile_dir)
+    spent, billed, n = _sums(calls, fid)
+
+    def finish(own: object, order: object, shard: shards_mod.Shard) -> tuple[Any, ...]:
+        got = shard.swap(f"from {shard.me}") if shard.processes > 1 else None
+        return shard.me, shard.processes, shard.ncalls, shard.spent, shard.billed, got
+
+    s = scan(calls, fid, processes, {}, finish)
+    assert [r[:3] for r in s.results] == [(i, processes, n) for i in range(processes)]
+    for r in s.results:
+        assert r[3] == pytest.approx(spent) and r[4] == pytest.approx(billed)
+    assert [r[5] for r in s.results] == (["from 1", "from 0"] if processes > 1 else [None])
+    assert (s.ncalls, s.spent, s.billed) == s.results[0][2:5]
+
+
+def test_a_failure_of_the_second_process_is_raised_from_the_first_s_swap(
+    hostile_dir: Path,
+) -> None:
+    first = os.getpid()
+
+    def finish(own: object, order: object, shard: shards_mod.Shard) -> object:
+        if os.getpid() != first:
+            raise ValueError("boom before the swap")
+        return shard.swap("never answered")
+
+    with pytest.raises(ValueError, match="boom before the swap"):
+        scan(hostile_dir / "calls.jsonl", _fid(hostile_dir), 2, {}, finish)
+
+
+def test_a_failure_of_the_first_process_before_its_swap_does_not_leave_the_second_waiting(
+    hostile_dir: Path,
+) -> None:
+    """The second process waits in its swap; the first raises instead: the first's error
+    comes out of ``scan`` and the second ends (``scan`` joins it), within a deadline."""
+    import threading
+
+    first = os.getpid()
+    raised: list[BaseException] = []
+
+    def finish(own: object, order: object, shard: shards_mod.Shard) -> object:
+        if os.getpid() == first:
+            raise ValueError("boom in the first process")
+        return shard.swap("waiting")
+
+    def run() -> None:
+        try:
+            scan(hostile_dir / "calls.jsonl", _fid(hostile_dir), 2, {}, finish)
+        except BaseException as exc:
+            raised.append(exc)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(timeout=60)
+    assert not t.is_alive(), "scan still waiting for the second process"
+    assert [str(e) for e in raised] == ["boom in the first process"]
+
+
+@pytest.mark.parametrize("share", [0.05, 0.3, 0.5, 0.95])
+@pytest.mark.parametrize("which", ["hostile", "sim"])
+def test_keys_of_both_processes_in_any_order_give_the_whole_matrix_s_files(
+    hostile_dir: Path,
+    sim_run: tuple[Path, dict[str, Any]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    share: float,
+    which: str,
+) -> None:
+    """Each process writes its own keys' ``matrix.json`` text where it sits: whatever the cut,
+    and with the keys of the two processes alternating in the order (the simulator writes its
+    models' records interleaved, so most keys sit in both ranges), the files are those written
+    from the whole matrix in one process."""
+    import reasonwire.eval._report_html as html_mod
+
+    src = {"hostile": hostile_dir, "sim": sim_run[0]}[which]
+    whole, pieces = tmp_path / "whole", tmp_path / "pieces"
+    for d in (whole, pieces):
+        d.mkdir()
+        for name in ("calls.jsonl", "runs.jsonl"):
+            shutil.copy(src / name, d / name)
+    (pieces / "matrix.json").write_bytes(b"x" * 10_000_000)  # an old file: written over, cut
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(html_mod, "_FORK_ROWS", 1 << 62)
+    write_all(whole)
+    monkeypatch.setattr(shards_mod, "FIRST_SHARE", share)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0)
+    first = os.getpid()
+    s = scan(pieces / "calls.jsonl", _fid(pieces), 2, matrix_mod.plan(pieces).targets,
+             lambda own, order, shard: sorted(own))  # fmt: skip
+    owners = [0 if k in s.results[0] else 1 for k in s.order]
+    assert os.getpid() == first
+    if 0.05 < share < 0.95:
+        assert sum(a != b for a, b in itertools.pairwise(owners)) >= 2, owners
+    write_report(pieces)
+    for name in ("matrix.json", "matrix.md", "report.html"):
+        assert _stamped(pieces, name) == _stamped(whole, name), name
+
+
+def test_a_dialect_s_opaque_columns_are_every_pair_of_its_rows_sorted() -> None:
+    """matrix.md's opaque columns of a dialect: each pair any of its rows names, once, in
+    sorted order (both processes' rows: the report unites what each saw)."""
+    from reasonwire.eval.matrix import md_extras
+
+    rows = [
+        {"replay+reasoning.context": {}, "replay": {}},
+        {},
+        {"replay+z": {}, "replay+a": {}, "replay": {}},
+        {"replay+m": {}},
+    ]
+    assert md_extras(r.keys() for r in rows) == [
+        "replay",
+        "replay+a",
+        "replay+m",
+        "replay+reasoning.context",
+        "replay+z",
+    ]
+    assert md_extras([]) == []

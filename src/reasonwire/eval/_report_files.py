@@ -7,17 +7,30 @@ Why: a million call records make ~70,000 rows, a 330 MB ``matrix.json`` and a 20
 process's rows would cross to the first as objects and be encoded and rendered there, alone.
 Here each process (:mod:`reasonwire.eval._shards`) turns the rows of the keys it owns into
 their finished text - each row's ``matrix.json`` text, indented as it sits in the document,
-and its ``matrix.md`` cells - and keeps as objects only the rows the page details and the
+and its ``matrix.md`` line - and keeps as objects only the rows the page details and the
 counts its summary needs; the first process then joins the pieces in key order. The files are
 byte for byte those :func:`~reasonwire.eval._report_html.write_all` writes from the whole
 document (a test compares them, sharded and not).
+
+The rows' ``matrix.json`` text does not cross between the processes (over half of a
+million-record report's 350 MB: pickling, sending and unpickling it cost the first process
+~2 s while the second sat idle). The processes swap the length of each key's text (the first
+adds the length of the document's text before the rows, which depends only on the file's
+sums), so each knows where every key's text sits and writes its own keys' text there, both at
+once; the first writes the document around the rows last and cuts the file to its length.
+The text goes over the last report's bytes: emptied first (as before) or written beside it,
+the file needs fresh pages, which on the bench's VM cost more than the writing (0.5-1 s of
+system time for 350 MB). A report that fails midway leaves a broken file, as before (then cut
+short; now new bytes over old ones). They swap each dialect's opaque pair columns
+too, so each renders its own ``matrix.md`` lines: strings cross, not cells.
 """
 
 from __future__ import annotations
 
 import gc
+import os
 import uuid
-from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,14 +38,14 @@ import orjson
 
 from reasonwire.eval._report_html import REPORT_HTML, DialectRows, page, row_cap, templates_section
 from reasonwire.eval._rows import Rec
-from reasonwire.eval._shards import Key
+from reasonwire.eval._shards import Key, Shard
 from reasonwire.eval._variants import TEXT_VARIANTS
 from reasonwire.eval.matrix import (
-    MdRow,
-    RowContext,
+    KeyRows,
     document,
     key_rows,
     md_document,
+    md_extras,
     md_row,
     md_variants,
     plan,
@@ -44,21 +57,36 @@ _ROWS_HEAD = b'{\n  "rows": [\n'
 _ROWS_TAIL = b"\n  ]\n}"
 """Around the rows of ``{"rows": rows}`` indented: what is between is their text in
 ``matrix.json``, where they sit at the same depth (orjson indents by depth alone)."""
+_SEP = b",\n"
+_OPEN = b"[\n"
+_CLOSE = b"\n  ]"
+"""Between the rows' text in ``matrix.json``, and around it."""
 
 
 @dataclass
 class _Pieces:
-    """One process's keys as finished text: per key its rows' ``matrix.json`` text, their
-    ``matrix.md`` cells, its fold rows and the rows the page may detail (per dialect, the
-    first ones of this process's keys in key order: the page's first rows are among them);
-    its rows counted per dialect and verdict; the (route, model)s with an unknown price."""
+    """One process's keys as finished text (their ``matrix.json`` text is written already):
+    per key its rows' ``matrix.md`` table lines, its fold rows and the rows the page may detail (per
+    dialect, the first ones of this process's keys in key order: the page's first rows are
+    among them); its rows counted per dialect and verdict; the (route, model)s with an unknown
+    price."""
 
-    json: dict[Key, bytes] = field(default_factory=dict)
-    md: dict[Key, list[MdRow]] = field(default_factory=dict)
+    md: dict[Key, list[str]] = field(default_factory=dict)  # table lines
     fold: dict[Key, list[JsonObject]] = field(default_factory=dict)
     shown: dict[Key, list[JsonObject]] = field(default_factory=dict)
     counts: dict[str, DialectRows] = field(default_factory=dict)
     unknown: set[str] = field(default_factory=set)
+
+
+@dataclass
+class _Head:
+    """The first process's document (rows and the fold section's rows still to come), its text
+    before the rows and where the rows' text ends in ``matrix.json``."""
+
+    doc: JsonObject
+    before: bytes
+    end: int = 0
+    extras: dict[str, list[str]] = field(default_factory=dict)  # matrix.md's, per dialect
 
 
 def _rows_json(rows: list[JsonObject]) -> bytes:
@@ -71,9 +99,11 @@ def _rows_json(rows: list[JsonObject]) -> bytes:
     return text[len(_ROWS_HEAD) : -len(_ROWS_TAIL)]
 
 
-def _pieces(own: dict[Key, list[Rec]], order: dict[Key, str], ctx: RowContext) -> _Pieces:
-    """The finished text of the keys ``own`` (run in each process)."""
-    built = key_rows(own, order, ctx)
+def _pieces(
+    built: dict[Key, KeyRows], order: dict[Key, str], extras: dict[str, list[str]]
+) -> _Pieces:
+    """The finished text of the keys ``built`` but their ``matrix.json`` text (``extras``:
+    each dialect's opaque pair columns, over both processes' rows)."""
     out = _Pieces()
     cap = row_cap(len(set(order.values())))
     variants: dict[str, list[str]] = {}
@@ -83,10 +113,9 @@ def _pieces(own: dict[Key, list[Rec]], order: dict[Key, str], ctx: RowContext) -
         if got is None:
             continue
         rows, fold = got
-        out.json[k] = _rows_json(rows)
         if dialect not in variants:
             variants[dialect] = md_variants(TEXT_VARIANTS, dialect)
-        out.md[k] = [md_row(r, variants[dialect]) for r in rows]
+        out.md[k] = [md_row(r, variants[dialect]).line(extras[dialect]) for r in rows]
         if fold:
             out.fold[k] = fold
         room = cap - kept.get(dialect, 0)
@@ -99,6 +128,43 @@ def _pieces(own: dict[Key, list[Rec]], order: dict[Key, str], ctx: RowContext) -
             if r.get("price") == "unknown":
                 out.unknown.add(f"{r['route']}/{r['model']}")
     return out
+
+
+def _place(path: Path, order: dict[Key, str], texts: dict[Key, bytes], sizes: dict[Key, int],
+           start: int) -> int:  # fmt: skip
+    """Write ``texts`` (this process's keys) into ``path`` where they sit among every key's
+    text (``sizes``: the length of each key's, in ``order``; the rows' text starts at
+    ``start``, each key's after a ``,\n`` but the first's); a run of this process's keys is
+    one write. Returns where the rows' text ends."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        at = start
+        run: list[bytes] = []
+        run_at = at
+        for i, k in enumerate(order):
+            text = texts.get(k)
+            if text is None:
+                if run:
+                    _put(fd, b"".join(run), run_at)
+                    run = []
+            else:
+                if not run:
+                    run_at = at
+                run.extend((_SEP, text) if i else (text,))
+            at += (len(_SEP) if i else 0) + sizes[k]
+        if run:
+            _put(fd, b"".join(run), run_at)
+    finally:
+        os.close(fd)
+    return at
+
+
+def _put(fd: int, data: bytes, at: int) -> None:
+    """All of ``data`` into ``fd`` from byte ``at``."""
+    view = memoryview(data)
+    while view:
+        n = os.pwrite(fd, view, at)
+        view, at = view[n:], at + n
 
 
 def write_report(out_dir: str | Path) -> None:
@@ -115,43 +181,92 @@ def write_report(out_dir: str | Path) -> None:
 
 def _write(out: Path) -> None:
     p = plan(out)
-    s = scan_calls(p, lambda own, order: _pieces(own, order, p.ctx))
-    where = {k: part for part in s.results for k in part.json}  # every key of the order
-    fold = [row for k in s.order for row in where[k].fold.get(k, ())]
-    unknown = sorted(set().union(*(part.unknown for part in s.results)))
+    written = out / "matrix.json"
     hole = f"rows-{uuid.uuid4().hex}"
-    doc = document(p, s, hole, bool(unknown), fold)
-    before, after = orjson.dumps(doc, option=orjson.OPT_INDENT_2).split(orjson.dumps(hole))
-    with (out / "matrix.json").open("wb") as fh:  # the rows' text is written, never joined
-        fh.write(before)
+    heads: list[_Head] = []  # the first process's
+
+    def finish(own: dict[Key, list[Rec]], order: dict[Key, str], shard: Shard) -> _Pieces:
+        """Build the keys ``own``, write their ``matrix.json`` text in place (see the module
+        docstring) and return the rest."""
+        built = key_rows(own, order, p.ctx)
+        texts = {k: _rows_json(built[k][0]) for k in order if k in built}
+        sizes = {k: len(t) for k, t in texts.items()}
+        names: dict[str, set[str]] = {}  # opaque pairs per dialect: matrix.md's columns
+        for k, (rows, _) in built.items():
+            names.setdefault(order[k], set()).update(n for r in rows for n in r["opaque"])
+        before = 0
+        if shard.me == 0:
+            doc = document(p, shard, hole, False, [])
+            heads.append(_Head(doc, _split(doc, hole)[0]))
+            before = len(heads[0].before)
+            os.close(os.open(written, os.O_WRONLY | os.O_CREAT, 0o666))  # before the other
+        if shard.processes > 1:  # the first sends the length before the rows too
+            got = shard.swap((before, sizes, names))
+            assert isinstance(got, tuple)
+            if shard.me == 1:
+                before = got[0]
+            sizes.update(got[1])
+            for dialect, more in got[2].items():
+                names.setdefault(dialect, set()).update(more)
+        extras = {dialect: md_extras([seen]) for dialect, seen in names.items()}
+        # written on a thread while this one makes the matrix.md lines: the write spends its
+        # time in the kernel, without the GIL (up to ~1 s for 190 MB of fresh page cache on
+        # the bench's VM)
+        with ThreadPoolExecutor(1) as pool:
+            placed = pool.submit(_place, written, order, texts, sizes, before + len(_OPEN))
+            pieces = _pieces(built, order, extras)
+            end = placed.result()
+        if shard.me == 0:
+            heads[0].end = end
+            heads[0].extras = extras
+        return pieces
+
+    s = scan_calls(p, finish)
+    head = heads[0]
+    where = {k: piece for piece in s.results for k in piece.md}  # every key of the order
+    fold = [row for k in s.order for row in where[k].fold.get(k, ())]
+    unknown = sorted(set().union(*(piece.unknown for piece in s.results)))
+    doc = head.doc
+    doc["spent_estimate"] = bool(unknown)
+    if "fold" in doc:
+        section = doc["fold"]
+        assert isinstance(section, dict)
+        section["rows"] = fold
+    before, after = _split(doc, hole)
+    assert before == head.before
+    fd = os.open(written, os.O_WRONLY)
+    try:
+        _put(fd, before, 0)
         if s.order:
-            fh.write(b"[\n")
-            fh.writelines(_joined((where[k].json[k] for k in s.order), b",\n"))
-            fh.write(b"\n  ]")
+            _put(fd, _OPEN, len(before))
+            tail, at = _CLOSE + after + b"\n", head.end
         else:
-            fh.write(b"[]")
-        fh.write(after + b"\n")
-    tables: dict[str, list[MdRow]] = {}
+            tail, at = b"[]" + after + b"\n", len(before)
+        _put(fd, tail, at)
+        os.ftruncate(fd, at + len(tail))
+    finally:
+        os.close(fd)
+    tables: dict[str, list[str]] = {}
     by_dialect: dict[str, DialectRows] = {}
     cap = row_cap(len(set(s.order.values())))
     for k, dialect in s.order.items():
         tables.setdefault(dialect, []).extend(where[k].md[k])
         shown = by_dialect.setdefault(dialect, DialectRows()).shown
         shown.extend(where[k].shown.get(k, ())[: cap - len(shown)])
-    for part in s.results:
-        for dialect, counts in part.counts.items():
+    for piece in s.results:
+        for dialect, counts in piece.counts.items():
             by_dialect[dialect].merge(counts)
-    (out / "matrix.md").write_text(md_document(doc, list(tables.items()), unknown))
+    md = [(dialect, head.extras[dialect], lines) for dialect, lines in tables.items()]
+    (out / "matrix.md").write_text(md_document(doc, md, unknown))
     html = page(doc, by_dialect, unknown, templates_section(out))
     (out / REPORT_HTML).write_text(html, encoding="utf-8")
 
 
-def _joined(pieces: Iterable[bytes], sep: bytes) -> Iterator[bytes]:
-    """``pieces`` with ``sep`` between them."""
-    for i, piece in enumerate(pieces):
-        if i:
-            yield sep
-        yield piece
+def _split(doc: JsonObject, hole: str) -> tuple[bytes, bytes]:
+    """``doc``'s text (``matrix.json``'s layout) before and after its rows, which are
+    ``hole``."""
+    before, after = orjson.dumps(doc, option=orjson.OPT_INDENT_2).split(orjson.dumps(hole))
+    return before, after
 
 
 __all__ = ["write_report"]

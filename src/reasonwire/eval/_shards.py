@@ -11,6 +11,10 @@ NaN and ints beyond 64 bits included, arrives as it was). Records of one key sta
 order: the first range's before the second's. A run written in one go leaves each key's
 records in one place, and almost nothing crosses.
 
+Each process's ``finish`` also gets a :class:`Shard`: the file's sums (known to both once the
+counts are swapped) and a ``swap`` with the other process, so the two can settle what depends
+on both (the report: where each key's text sits in ``matrix.json``) without sending it all.
+
 The ranges split at a line start, so no line is cut; a torn last line (a killed writer's,
 without its newline) ends the file and is skipped, as :func:`~reasonwire.eval._records.
 jsonl_lines` does. Lines that do not parse, records of another type or fixture are skipped.
@@ -56,9 +60,12 @@ class Groups:
     ncalls: int = 0
 
 
-FIRST_SHARE = 0.45
-"""The first process's share of the file's bytes: it also joins and writes the report once
-both are done, so it reads less (measured on the report bench's million records)."""
+FIRST_SHARE = 0.5
+"""The first process's share of the file's bytes (measured on the report bench's million
+records): 0.45 while the first received the second's ``matrix.json`` text and wrote all of
+it; since each writes its own text and makes its own ``matrix.md`` lines, halves reach the
+swap together (read and built in 2.9 s each), and the first's work left after the second is
+done (the page, ``matrix.md``) is a fraction of a second either way."""
 
 
 def cut(path: Path, share: float) -> int:
@@ -74,21 +81,35 @@ def cut(path: Path, share: float) -> int:
         return min(fh.tell(), size)
 
 
-def _lines(path: Path, start: int, end: int) -> Iterator[list[bytes]]:
-    """The complete lines of ``path[start:end]`` (without their newline), a chunk's worth at
-    a time; the bytes after the last newline (a torn last line) are dropped."""
+def _lines(path: Path, start: int, end: int) -> Iterator[memoryview]:
+    """The complete lines of ``path[start:end]`` (without their newline); the bytes after the
+    last newline (a torn last line) are dropped. Each line is a view into one buffer, read
+    into in place and good until the next line is asked for: no bytes object per chunk or
+    per line (splitting chunks into bytes cost ~0.35 s of a process's ~3.8 s read)."""
+    buf = bytearray(_CHUNK)
+    have = 0  # bytes in buf: the start of a line not yet complete
     with path.open("rb", buffering=0) as fh:
         fh.seek(start)
         left = end - start
-        tail = b""
         while left > 0:
-            chunk = fh.read(min(_CHUNK, left))
-            if not chunk:
+            if have == len(buf):  # one line fills the buffer: a larger one
+                buf = buf + bytes(len(buf))
+            view = memoryview(buf)
+            got = fh.readinto(view[have : have + min(len(buf) - have, left)])
+            if not got:
                 break
-            left -= len(chunk)
-            lines = (tail + chunk if tail else chunk).split(b"\n")
-            tail = lines.pop()
-            yield lines
+            left -= got
+            have += got
+            pos = 0
+            find = buf.find
+            nl = find(b"\n", 0, have)
+            while nl >= 0:
+                yield view[pos:nl]
+                pos = nl + 1
+                nl = find(b"\n", pos, have)
+            buf[: have - pos] = buf[pos:have]  # the same length: the buffer is not resized
+            have -= pos
+            view.release()
 
 
 def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
@@ -100,42 +121,41 @@ def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     spent = billed = 0.0
     ncalls = 0
-    for lines in _lines(path, start, end):
-        for raw in lines:
-            try:
-                rec = loads(raw)
-            except decode_error:
-                rec = parse_line(raw)  # the writer's stdlib json: NaN, ints beyond 64 bits
-            if type(rec) is not dict:
-                continue
-            get = rec.get
-            if get("type") != "call" or get("fixture_id") != fid:
-                continue
-            k = (str(get("route")), str(get("model")))
-            group = recs.get(k)
-            if group is None:
-                group = recs[k] = []
-                dialects[k] = str(get("dialect"))
-            cost = float(get("cost_usd") or 0.0)
-            spent += cost
-            if get("cost_estimate") is False:
-                billed += cost
-            pop = rec.pop
-            if get("position") != "turn1":
-                pop("raw", None)
-                pop("usage", None)
-                pop("error_body", None)
-                pop("key", None)
-                pop("elapsed_s", None)
-                pop("t", None)
-                pop("T_source", None)
-                pop("cost_estimate", None)
-                pop("carriers", None)
-            else:
-                for unused in _UNUSED_TURN1:
-                    pop(unused, None)
-            group.append(rec)
-            ncalls += 1
+    for raw in _lines(path, start, end):
+        try:
+            rec = loads(raw)
+        except decode_error:
+            rec = parse_line(bytes(raw))  # the writer's stdlib json: NaN, big ints
+        if type(rec) is not dict:
+            continue
+        get = rec.get
+        if get("type") != "call" or get("fixture_id") != fid:
+            continue
+        k = (str(get("route")), str(get("model")))
+        group = recs.get(k)
+        if group is None:
+            group = recs[k] = []
+            dialects[k] = str(get("dialect"))
+        cost = float(get("cost_usd") or 0.0)
+        spent += cost
+        if get("cost_estimate") is False:
+            billed += cost
+        pop = rec.pop
+        if get("position") != "turn1":
+            pop("raw", None)
+            pop("usage", None)
+            pop("error_body", None)
+            pop("key", None)
+            pop("elapsed_s", None)
+            pop("t", None)
+            pop("T_source", None)
+            pop("cost_estimate", None)
+            pop("carriers", None)
+        else:
+            for unused in _UNUSED_TURN1:
+                pop(unused, None)
+        group.append(rec)
+        ncalls += 1
     g.spent, g.billed, g.ncalls = spent, billed, ncalls
     return g
 
@@ -154,11 +174,31 @@ class Scanned(Generic[R]):
     results: list[R]
 
 
-Finish = Callable[[dict[Key, list[Rec]], dict[Key, str]], R]
+@dataclass(frozen=True)
+class Shard:
+    """What ``finish`` knows of the whole scan besides its own keys: which process it runs in
+    (0 the first, 1 the second) of how many, the file's sums, and ``swap``: ``swap(x)`` sends
+    ``x`` to the other process and returns what the other sent with its own ``swap`` call
+    (with two processes, both call it the same number of times; alone, never). A failure of
+    the other process is raised from it."""
+
+    me: int
+    processes: int
+    spent: float
+    billed: float
+    ncalls: int
+    swap: Callable[[object], object]
+
+
+Finish = Callable[[dict[Key, list[Rec]], dict[Key, str], Shard], R]
 """Run in each process over the keys it owns (each with all of its records, in file order; a
-key of ``order`` without a record is the first process's, with none) and every key in order
-with its dialect (:attr:`Scanned.order`); its result comes back to the caller (pickled from
-the second process)."""
+key of ``order`` without a record is the first process's, with none), every key in order
+with its dialect (:attr:`Scanned.order`) and its :class:`Shard`; its result comes back to the
+caller (pickled from the second process)."""
+
+
+def _alone(x: object) -> object:
+    raise RuntimeError("swap called in a scan of one process")
 
 
 def owner(n_first: int, n_second: int) -> int:
@@ -183,13 +223,14 @@ def scan(
         g = read_range(path, 0, path.stat().st_size if path.exists() else 0, fid)
         order = _order(targets, g.dialects)
         own = {**g.recs, **{k: [] for k in order if k not in g.recs}}
-        return Scanned(order, g.dialects, g.spent, g.billed, g.ncalls, [finish(own, order)])
+        alone = Shard(0, 1, g.spent, g.billed, g.ncalls, _alone)
+        return Scanned(order, g.dialects, g.spent, g.billed, g.ncalls, [finish(own, order, alone)])
     import multiprocessing
 
     b, end = cut(path, FIRST_SHARE), path.stat().st_size
     fork = multiprocessing.get_context("fork")
     here, there = fork.Pipe(duplex=True)
-    args = (there, path, b, end, fid, targets, finish)
+    args = (there, here, path, b, end, fid, targets, finish)
     child = fork.Process(target=_second, args=args, daemon=True)
     child.start()
     there.close()
@@ -203,15 +244,16 @@ def scan(
         discovered = _discovered(mine.dialects, theirs.dialects)
         order = _order(targets, discovered)
         own.update((k, []) for k in order if k not in discovered)
-        result: R = finish(own, order)
+        shard = Shard(0, 2, mine.spent + theirs.spent, mine.billed + theirs.billed,
+                      mine.ncalls + theirs.ncalls, lambda x: _swap(here, x, True))  # fmt: skip
+        result: R = finish(own, order, shard)
         del own  # the records go while the second process still works, not after
         mine.recs.clear()
         other = cast(R, _receive(here))  # what ``finish`` returned there
     finally:
         here.close()
         child.join()
-    return Scanned(order, discovered, mine.spent + theirs.spent, mine.billed + theirs.billed,
-                   mine.ncalls + theirs.ncalls, [result, other])  # fmt: skip
+    return Scanned(order, discovered, shard.spent, shard.billed, shard.ncalls, [result, other])
 
 
 def _discovered(first: dict[Key, str], second: dict[Key, str]) -> dict[Key, str]:
@@ -257,6 +299,17 @@ def _receive(conn: Connection) -> object:
     return got
 
 
+def _swap(conn: Connection, x: object, first: bool) -> object:
+    """Send ``x``, get the other process's: the first process receives first, so a failure
+    the second sent instead is raised here, and neither waits on a full pipe for the other."""
+    if first:
+        got = _receive(conn)
+        conn.send_bytes(pickle.dumps(x, pickle.HIGHEST_PROTOCOL))
+        return got
+    conn.send_bytes(pickle.dumps(x, pickle.HIGHEST_PROTOCOL))
+    return _receive(conn)
+
+
 def _mine(me: int, n: int, m: int) -> bool:
     """Does process ``me``, holding ``n`` records of a key the other holds ``m`` of, own it?"""
     return owner(n, m) == 0 if me == 0 else owner(m, n) == 1
@@ -282,6 +335,7 @@ def _owned(me: int, g: Groups, other: dict[Key, int], arriving: object) -> dict[
 
 def _second(
     conn: Connection,
+    theirs_end: Connection,
     path: Path,
     start: int,
     end: int,
@@ -292,6 +346,7 @@ def _second(
     """The second process: read its range, swap counts and records, build, send, exit (at
     once: its records die with it instead of being freed one by one)."""
     code = 1
+    theirs_end.close()  # forked open: kept, the first process's end would never read as closed
     try:
         mine = read_range(path, start, end, fid)
         conn.send_bytes(pickle.dumps(_Counts.of(mine), pickle.HIGHEST_PROTOCOL))
@@ -300,7 +355,9 @@ def _second(
         conn.send_bytes(pickle.dumps(_leaving(1, mine, theirs.counts), pickle.HIGHEST_PROTOCOL))
         own = _owned(1, mine, theirs.counts, _receive(conn))
         order = _order(targets, _discovered(theirs.dialects, mine.dialects))
-        conn.send_bytes(pickle.dumps(finish(own, order), pickle.HIGHEST_PROTOCOL))
+        shard = Shard(1, 2, theirs.spent + mine.spent, theirs.billed + mine.billed,
+                      theirs.ncalls + mine.ncalls, lambda x: _swap(conn, x, False))  # fmt: skip
+        conn.send_bytes(pickle.dumps(finish(own, order, shard), pickle.HIGHEST_PROTOCOL))
         code = 0
     except BaseException as exc:
         try:
@@ -312,4 +369,4 @@ def _second(
         os._exit(code)
 
 
-__all__ = ["FIRST_SHARE", "Groups", "Key", "Scanned", "cut", "owner", "read_range", "scan"]
+__all__ = ["FIRST_SHARE", "Groups", "Key", "Scanned", "Shard", "cut", "owner", "read_range", "scan"]

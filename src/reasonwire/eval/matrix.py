@@ -25,7 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 import orjson
 
@@ -209,7 +209,19 @@ def scan_calls(p: Plan, finish: Finish[R]) -> Scanned[R]:
     return scan(calls, p.ctx.fid, _shards(calls), p.targets, finish)
 
 
-def document(p: Plan, s: Scanned[R], rows: JSON, unknown_price: bool,
+class Sums(Protocol):
+    """The file's call records summed: a :class:`Scanned`, or while the processes still work
+    a :class:`~reasonwire.eval._shards.Shard`."""
+
+    @property
+    def spent(self) -> float: ...
+    @property
+    def billed(self) -> float: ...
+    @property
+    def ncalls(self) -> int: ...
+
+
+def document(p: Plan, s: Sums, rows: JSON, unknown_price: bool,
              fold_rows: list[JsonObject]) -> JsonObject:  # fmt: skip
     """The matrix document around ``rows`` (``unknown_price``: a row's price is unknown;
     ``fold_rows``: the fold section's rows, when a ``--fold`` run set it up)."""
@@ -260,7 +272,7 @@ def document(p: Plan, s: Scanned[R], rows: JSON, unknown_price: bool,
 
 def _build_matrix(out_dir: str | Path) -> JsonObject:
     p = plan(out_dir)
-    s = scan_calls(p, lambda own, order: key_rows(own, order, p.ctx))
+    s = scan_calls(p, lambda own, order, _: key_rows(own, order, p.ctx))
     by_key: dict[Key, KeyRows] = {}
     for part in s.results:
         by_key.update(part)
@@ -322,18 +334,26 @@ def render_md(matrix: JsonObject) -> str:
     by_dialect: dict[str, list[JsonObject]] = defaultdict(list)
     for row in matrix["rows"]:
         by_dialect[row["dialect"]].append(row)
-    tables = [
-        (dialect, [md_row(r, md_variants(matrix["variants"], dialect)) for r in rows])
-        for dialect, rows in by_dialect.items()
-    ]
+    tables = []
+    for dialect, rows in by_dialect.items():
+        cells = [md_row(r, md_variants(matrix["variants"], dialect)) for r in rows]
+        extras = md_extras(c.opaque for c in cells)
+        tables.append((dialect, extras, [c.line(extras) for c in cells]))
     return md_document(matrix, tables, unknown_priced(matrix["rows"]))
 
 
+def md_extras(opaque: Iterable[Iterable[str]]) -> list[str]:
+    """The opaque pair columns of a dialect's table: every pair named by its rows' ``opaque``
+    (an encoded row's, or its cells' :attr:`MdRow.opaque`: the same names)."""
+    return sorted({name for names in opaque for name in names})
+
+
 def md_document(
-    matrix: JsonObject, tables: list[tuple[str, list[MdRow]]], unknown: list[str]
+    matrix: JsonObject, tables: list[tuple[str, list[str], list[str]]], unknown: list[str]
 ) -> str:
-    """``matrix.md`` from the matrix's head, the rows' cells per dialect (in order) and the
-    (route, model)s whose price is unknown (:func:`unknown_priced`)."""
+    """``matrix.md`` from the matrix's head, per dialect (in order) its opaque pair columns
+    (:func:`md_extras`) and its rows' table lines (:meth:`MdRow.line`), and the (route,
+    model)s whose price is unknown (:func:`unknown_priced`)."""
     lines = ["# reasonwire consumption matrix", ""]
     th = matrix["thresholds"]
     run = matrix["run"]
@@ -346,9 +366,8 @@ def md_document(
         f"{spent_text(matrix, unknown)}."
     )
     lines.append("")
-    for dialect, rows in tables:
+    for dialect, extras, rows in tables:
         variants = md_variants(matrix["variants"], dialect)
-        extras = sorted({e for r in rows for e in r.opaque})
         lines.append(f"## {dialect}")
         if dialect in matrix["no_text_variants"]:
             lines.append(f"Text variants: none ({matrix['no_text_variants'][dialect]}).")
@@ -357,7 +376,7 @@ def md_document(
                 "notes"]  # fmt: skip
         lines.append("| " + " | ".join(head) + " |")
         lines.append("|" + "---|" * len(head))
-        lines.extend(r.line(extras) for r in rows)
+        lines.extend(rows)
         lines.append("")
     lines.extend(fold_md(matrix))
     if matrix["budget_stops"]:
