@@ -519,3 +519,33 @@ def test_a_dialect_s_opaque_columns_are_every_pair_of_its_rows_sorted() -> None:
         "replay+z",
     ]
     assert md_extras([]) == []
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_a_report_failing_after_it_began_writing_leaves_no_mixed_matrix_json(
+    hostile_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded: bool
+) -> None:
+    """``matrix.json`` is written over the old report's bytes; a failure after that began
+    leaves it empty (an old report's tail under a new head would still read as a report),
+    and a failure before it began leaves the old report as it was."""
+    import reasonwire.eval._report_files as files_mod
+
+    for name in ("calls.jsonl", "runs.jsonl"):
+        shutil.copy(hostile_dir / name, tmp_path / name)
+    old = b'{"old": "report"}' + b" " * 1_000_000
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0 if sharded else 1 << 62)
+
+    def boom(*_: object, **__: object) -> None:
+        raise ValueError("boom while writing")
+
+    (tmp_path / "matrix.json").write_bytes(old)
+    with monkeypatch.context() as m:  # before: the rows are built before anything is written
+        m.setattr(files_mod, "key_rows", boom)
+        with pytest.raises(ValueError, match="boom while writing"):
+            write_report(tmp_path)
+    assert (tmp_path / "matrix.json").read_bytes() == old
+    with monkeypatch.context() as m:  # after: matrix.md is made once matrix.json is written
+        m.setattr(files_mod, "md_document", boom)
+        with pytest.raises(ValueError, match="boom while writing"):
+            write_report(tmp_path)
+    assert (tmp_path / "matrix.json").read_bytes() == b""

@@ -172,14 +172,22 @@ def write_report(out_dir: str | Path) -> None:
     ``out_dir`` (see the module docstring)."""
     paused = gc.isenabled()
     gc.disable()  # plain acyclic records: see build_matrix
+    out = Path(out_dir).expanduser()
+    began: list[bool] = []  # set by the first process once it writes matrix.json in place
     try:
-        _write(Path(out_dir).expanduser())
+        _write(out, began)
+    except BaseException:
+        if began:  # the old report's bytes under some of the new ones: a file that reads as
+            # JSON but mixes two reports would be worse than none; the records stay, so
+            # `eval report` can write it again
+            os.truncate(out / "matrix.json", 0)
+        raise
     finally:
         if paused:
             gc.enable()
 
 
-def _write(out: Path) -> None:
+def _write(out: Path, began: list[bool]) -> None:
     p = plan(out)
     written = out / "matrix.json"
     hole = f"rows-{uuid.uuid4().hex}"
@@ -200,6 +208,7 @@ def _write(out: Path) -> None:
             heads.append(_Head(doc, _split(doc, hole)[0]))
             before = len(heads[0].before)
             os.close(os.open(written, os.O_WRONLY | os.O_CREAT, 0o666))  # before the other
+            began.append(True)
         if shard.processes > 1:  # the first sends the length before the rows too
             got = shard.swap((before, sizes, names))
             assert isinstance(got, tuple)
