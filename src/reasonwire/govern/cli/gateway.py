@@ -138,7 +138,17 @@ def serve(
         raise typer.Exit(2) from None
     if hasattr(signal, "SIGHUP"):  # re-read the keys directory now (it is also watched)
         signal.signal(signal.SIGHUP, lambda _sig, _frame: ring.reload_soon())
-    uvicorn.run(gw.app, host=host, port=port, log_level="warning", access_log=False)
+    # No proxy-header rewriting (the gateway is on loopback and reads no client address),
+    # no Server header; uvicorn picks uvloop and httptools itself when installed.
+    uvicorn.run(
+        gw.app,
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+    )
 
 
 _KID = re.compile(r"[A-Za-z0-9_\-][A-Za-z0-9_.\-]{0,63}")
