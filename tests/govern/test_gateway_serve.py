@@ -51,7 +51,8 @@ def _policy(tmp_path: Path, upstream: str) -> str:
     (tmp_path / f"{name}.py").write_text(
         GOOD_POLICY.replace(
             "REGISTRY = Registry()",
-            f"from tests.govern.conftest import make_registry\nREGISTRY = make_registry({upstream!r})",
+            "from tests.govern.conftest import make_registry\n"
+            f"REGISTRY = make_registry({upstream!r})",
         ).replace(
             "POLICY = OrgPolicy(allowed=frozenset({'low'}), maximum='low')",
             "from tests.govern.conftest import POLICY",
