@@ -231,11 +231,12 @@ def test_connection_close_is_answered_then_closed() -> None:
     assert resp.status == 200 and resp.header("connection") == "close"
 
 
-def test_http_1_0_is_answered_and_closed() -> None:
-    """RFC 9112 §9.3: an HTTP/1.0 connection does not persist by default; the body without
-    chunking (§6.1: no Transfer-Encoding to a 1.0 client)."""
+@pytest.mark.parametrize("asked", [b"", b"Connection: keep-alive\r\n"])
+def test_http_1_0_is_answered_and_closed(asked: bytes) -> None:
+    """RFC 9112 §9.3: an HTTP/1.0 connection does not persist by default (and this server
+    keeps none: it says ``close`` even to a 1.0 client asking for keep-alive, §9.3 allows it)."""
     with served(echo_app(Seen())) as port:
-        data = raw(port, b"POST /a HTTP/1.0\r\nContent-Length: 2\r\n\r\nhi")
+        data = raw(port, b"POST /a HTTP/1.0\r\n" + asked + b"Content-Length: 2\r\n\r\nhi")
     resp = _one(data)
     assert resp.status == 200 and resp.header("connection") == "close"
     assert json.loads(resp.body)["version"] == "1.0"
@@ -301,6 +302,7 @@ def test_a_body_sent_in_pieces_reaches_the_app_in_order() -> None:
         # §3.2: an HTTP/1.1 request without Host, or with two
         ("no-host", b"POST / HTTP/1.1\r\nContent-Length: 0\r\n\r\n"),
         ("two-hosts", b"POST / HTTP/1.1\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n"),
+        ("two-hosts-1.0", b"POST / HTTP/1.0\r\nHost: a\r\nHost: b\r\nContent-Length: 0\r\n\r\n"),
     ],
 )
 def test_a_malformed_or_ambiguous_request_is_400_and_closed(
@@ -385,11 +387,18 @@ def test_a_head_that_never_ends_is_431() -> None:
 
 
 def test_too_many_fields_is_431() -> None:
+    """``max_fields`` fields pass (Host and Content-Length count), one more is 431."""
     seen = Seen()
     with served(echo_app(seen), max_fields=10) as port:
-        fields = [b"X-F%d: v" % i for i in range(11)]
-        resp = _one(raw(port, POST + b"\r\n".join(fields) + b"\r\nContent-Length: 0\r\n\r\n"))
-    assert resp.status == 431 and seen.requests == []
+
+        def send(n: int) -> Resp:
+            fields = b"".join(b"X-F%d: v\r\n" % i for i in range(n))
+            return _one(
+                raw(port, POST + fields + b"Connection: close\r\nContent-Length: 0\r\n\r\n")
+            )
+
+        ok, refused = send(7), send(8)  # 7 + Host, Connection, Content-Length = 10
+    assert (ok.status, refused.status) == (200, 431) and len(seen.requests) == 1
 
 
 def test_a_target_past_the_limit_is_414() -> None:
@@ -602,9 +611,9 @@ def test_a_response_shorter_than_its_length_closes_the_connection() -> None:
         await send({"type": "http.response.start", "status": 200, "headers": head})
         await send({"type": "http.response.body", "body": b"short"})
 
-    with served(app) as port, _connect(port) as s:
+    with served(app, keep_alive=WAIT * 3) as port, _connect(port) as s:
         s.sendall(_post(b"{}"))
-        data = _until_closed(s)  # closed: the client sees 5 of 10 bytes
+        data = _until_closed(s)  # closed at once: the client sees 5 of 10 bytes
     assert data.endswith(b"\r\n\r\nshort")
 
 
@@ -616,17 +625,21 @@ def test_an_early_answer_closes_after_the_client_finished_sending() -> None:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await _answer(send, b'{"error": "too large"}', 413)
 
-    with served(app) as port, _connect(port) as s:
-        s.sendall(POST + b"Content-Length: 4000000\r\n\r\n")
-        try:
-            for _ in range(100):
-                s.sendall(b"x" * 40_000)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
-        data = _until_closed(s)
+    answer = b'{"error": "too large"}'
+    with served(app, linger=WAIT) as port, _connect(port) as s:
+        s.sendall(POST + b"Content-Length: 4000000\r\n\r\n" + b"x" * 1000)
+        data = b""
+        while not data.endswith(answer):
+            part = s.recv(65536)
+            assert part, "closed before the answer"
+            data += part
+        for _ in range(100):  # the rest of the body: read and dropped, no reset
+            s.sendall(b"x" * 39_990)
+        s.shutdown(socket.SHUT_WR)
+        assert _until_closed(s) == b""
     resp = _one(data)
     assert resp.status == 413 and resp.header("connection") == "close"
-    assert resp.body == b'{"error": "too large"}'
+    assert resp.body == answer
 
 
 # -- disconnects and flow control ---------------------------------------------------------------
@@ -691,6 +704,51 @@ def test_a_stream_to_a_client_that_does_not_read_waits_for_it() -> None:
         assert not state["done"] and state["sent"] < total // 2
         received = _until_closed(s)
     assert state["done"] and received.count(b"x") == total << 20  # everything, in the end
+
+
+def test_a_body_the_app_does_not_read_yet_is_not_read_ahead() -> None:
+    """Read flow control: while the app does not ask for the body, the server stops reading
+    it past a small buffer (the client's sends then wait), instead of holding it in memory."""
+    total = 32 << 20  # more than the socket buffers hold
+    may_read = threading.Event()
+    got: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        while not may_read.is_set():
+            await asyncio.sleep(0.005)
+        got.append(len(await _read_body(receive)))
+        await _answer(send, b"{}")
+
+    sent = [0]
+
+    def upload(s: socket.socket) -> None:
+        s.sendall(POST + b"Content-Length: %d\r\nConnection: close\r\n\r\n" % total)
+        piece = b"y" * 65536
+        while sent[0] < total:
+            s.sendall(piece)
+            sent[0] += len(piece)
+
+    with served(app) as port, _connect(port) as s:
+        uploader = threading.Thread(target=upload, args=(s,), daemon=True)
+        uploader.start()
+        last = [-1]
+
+        def stalled() -> bool:
+            if sent[0] >= total:
+                return True
+            same = sent[0] == last[0]
+            last[0] = sent[0]
+            if same:
+                time.sleep(0.05)  # and still the same after a while: the client waits
+                return sent[0] == last[0]
+            return False
+
+        _poll(stalled, "the upload waiting or done")
+        assert sent[0] < total // 2
+        may_read.set()
+        uploader.join(WAIT)
+        resp = _one(_until_closed(s))
+    assert resp.status == 200 and got == [total]
 
 
 # -- the app's view --------------------------------------------------------------------------
@@ -759,7 +817,8 @@ def test_stopping_finishes_requests_in_flight_and_runs_on_close() -> None:
     thread = threading.Thread(
         target=http1.run,
         args=(app, sock, stopper),
-        kwargs={"on_close": on_close, "ready": ready.set},
+        # idle connections are kept long: only the stop closes the idle one here
+        kwargs={"on_close": on_close, "ready": ready.set, "limits": http1.Limits(keep_alive=WAIT)},
         daemon=True,
     )
     thread.start()

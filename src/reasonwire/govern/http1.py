@@ -367,7 +367,9 @@ class _Connection(asyncio.Protocol):
         # The client sent its last byte (a half-close): requests read so far are answered,
         # then the connection closes (returning True keeps the write side open).
         self.closing = True
-        if self.in_head or self.parsing is not None:
+        if self.lingering:
+            self.close()  # the client has sent all it will: the lingering read is over
+        elif self.in_head or self.parsing is not None:
             self._refuse(400)  # a request cut short (9112 §8: an incomplete message)
         elif self.active is None:
             self.close()
