@@ -834,3 +834,17 @@ def test_stopping_finishes_requests_in_flight_and_runs_on_close() -> None:
     sock.close()
     assert resp.status == 200 and resp.header("connection") == "close"
     assert closed.is_set() and not thread.is_alive()
+
+
+def test_a_stop_requested_before_serving_ends_it_at_once() -> None:
+    """A signal may land between the URL line and the loop's start: the stop is kept and
+    seen when serving starts (the loop never waits for a second one)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.bind(("127.0.0.1", 0))
+    stopper = http1.Stopper()
+    stopper.stop()
+    thread = threading.Thread(target=http1.run, args=(echo_app(Seen()), sock, stopper))
+    thread.start()
+    thread.join(WAIT)
+    sock.close()
+    assert not thread.is_alive()

@@ -48,28 +48,34 @@ class Incoming:
     def headers(self) -> dict[str, str]:
         found = self._headers
         if found is None:
-            found = {}
-            for name, value in self.scope["headers"]:
-                key = name.decode("latin-1")
-                if key not in found:
-                    found[key] = value.decode("latin-1")
+            # reversed: of a name sent twice, the first value is the one left
+            found = {
+                k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(self.scope["headers"])
+            }
             self._headers = found
         return found
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        """The body's chunks as the server delivers them; :class:`ClientDisconnect` when the
-        client leaves first."""
+    async def body(self, limit: int) -> bytes | None:
+        """The whole body, or None as soon as it passes ``limit`` bytes (the rest is never
+        read); :class:`ClientDisconnect` when the client leaves first."""
+        parts: list[bytes] = []
+        size = 0
         while True:
             message = await self.receive()
-            kind = message["type"]
-            if kind == "http.request":
-                body = message.get("body", b"")
-                if body:
-                    yield body
-                if not message.get("more_body", False):
-                    return
-            elif kind == "http.disconnect":
-                raise ClientDisconnect
+            if message["type"] != "http.request":
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect
+                continue
+            chunk: bytes = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                return None
+            if not message.get("more_body", False):
+                if not parts:
+                    return chunk  # the usual case: the whole body in one message
+                parts.append(chunk)
+                return b"".join(parts)
+            parts.append(chunk)
 
 
 class Reply:
@@ -121,14 +127,15 @@ class Relayed:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
         assert task is not None
-        gone = False
+        gone = sent = False
 
         async def listen() -> None:
             nonlocal gone
             while (await receive())["type"] != "http.disconnect":
                 pass
-            gone = True
-            task.cancel()
+            if not sent:  # a server says disconnect after a whole response too (ASGI)
+                gone = True
+                task.cancel()
 
         watcher = asyncio.get_running_loop().create_task(listen())
         try:
@@ -141,6 +148,7 @@ class Relayed:
             )
             async for chunk in self.body_iterator:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            sent = True
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             if not gone:  # cancelled from elsewhere (the server stopping): not ours to end

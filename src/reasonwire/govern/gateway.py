@@ -880,14 +880,10 @@ class Gateway:
         declared = request.headers.get("content-length", "")
         if _is_count(declared) and int(declared) > limit:
             raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
-        parts: list[bytes] = []
-        size = 0
-        async for chunk in request.chunks():
-            size += len(chunk)
-            if size > limit:
-                raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
-            parts.append(chunk)
-        return b"".join(parts)
+        body = await request.body(limit)
+        if body is None:
+            raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
+        return body
 
     # -- the call -----------------------------------------------------------------------
 
