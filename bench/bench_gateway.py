@@ -10,7 +10,7 @@ with the ratios and the bars of issue 28.
 Processes (each its own, one worker): a minimal asyncio upstream answering a fixed chat
 completion (with ``reasoning_content`` and usage) or a fixed SSE stream; ``reasonwire gateway
 serve`` with a generated policy module and key; the replicas as a small Python script building
-``Gateway(store=SQLiteStore, vault=SQLiteVault)`` under uvicorn; LiteLLM's proxy (its own venv,
+``Gateway(store=SQLiteStore, vault=SQLiteVault)`` on the gateway's own HTTP/1.1 server; LiteLLM's proxy (its own venv,
 default ~/.cache/reasonwire/litellm-venv from ``make lane-litellm``; ``--litellm PATH`` to its
 ``litellm`` executable). Servers under test run one at a time. A part whose prerequisite is
 missing (wrk, LiteLLM) is skipped with the reason printed.
@@ -104,10 +104,12 @@ litellm_settings:
   drop_params: false
 """
 
-# A gateway replica with a shared SQLite evidence store and SQLite vault (``gateway serve``
-# takes no vault): argv keys-dir evidence-path vault-path port.
+# A gateway replica with a shared SQLite evidence store and SQLite vault, on the server
+# ``gateway serve`` runs by default: argv keys-dir evidence-path vault-path port.
 REPLICA = """
-import sys, uvicorn
+import sys
+from reasonwire._running import StopSignals, listen
+from reasonwire.govern import http1
 from reasonwire.govern.binding import KeyRing
 from reasonwire.govern.evidence import SQLiteStore
 from reasonwire.govern.gateway import Gateway
@@ -115,7 +117,9 @@ from reasonwire.govern.stores import SQLiteVault
 from bench_policy import POLICY, REGISTRY
 keys, ev, vault, port = sys.argv[1:5]
 gw = Gateway(REGISTRY, POLICY, KeyRing.load_dir(keys), SQLiteStore(ev), vault=SQLiteVault(vault))
-uvicorn.run(gw.app, host="127.0.0.1", port=int(port), log_level="warning", access_log=False)
+stopper = http1.Stopper()
+with StopSignals(on_stop=stopper.stop):
+    http1.run(gw.app, listen("127.0.0.1", int(port)), stopper, on_close=gw.aclose)
 """
 
 LITELLM_CONFIG = """

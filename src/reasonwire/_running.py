@@ -9,6 +9,7 @@ protocol and the URLs are written here once, over their own ``start``, ``stop``,
 from __future__ import annotations
 
 import signal
+import socket
 from collections.abc import Callable
 from types import FrameType
 from typing import Self
@@ -77,3 +78,26 @@ class StopSignals:
     def __exit__(self, *exc: object) -> None:
         for sig, handler in self._previous.items():
             signal.signal(sig, handler)
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on ``host:port`` (IPv6 when the host is an IPv6 literal; port 0
+    picks a free one). A foreground server binds before it prints its URL, so the URL names
+    the port it got and accepts connections as soon as it is read."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # IPPROTO_TCP explicitly: asyncio disables Nagle's algorithm only on sockets whose proto
+    # is TCP (see sim/server.py).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def authority(host: str, port: int) -> str:
+    """``host:port`` for a URL (an IPv6 literal in brackets)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

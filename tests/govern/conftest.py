@@ -17,6 +17,7 @@ import openai
 import pytest
 import uvicorn
 
+from reasonwire.govern import http1
 from reasonwire.govern.binding import HEADER, KeyRing
 from reasonwire.govern.control import project
 from reasonwire.govern.evidence import SQLiteStore
@@ -117,33 +118,52 @@ LOGLEVEL = "warning"
 
 
 class ThreadServer:
-    """Any ASGI app under uvicorn in a background thread on a free loopback port."""
+    """Any ASGI app in a background thread on a free loopback port, under uvicorn or under
+    the gateway's own HTTP/1.1 server (``server="builtin"``, what ``gateway serve`` runs)."""
 
-    def __init__(self, app: Any) -> None:
+    def __init__(self, app: Any, server: str = "uvicorn") -> None:
         # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY only on sockets whose proto says
         # TCP, and without it every small response waits ~40 ms for a delayed ACK.
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(128)
         self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        cfg = uvicorn.Config(
-            app, log_level=LOGLEVEL, access_log=False, lifespan="on", timeout_keep_alive=120
-        )
-        self._server = uvicorn.Server(cfg)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
-        )
+        self._ready = threading.Event()
+        self._stopper = http1.Stopper()
+        self._server: uvicorn.Server | None = None
+        if server == "uvicorn":
+            cfg = uvicorn.Config(
+                app, log_level=LOGLEVEL, access_log=False, lifespan="on", timeout_keep_alive=120
+            )
+            self._server = uvicorn.Server(cfg)
+            self._thread = threading.Thread(
+                target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
+            )
+        else:
+            self._thread = threading.Thread(
+                target=http1.run,
+                args=(app, self._sock, self._stopper),
+                kwargs={
+                    "limits": http1.Limits(keep_alive=120),
+                    "on_close": getattr(app, "aclose", None),
+                    "ready": self._ready.set,
+                },
+                daemon=True,
+            )
 
     def __enter__(self) -> ThreadServer:
         self._thread.start()
         deadline = time.monotonic() + 10
-        while not self._server.started:
+        while not (self._server.started if self._server else self._ready.is_set()):
             assert self._thread.is_alive() and time.monotonic() < deadline, "server did not start"
             time.sleep(0.005)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
+        if self._server is not None:
+            self._server.should_exit = True
+        self._stopper.stop()
         self._thread.join(timeout=5)
         self._sock.close()
 
@@ -337,7 +357,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         ring = KeyRing.generate("k1")
         store = SQLiteStore(tmp_path_factory.mktemp("ev") / "evidence.sqlite")
         gw = Gateway(make_registry(upstream.url + "/v1"), POLICY, ring, store, store_settings=ROOMY)
-        with ThreadServer(gw.app) as gsrv:
+        with ThreadServer(gw.app, server="builtin") as gsrv:
             yield World(gw, recorder, ring, gsrv.url, store)
     store.close()
     mp.undo()

@@ -891,7 +891,7 @@ def hostile_world(tmp: Any) -> Iterator[HostileWorld]:
             gw = Gateway(
                 make_registry(upstream.url + "/v1"), POLICY, ring, store, store_settings=ROOMY
             )
-            with ThreadServer(gw.app) as gsrv:
+            with ThreadServer(gw.app, server="builtin") as gsrv:
                 yield HostileWorld(gw, app, ring, gsrv.url, store, key)
             store.close()
     finally:

@@ -389,10 +389,8 @@ def test_operator_entries_naming_no_route_are_refused() -> None:
 
 @pytest.fixture
 def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[Any]]:
-    """``gateway serve`` arguments over the shared routes, and the apps it would serve
-    (``uvicorn.run`` is replaced: nothing listens)."""
-    import uvicorn
-
+    """``gateway serve`` arguments over the shared routes, and the gateways it would serve
+    (its serving step is replaced: nothing listens)."""
     name = "rw_fold_policy_" + tmp_path.name.replace("-", "_")
     (tmp_path / f"{name}.py").write_text(
         GOOD_POLICY.replace(
@@ -403,7 +401,7 @@ def serve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], l
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     served: list[Any] = []
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: served.append(app))
+    monkeypatch.setattr(gateway_cli, "_serve_gateway", lambda gw, *a: served.append(gw))
     keys = tmp_path / "keys"
     KeyRing.generate("k1").save_dir(keys)
     args = ["serve", "--policy", name, "--keys", str(keys), "--evidence", str(tmp_path / "e.db")]

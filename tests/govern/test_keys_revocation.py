@@ -307,15 +307,13 @@ def test_serve_rereads_keys_on_sighup(
     monkeypatch.syspath_prepend(str(tmp_path))
     seen: dict[str, Any] = {}
 
-    def fake_run(app: Gateway, **kw: Any) -> None:
-        ring = app.keys
+    def fake_serve(gw: Gateway, *args: Any) -> None:
+        ring = gw.keys
         assert ring._dir is not None and not ring._dir.dirty
         os.kill(os.getpid(), signal.SIGHUP)
         seen["dirty"] = ring._dir.dirty
 
-    import uvicorn
-
-    monkeypatch.setattr(uvicorn, "run", fake_run)
+    monkeypatch.setattr(gateway_cli, "_serve_gateway", fake_serve)
     signal.signal(signal.SIGHUP, lambda _s, _f: None)  # if serve installed none: no crash
     args = ["serve", "--policy", "rw_sighup_policy", "--keys", str(keydir)]
     res = CliRunner().invoke(gateway_cli.app, [*args, "--evidence", str(tmp_path / "ev.sqlite")])

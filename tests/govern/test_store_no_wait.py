@@ -299,7 +299,7 @@ async def test_a_write_queued_during_the_call_goes_before_the_completion(world: 
 async def test_a_stream_cancelled_by_its_server_stays_cancelled() -> None:
     """Only the client leaving ends the stream quietly; a cancellation from elsewhere (the
     server stopping) reaches the server's task."""
-    from reasonwire.govern.gateway import _Relayed
+    from reasonwire.govern.asgi import Relayed
 
     started = asyncio.Event()
 
@@ -317,7 +317,7 @@ async def test_a_stream_cancelled_by_its_server_stays_cancelled() -> None:
     async def send(message: Any) -> None:
         sent.append(message)
 
-    task = asyncio.create_task(_Relayed(body())({"type": "http"}, receive, send))
+    task = asyncio.create_task(Relayed(body())({"type": "http"}, receive, send))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -326,7 +326,7 @@ async def test_a_stream_cancelled_by_its_server_stays_cancelled() -> None:
 
 
 async def test_a_client_leaving_ends_the_stream_quietly() -> None:
-    from reasonwire.govern.gateway import _Relayed
+    from reasonwire.govern.asgi import Relayed
 
     closed: list[bool] = []
     leave = asyncio.Event()
@@ -347,7 +347,7 @@ async def test_a_client_leaving_ends_the_stream_quietly() -> None:
     async def send(message: Any) -> None:
         pass
 
-    await _Relayed(body())({"type": "http"}, receive, send)  # returns, no CancelledError
+    await Relayed(body())({"type": "http"}, receive, send)  # returns, no CancelledError
     assert closed == [True]
     current = asyncio.current_task()
     assert current is not None and current.cancelling() == 0

@@ -74,9 +74,6 @@ from functools import partial
 from typing import NoReturn, TypeVar
 
 import orjson
-from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
-from starlette.types import Receive, Scope, Send
 
 from reasonwire.errors import (
     CredentialError,
@@ -90,6 +87,7 @@ from reasonwire.errors import (
     _StoreDown,
     _WouldWait,
 )
+from reasonwire.govern.asgi import Incoming, Receive, Relayed, Reply, Scope, Send
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing
 from reasonwire.govern.evidence import (
@@ -322,7 +320,7 @@ def _error_response(
     message: str,
     info: ErrorInfo | None = None,
     headers: Mapping[str, str] | None = None,
-) -> Response:
+) -> Reply:
     """The gateway's own error object, in the dialect's error shape (an OpenAI-style body with
     ``type: error`` when no dialect is known: both SDK families read it)."""
     if dialect is None:
@@ -332,10 +330,11 @@ def _error_response(
         }
     else:
         body = dialect.error_body(status, reason, message, info)
-    return Response(orjson.dumps(body), status, headers=dict(headers or {}), media_type=_JSON)
+    extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
+    return Reply(orjson.dumps(body), status, extra)
 
 
-def _refusal(status: int, reason: str, detail: str, dialect: Dialect | None = None) -> Response:
+def _refusal(status: int, reason: str, detail: str, dialect: Dialect | None = None) -> Reply:
     return _error_response(
         dialect, status, reason, f"reasonwire gateway refused: {reason}: {detail}"
     )
@@ -745,10 +744,11 @@ class Gateway:
         if scope["type"] != "http":
             return
         dialect = self._endpoint(scope["path"])
+        request = Incoming(scope, receive)
         if dialect is None or scope["method"] != "POST":
-            response: Response = await self._misrouted(Request(scope, receive), dialect)
+            response: Reply | Relayed = await self._misrouted(request, dialect)
         else:
-            response = await self._guarded(Request(scope, receive), dialect)
+            response = await self._guarded(request, dialect)
         await response(scope, receive, send)
 
     def _endpoint(self, path: str) -> Dialect | None:
@@ -762,7 +762,7 @@ class Gateway:
                 self._endpoints[path] = found
         return found
 
-    async def _misrouted(self, request: Request, dialect: Dialect | None) -> Response:
+    async def _misrouted(self, request: Incoming, dialect: Dialect | None) -> Reply:
         """404 (no such endpoint) or 405 (not POST), with an evidence row like any refusal."""
         t0 = time.perf_counter()
         reason = "not-found" if dialect is None else "method-not-allowed"
@@ -777,7 +777,7 @@ class Gateway:
             return _refusal(404, reason, "no such endpoint")
         return _refusal(405, reason, "use POST", dialect)
 
-    async def _guarded(self, request: Request, dialect: Dialect) -> Response:
+    async def _guarded(self, request: Incoming, dialect: Dialect) -> Reply | Relayed:
         """:meth:`handle` behind a last-resort handler: an unexpected error answers 500 with
         a reason and leaves an evidence row, never a bare ASGI failure."""
         t0 = time.perf_counter()
@@ -891,7 +891,7 @@ class Gateway:
             raise PolicyRefusal("malformed-body", f"{exc.path}: {exc.problem}") from None
         return _Admitted(shaped, tuple(k for k in body if k not in shaped))
 
-    def _check_headers(self, request: Request) -> None:
+    def _check_headers(self, request: Incoming) -> None:
         raw = request.scope.get("headers") or []
         lim = self.limits
         if (
@@ -900,24 +900,20 @@ class Gateway:
         ):
             raise PolicyRefusal("headers-too-large", "too many or too large request headers")
 
-    async def _read_body(self, request: Request) -> bytes:
+    async def _read_body(self, request: Incoming) -> bytes:
         """The body, refused as soon as it passes the size bound (never read whole)."""
         limit = self.limits.max_body_bytes
         declared = request.headers.get("content-length", "")
         if _is_count(declared) and int(declared) > limit:
             raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
-        parts: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
-            parts.append(chunk)
-        return b"".join(parts)
+        body = await request.body(limit)
+        if body is None:
+            raise PolicyRefusal("body-too-large", f"the body exceeds {limit} bytes")
+        return body
 
     # -- the call -----------------------------------------------------------------------
 
-    async def handle(self, request: Request, dialect: Dialect, call: _Call) -> Response:
+    async def handle(self, request: Incoming, dialect: Dialect, call: _Call) -> Reply | Relayed:
         """One request: its steps establish facts (:class:`_Facts`), its evidence row is made
         from them once, committed before the upstream call, then completed."""
         budget = call.budget
@@ -995,10 +991,8 @@ class Gateway:
         if row.stream:
             settled = asyncio.Event()
             self._unsettled.setdefault(auth.binding.conversation_id, []).append(settled)
-            return _Relayed(
-                self._relay(resp, dialect, auth, call, settled, admitted.body),
-                media_type="text/event-stream",  # never the upstream's header
-            )
+            # text/event-stream, never the upstream's content type
+            return Relayed(self._relay(resp, dialect, auth, call, settled, admitted.body))
         return await self._answer(resp, dialect, auth, call)
 
     async def _post(
@@ -1061,7 +1055,7 @@ class Gateway:
         body = fold_upstream(auth.upstream, prepared.body, auth.route, self.fold)
         return _dumps(body), self._upstream_headers(auth.route, client_headers, auth.upstream)
 
-    async def _store_down(self, call: _Call, dialect: Dialect, detail: str) -> Response:
+    async def _store_down(self, call: _Call, dialect: Dialect, detail: str) -> Reply:
         """503 with Retry-After: the store could not commit, nothing went upstream. The row
         of this refusal waits in the outbox (the store is down)."""
         row = call.row
@@ -1073,7 +1067,7 @@ class Gateway:
             dialect, "the evidence store cannot commit; nothing was sent upstream"
         )
 
-    def _unavailable(self, dialect: Dialect, detail: str) -> Response:
+    def _unavailable(self, dialect: Dialect, detail: str) -> Reply:
         return _error_response(
             dialect,
             503,
@@ -1088,7 +1082,7 @@ class Gateway:
         dialect: Dialect,
         upstream: Dialect,
         call: _Call,
-    ) -> Response:
+    ) -> Reply:
         """An upstream error as the gateway's own error object: status, a category, the
         provider's type/code when allow-listed, never the upstream body (it may quote the
         request's reasoning or the gateway's own credential)."""
@@ -1133,7 +1127,7 @@ class Gateway:
         dialect: Dialect,
         auth: _Authorised,
         call: _Call,
-    ) -> Response:
+    ) -> Reply:
         row, t0 = call.row, call.t0
         try:
             raw = await resp.read()
@@ -1179,7 +1173,7 @@ class Gateway:
             # The answer's carriers are not durable: a next turn (on any replica) could not
             # put them back. The client asks again; this call's row stays, completed later.
             return self._unavailable(dialect, "the answer's evidence cannot be committed")
-        return Response(orjson.dumps(visible), media_type=_JSON)
+        return Reply(orjson.dumps(visible))
 
     def _completion(
         self, conv: str, entries: list[tuple[str, JSON]], final: list[EvidenceRow]
@@ -1393,13 +1387,13 @@ class Gateway:
 
     async def _refuse(
         self, call: _Call, status: int, exc: PolicyRefusal, dialect: Dialect
-    ) -> Response:
+    ) -> Reply:
         call.row.reason = exc.reason  # the row is made here when the refusal came first
         return await self._finish_refusal(call, status, exc.detail, dialect)
 
     async def _finish_refusal(
         self, call: _Call, status: int, detail: str, dialect: Dialect
-    ) -> Response:
+    ) -> Reply:
         budget = call.budget_after(self.store_settings) if call.opened else call.budget
         await self._write(budget, call.row, call.t0, call.opened)
         return _refusal(status, call.row.reason or "refused", detail, dialect)
@@ -1471,37 +1465,6 @@ def _no_answer(turn: Turn) -> bool:
     """A finished stream with nothing of an answer in it: no text, reasoning, tool call or
     finish reason (the upstream sent events of another shape, or only a terminal literal)."""
     return not (turn.text or turn.reasoning_text or turn.tool_calls or turn.finish_reason)
-
-
-class _Relayed(StreamingResponse):
-    """A relayed stream sent from the request's own task. Starlette's ``StreamingResponse``
-    (ASGI spec < 2.4, as uvicorn speaks) runs the body in an anyio task group beside a task
-    listening for the client leaving: a task group per stream, ~14% of a stream's CPU and a
-    loop turn before the first byte (profiled). Here one plain task listens; when the client
-    leaves it cancels the sending task once, as the task group would (the relay's ``finally``
-    records ``cut-by-client``), and the cancellation ends with this response."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        gone = False
-
-        async def listen() -> None:
-            nonlocal gone
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone = True
-            task.cancel()
-
-        watcher = asyncio.get_running_loop().create_task(listen())
-        try:
-            await self.stream_response(send)
-        except asyncio.CancelledError:
-            if not gone:  # cancelled from elsewhere (the server stopping): not ours to end
-                raise
-            task.uncancel()
-        finally:
-            watcher.cancel()
 
 
 class _Chained:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import socket
-
 import typer
 
 app = typer.Typer(no_args_is_help=True, help="Reference provider simulator.")
@@ -23,7 +21,7 @@ def serve(
     """
     import uvicorn
 
-    from reasonwire._running import StopSignals
+    from reasonwire._running import StopSignals, authority, listen
     from reasonwire.sim.app import build_app
 
     config = uvicorn.Config(
@@ -31,34 +29,14 @@ def serve(
     )
     server = uvicorn.Server(config)
     try:
-        sock = _listen(host, port)
+        sock = listen(host, port)
     except OSError as exc:
         typer.echo(f"error: cannot listen on {host}:{port}: {exc}", err=True)
         raise typer.Exit(2) from None
     with sock, StopSignals(on_stop=lambda: setattr(server, "should_exit", True)):
-        url = f"http://{_authority(host, sock.getsockname()[1])}"
+        url = f"http://{authority(host, sock.getsockname()[1])}"
         typer.echo(f"reasonwire sim: {url}/v1 (gemini: {url}/v1beta)")
         server.run(sockets=[sock])
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on ``host:port`` (IPv6 when the host is an IPv6 literal)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    # IPPROTO_TCP explicitly: asyncio disables Nagle's algorithm only on sockets whose proto
-    # is TCP (see sim/server.py).
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def _authority(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @app.command("models")
