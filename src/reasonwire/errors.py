@@ -285,6 +285,16 @@ class _DroppedConnection(ReasonwireError):
     ``drop``, :mod:`reasonwire.sim.app`)."""
 
 
+class _ClientDisconnect(ReasonwireError):
+    """The client left before its request body was read to the end
+    (:mod:`reasonwire.govern.asgi`)."""
+
+
+class _Refused(ReasonwireError):
+    """Raised from an HTTP parser callback of the gateway's server (:mod:`reasonwire.govern.
+    http1`): answer the status it was given and close."""
+
+
 def provider_error_for(status: int) -> type[ProviderError]:
     """The exception class for an HTTP error status."""
     if status == 429:

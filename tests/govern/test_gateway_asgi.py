@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from reasonwire.govern.asgi import ClientDisconnect, Incoming, Relayed, Reply
+from reasonwire.errors import _ClientDisconnect
+from reasonwire.govern.asgi import Incoming, Relayed, Reply
 
 
 def _receiver(*messages: dict[str, Any]) -> tuple[Any, list[int]]:
@@ -65,7 +66,7 @@ async def test_a_client_leaving_during_the_body_is_client_disconnect() -> None:
     receive, _ = _receiver(
         {"type": "http.request", "body": b"12", "more_body": True}, {"type": "http.disconnect"}
     )
-    with pytest.raises(ClientDisconnect):
+    with pytest.raises(_ClientDisconnect):
         await Incoming({}, receive).body(100)
 
 

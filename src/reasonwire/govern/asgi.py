@@ -15,6 +15,8 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from typing import Any
 
+from reasonwire.errors import _ClientDisconnect
+
 Scope = MutableMapping[str, Any]
 """An ASGI connection scope (mixed values by the ASGI spec: strings, bytes, tuples, lists)."""
 Message = MutableMapping[str, Any]
@@ -25,10 +27,6 @@ Send = Callable[[Message], Awaitable[None]]
 JSON_TYPE = b"application/json"
 EVENT_STREAM_TYPE = b"text/event-stream; charset=utf-8"
 """What Starlette wrote for ``media_type="text/event-stream"`` (kept byte for byte)."""
-
-
-class ClientDisconnect(Exception):
-    """The client left before its request body was read to the end."""
 
 
 class Incoming:
@@ -57,14 +55,14 @@ class Incoming:
 
     async def body(self, limit: int) -> bytes | None:
         """The whole body, or None as soon as it passes ``limit`` bytes (the rest is never
-        read); :class:`ClientDisconnect` when the client leaves first."""
+        read); :class:`_ClientDisconnect` when the client leaves first."""
         parts: list[bytes] = []
         size = 0
         while True:
             message = await self.receive()
             if message["type"] != "http.request":
                 if message["type"] == "http.disconnect":
-                    raise ClientDisconnect
+                    raise _ClientDisconnect
                 continue
             chunk: bytes = message.get("body", b"")
             size += len(chunk)

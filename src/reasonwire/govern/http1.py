@@ -67,6 +67,7 @@ from typing import cast
 
 import httptools
 
+from reasonwire.errors import _Refused
 from reasonwire.govern.asgi import Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
@@ -133,10 +134,6 @@ def _plain(status: int, *, close: bool = True) -> bytes:
     if close:
         head.append(b"connection: close\r\n")
     return b"".join(head) + b"\r\n" + text
-
-
-class _Refused(Exception):
-    """Raised from a parser callback: answer ``status`` and close."""
 
 
 class _Exchange:
