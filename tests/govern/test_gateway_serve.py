@@ -39,9 +39,9 @@ from tests.govern.conftest import (
     new_conv,
 )
 from tests.govern.test_cli_errors import GOOD_POLICY
+from tests.serve_process import RUN, finish
 
 ROOT = Path(__file__).resolve().parents[2]
-_RUN = "from reasonwire.cli import main; main()"
 _URL = re.compile(r"^reasonwire gateway: (http://127\.0\.0\.1:(\d+))$")
 SERVERS = ["builtin", "uvicorn"]
 
@@ -73,21 +73,11 @@ def _start(
         "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT), str(ROOT / "src")]),
         UPSTREAM_KEY_ENV: UPSTREAM_KEY,
     }
-    cmd = [sys.executable, "-c", _RUN, "gateway", "serve", "--policy", _policy(tmp_path, upstream)]
+    cmd = [sys.executable, "-c", RUN, "gateway", "serve", "--policy", _policy(tmp_path, upstream)]
     cmd += ["--keys", str(keys), "--evidence", str(tmp_path / "ev.sqlite"), *args]
     return subprocess.Popen(
         cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path
     )
-
-
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
-    try:
-        _, err = proc.communicate(timeout=120)  # a bound for a loaded machine, not a timing check
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, err
 
 
 def _url(proc: subprocess.Popen[str]) -> str:
@@ -107,7 +97,7 @@ def test_a_signal_the_instant_the_url_is_printed_ends_it_cleanly(
     proc = _start(tmp_path, "--port", "0", "--server", server)
     _url(proc)
     proc.send_signal(sig)
-    assert _finish(proc) == (0, "")
+    assert finish(proc) == (0, "")
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +145,7 @@ def test_sdk_clients_through_the_served_gateway(tmp_path: Path, upstream: str, s
         assert refused.status_code == 403  # no binding: refused by the gateway, not the server
     finally:
         proc.send_signal(signal.SIGINT)
-        code, err = _finish(proc)
+        code, err = finish(proc)
     assert (code, err) == (0, "")
     with sqlite3.connect(tmp_path / "ev.sqlite") as db:
         outcomes = sorted(r[0] for r in db.execute("SELECT outcome FROM evidence"))
@@ -167,12 +157,12 @@ def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen(1)
         port = busy.getsockname()[1]
-        code, err = _finish(_start(tmp_path, "--port", str(port)))
+        code, err = finish(_start(tmp_path, "--port", str(port)))
     assert code == 2
     assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
     assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_an_unknown_server_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    code, err = _finish(_start(tmp_path, "--port", "0", "--server", "gunicorn"))
+    code, err = finish(_start(tmp_path, "--port", "0", "--server", "gunicorn"))
     assert (code, err) == (2, "error: --server must be builtin, uvicorn or auto, not 'gunicorn'\n")

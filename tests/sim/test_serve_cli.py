@@ -16,27 +16,18 @@ import sys
 import httpx
 import pytest
 
-_RUN = "from reasonwire.cli import main; main()"
+from tests.serve_process import RUN, finish
+
 _URL = re.compile(r"^reasonwire sim: (http://127\.0\.0\.1:(\d+))/v1 \(gemini: \1/v1beta\)$")
 
 
 def _start(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", _RUN, "sim", "serve", *args],
+        [sys.executable, "-c", RUN, "sim", "serve", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str]:
-    try:
-        _, err = proc.communicate(timeout=120)  # a bound for a loaded machine, not a timing check
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-    return proc.returncode, err
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGINT, signal.SIGINT, signal.SIGTERM])
@@ -48,7 +39,7 @@ def test_a_signal_the_instant_the_url_is_printed_ends_it_cleanly(sig: signal.Sig
     match = _URL.match(line)
     assert match, line
     assert int(match.group(2)) > 0, "--port 0 prints the port it got"
-    assert _finish(proc) == (0, "")
+    assert finish(proc) == (0, "")
 
 
 def test_the_printed_port_serves_before_ctrl_c() -> None:
@@ -61,7 +52,7 @@ def test_the_printed_port_serves_before_ctrl_c() -> None:
         assert {"sim-claude", "sim-gemini"} <= {m["id"] for m in models["data"]}
     finally:
         proc.send_signal(signal.SIGINT)
-    assert _finish(proc) == (0, "")
+    assert finish(proc) == (0, "")
 
 
 def test_a_port_in_use_is_one_line_and_exit_2() -> None:
@@ -70,7 +61,7 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
         busy.listen(1)
         port = busy.getsockname()[1]
         proc = _start("--port", str(port))
-        code, err = _finish(proc)
+        code, err = finish(proc)
     assert code == 2
     assert err.startswith(f"error: cannot listen on 127.0.0.1:{port}: ")
     assert err.count("\n") == 1 and "Traceback" not in err
