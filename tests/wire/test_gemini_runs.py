@@ -14,6 +14,7 @@ import pytest
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import get_dialect
 from reasonwire.wire.model import Done, ReasoningDelta, TextDelta, UsageEvent
+from tests.wire.batch_spy import batches_taken
 
 D = get_dialect("gemini")
 USAGE = {"promptTokenCount": 29, "totalTokenCount": 29}
@@ -195,20 +196,7 @@ def test_a_shape_learned_before_another_usage_is_not_used_after_it() -> None:
 
 def test_a_long_uniform_run_is_taken_in_batches() -> None:
     """Not how fast: that the batch path is the one taken on a long uniform run."""
-    dec = D.stream_decoder()
-    taken: list[int] = []
-    real = dec._run
-
-    def spy(events: Any, out: Any) -> bool:
-        ok = real(events, out)
-        taken.append(ok)
-        return ok
-
-    dec._run = spy  # type: ignore[method-assign]
-    data = frame([*run(False, 3000, "a"), FINISH])
-    for i in range(0, len(data), 65536):
-        dec.feed(data[i : i + 65536])
-    dec.close()
+    taken = batches_taken(D.stream_decoder(), frame([*run(False, 3000, "a"), FINISH]))
     assert sum(taken) >= len(taken) - 3  # all but the batches holding the run's ends
 
 

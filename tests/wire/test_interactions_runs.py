@@ -16,6 +16,7 @@ import pytest
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import get_dialect
 from reasonwire.wire.model import Done, ReasoningDelta, TextDelta
+from tests.wire.batch_spy import batches_taken
 
 D = get_dialect("interactions")
 WORDS = [" step", " é", " 世界 🧠", " text", " delta", " 007", " index", "x"]
@@ -232,20 +233,9 @@ def test_a_raw_control_byte_mid_run_is_malformed_as_for_the_stdlib() -> None:
 
 def test_a_long_uniform_run_is_taken_in_batches() -> None:
     """Not how fast: that the batch path is the one taken on a long uniform run."""
-    dec = D.stream_decoder()
-    taken: list[bool] = []
-    real = dec._run
-
-    def spy(events: Any, out: Any) -> bool:
-        ok = real(events, out)
-        taken.append(ok)
-        return ok
-
-    dec._run = spy  # type: ignore[method-assign]
-    data = frame([*OPEN, *SWITCH, *map(text, pieces(5000, "a")), *CLOSE])
-    for i in range(0, len(data), 65536):
-        dec.feed(data[i : i + 65536])
-    dec.close()
+    taken = batches_taken(
+        D.stream_decoder(), frame([*OPEN, *SWITCH, *map(text, pieces(5000, "a")), *CLOSE])
+    )
     assert sum(taken) >= len(taken) - 2  # all but the first batch and the one with the end
 
 
