@@ -505,11 +505,11 @@ class SQLiteStore(FixedOnce):
     def record_now(self, row: EvidenceRow) -> bool:
         """:meth:`record` if it needs no waiting, committed when this returns True; False
         (nothing written) when the connection or the file is busy."""
-        return self._conn.transaction(((_INSERT, insert_values(row)),))
+        return self.write_now((self.recording(row),))
 
     def complete_now(self, row: EvidenceRow) -> bool:
         """:meth:`complete` if it needs no waiting (as :meth:`record_now`)."""
-        return self._conn.transaction(((_UPDATE, update_values(row)),))
+        return self.write_now((self.completing(row),))
 
     def _first(self, table: str, column: str, conv: str, value: str) -> str:
         try:
