@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from reasonwire.errors import HookRefused, StoreUnavailable
-from reasonwire.govern import litellm_hook
+from reasonwire.govern import litellm_governor
 from reasonwire.govern.binding import KeyRing
 from reasonwire.govern.evidence import EvidenceRow, SQLiteStore
 from tests.govern.test_litellm_governor import (
@@ -126,7 +126,7 @@ def test_a_call_answered_without_an_attempt_leaves_no_pending_row(ring: KeyRing)
 def test_a_forgotten_call_s_unsent_row_is_closed(
     ring: KeyRing, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(litellm_hook, "_MAX_PENDING", 1)
+    monkeypatch.setattr(litellm_governor, "_MAX_PENDING", 1)
     gov = governor(ring)
     gov.pre_call(request(ring), "acompletion")
     gov.pre_call(request(ring), "acompletion")  # the first call is forgotten
@@ -216,13 +216,13 @@ def test_an_admission_answered_too_late_closes_its_row(
     loop ends the call, and its first row is closed ``refused`` once written."""
     gov = governor(ring, store_timeout=0.05)
     late = threading.Event()
-    settle = litellm_hook._settle
+    settle = litellm_governor._settle
 
     def slow_settle(*args: Any) -> None:
         late.wait(30)  # until the loop has given up
         settle(*args)
 
-    monkeypatch.setattr(litellm_hook, "_settle", slow_settle)
+    monkeypatch.setattr(litellm_governor, "_settle", slow_settle)
 
     errors: list[object] = []
 
