@@ -199,7 +199,7 @@ written)."""
 _JSON = "application/json"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, a plain __init__
 class _Authorised:
     """What the authorisation established: the verified binding, its route, the level the
     call runs at, and the dialect spoken upstream."""
@@ -212,7 +212,7 @@ class _Authorised:
     translation: ChatToResponses | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, a plain __init__
 class _Admitted:
     """The client's body as the dialect's request shape keeps it, and the unknown top-level
     fields it dropped."""
@@ -221,7 +221,7 @@ class _Admitted:
     dropped: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, a plain __init__
 class _Prepared:
     """The upstream body and what making it did: whether it streams, the reasoning controls
     removed from the client's body, the vaulted carriers put back into its history."""
@@ -433,6 +433,7 @@ class Gateway:
         self._bindings = VerifiedBindings(keys)
         self._profiles: dict[tuple[str, str], Profile] = {}
         self._endpoints: dict[str, Dialect] = {}
+        self._urls: dict[tuple[int, bool], tuple[RouteRegistration, str]] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -971,9 +972,7 @@ class Gateway:
             return await self._store_down(call, dialect, str(exc))
         row = call.row  # made from the facts in the hop that committed it
         call.opened = True
-        route = auth.route  # after the body is made (it may fix the row's stream flag)
-        options = RequestOptions(model=route.model, stream=row.stream)
-        url = route.upstream.base_url + auth.upstream.request_path(options)
+        url = self._url(auth, row.stream)  # after the body is made (it may fix the flag)
         try:
             resp = await self._post(call, url, payload, up_headers)
         except _StoreDown as exc:
@@ -1013,6 +1012,22 @@ class Gateway:
             await self._open_row(budget, call, lambda _: (None, again))
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
+
+    def _url(self, auth: _Authorised, stream: bool) -> str:
+        """The upstream URL of a call on ``auth``'s route, remembered per route and stream
+        flag (a route registration is frozen: the same object always gives the same URL;
+        at most 1024 kept)."""
+        route = auth.route
+        key = (id(route), stream)
+        known = self._urls.get(key)
+        if known is not None and known[0] is route:
+            return known[1]
+        options = RequestOptions(model=route.model, stream=stream)
+        url = route.upstream.base_url + auth.upstream.request_path(options)
+        if len(self._urls) >= 1024:
+            self._urls.clear()
+        self._urls[key] = (route, url)
+        return url
 
     def _authorise_inline(self, conversation_id: str | None) -> bool:
         """The authorisation needs no store hop: the outbox is empty (nothing to write

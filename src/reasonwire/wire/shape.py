@@ -157,13 +157,28 @@ _MAX_WALKERS = 4096
 shapes made on the fly, the cache starts again empty)."""
 
 
+_PATHS: dict[_Where, str] = {}
+"""Path texts already written, by ``where`` (a text filter asks for the same few paths on
+every answer: ``$.choices[0].message.content``). Bounded."""
+
+
 def _path(where: _Where) -> str:
     """The path text of ``where``: ``$``, then ``.key`` and ``[index]`` segments."""
+    if isinstance(where, str):
+        return where
+    known = _PATHS.get(where)
+    if known is not None:
+        return known
     parts: list[str] = []
-    while isinstance(where, tuple):
-        where, seg = where
+    at: _Where = where
+    while isinstance(at, tuple):
+        at, seg = at
         parts.append(f"[{seg}]" if isinstance(seg, int) else f".{seg}")
-    return where + "".join(reversed(parts))
+    text = at + "".join(reversed(parts))
+    if len(_PATHS) >= 4096:
+        _PATHS.clear()
+    _PATHS[where] = text
+    return text
 
 
 def _bad(strict: bool, where: _Where, problem: str) -> JSON:
