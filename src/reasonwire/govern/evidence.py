@@ -194,23 +194,31 @@ def check_intent(store: EvidenceStore, conversation_id: str, requested: str) -> 
 def fill_usage(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, float] | None) -> None:
     """Fill usage and cost evidence: reported figures only, statuses say what is known (the
     gateway and the LiteLLM hook share this rule)."""
-    figures = {
-        "input_uncached": usage.input_uncached if usage else None,
-        "cache_read": usage.cache_read if usage else None,
-        "cache_write": usage.cache_write if usage else None,
-        "output": usage.output if usage else None,
-    }
-    if usage is None or all(v is None for v in figures.values()):
+    if usage is None:
+        return
+    uncached, read, written, output = (
+        usage.input_uncached,
+        usage.cache_read,
+        usage.cache_write,
+        usage.output,
+    )
+    if uncached is None and read is None and written is None and output is None:
         return
     row.usage_status = "reported"
-    row.input_uncached = usage.input_uncached
-    row.cache_read = usage.cache_read
-    row.cache_write = usage.cache_write
-    row.output_tokens = usage.output
+    row.input_uncached = uncached
+    row.cache_read = read
+    row.cache_write = written
+    row.output_tokens = output
     row.reasoning_tokens = usage.reasoning
     if usage.cost_usd is not None:
         row.cost_status, row.cost_usd = "confirmed", usage.cost_usd
     elif prices:
+        figures = {
+            "input_uncached": uncached,
+            "cache_read": read,
+            "cache_write": written,
+            "output": output,
+        }
         row.cost_status = "estimated"
         row.cost_usd = sum((figures.get(k) or 0) * p / 1e6 for k, p in prices.items())
 

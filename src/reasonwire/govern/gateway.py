@@ -1380,7 +1380,8 @@ class Gateway:
             return
         budget = call.budget_after(self.store_settings)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(settled.wait(), budget.left)
+            async with asyncio.timeout(budget.left):  # no Task per wait (wait_for makes one)
+                await settled.wait()
 
     async def _settled(self, conversation_id: str, timeout: float = 10.0) -> None:
         """Wait until the conversation's earlier streams have stored their vault entries."""

@@ -252,6 +252,8 @@ def _make(shape: Shape) -> Walker:
         return walk_blank
     if isinstance(shape, Obj):
         subs = {key: _walker(sub) for key, sub in shape.fields.items()}
+        plain = {k: t for k, sub in shape.fields.items() if (t := _kept(sub, False))}
+        filtered = {k: t for k, sub in shape.fields.items() if (t := _kept(sub, True))}
         required = shape.required
 
         def walk_obj(
@@ -263,7 +265,11 @@ def _make(shape: Shape) -> Walker:
                 return _bad(strict, where, f"expected an object, got {_kind(value)}")
             out: JsonObject = {}
             below = depth + 1
+            kept = _NO_KEPT if below > MAX_DEPTH else plain if tf is None else filtered
             for key, item in value.items():
+                if type(item) in kept.get(key, ()):
+                    out[key] = item  # what the field's own walker would keep as it is
+                    continue
                 sub = subs.get(key)
                 if sub is None:
                     continue
@@ -279,6 +285,7 @@ def _make(shape: Shape) -> Walker:
         return walk_obj
     if isinstance(shape, ListOf):
         each = _walker(shape.item)
+        plain_items, filtered_items = _kept(shape.item, False), _kept(shape.item, True)
 
         def walk_list(
             value: JSON, where: _Where, depth: int, strict: bool, tf: TextFilter | None
@@ -289,7 +296,13 @@ def _make(shape: Shape) -> Walker:
                 return _bad(strict, where, f"expected an array, got {_kind(value)}")
             items = []
             below = depth + 1
+            kept = (
+                frozenset() if below > MAX_DEPTH else plain_items if tf is None else filtered_items
+            )
             for i, item in enumerate(value):
+                if type(item) in kept:
+                    items.append(item)
+                    continue
                 got = each(item, (where, i), below, strict, tf)
                 if got is not _DROP:
                     items.append(got)
@@ -332,6 +345,35 @@ def _make(shape: Shape) -> Walker:
 
         return walk_nullable
     return _leaf(shape)
+
+
+_SCALARS: frozenset[type] = frozenset({str, int, float, bool, type(None)})
+_NO_KEPT: dict[str, frozenset[type]] = {}
+
+
+def _kept(shape: Shape, text_filter: bool) -> frozenset[type]:
+    """The exact value types ``shape``'s walker keeps as they are, in either mode, at any
+    depth it accepts (a container's walk keeps such a value without calling it: most of an
+    answer's values are strings and numbers of plain fields). ``text_filter``: a text
+    filter is in use (a text string is then not kept as it is). Exact node classes only;
+    anything else (a bounded integer, an enum, a container) is left to the walker."""
+    if type(shape) not in _PLAIN_KINDS:
+        return frozenset()
+    if isinstance(shape, Str):
+        return frozenset() if text_filter and shape.text else frozenset({str})
+    if isinstance(shape, Int):
+        bounded = shape.lo is not None or shape.hi is not None
+        return frozenset() if bounded else frozenset({int})
+    if isinstance(shape, Num):
+        return frozenset({int, float})
+    if isinstance(shape, Bool):
+        return frozenset({bool})
+    if isinstance(shape, Nullable):
+        return frozenset({type(None)}) | _kept(shape.inner, text_filter)
+    return _SCALARS  # Scalar, Anything
+
+
+_PLAIN_KINDS: frozenset[type[Shape]] = frozenset({Str, Int, Num, Bool, Scalar, Anything, Nullable})
 
 
 def _leaf(shape: Shape) -> Walker:
