@@ -71,6 +71,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from types import MappingProxyType
 from typing import NoReturn, TypeVar
 
 import orjson
@@ -434,6 +435,7 @@ class Gateway:
         self._profiles: dict[tuple[str, str], Profile] = {}
         self._endpoints: dict[str, Dialect] = {}
         self._urls: dict[tuple[int, bool], tuple[RouteRegistration, str]] = {}
+        self._headers: dict[int, tuple[RouteRegistration, str | None, Mapping[str, str]]] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -945,7 +947,7 @@ class Gateway:
             conv = auth.binding.conversation_id
             tried: list[bool] = []
 
-            def ready(now: bool) -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
+            def ready(now: bool) -> tuple[tuple[bytes, Mapping[str, str]], EvidenceRow]:
                 # A try on the event loop that stopped at a vault read may have changed the
                 # body in place: the waiting way starts again from the client's bytes.
                 shaped = self._admit(raw, dialect).body if tried else admitted.body
@@ -1059,7 +1061,7 @@ class Gateway:
         path: str,
         client_headers: Mapping[str, str],
         lookup: Lookup,
-    ) -> tuple[bytes, dict[str, str]]:
+    ) -> tuple[bytes, Mapping[str, str]]:
         """The upstream payload and headers (the vault read with ``lookup``)."""
         prepared = self._prepare(shaped, dialect, auth, path, lookup)
         call.facts.prepared = prepared
@@ -1127,14 +1129,31 @@ class Gateway:
 
     def _upstream_headers(
         self, route: RouteRegistration, client: Mapping[str, str], dialect: Dialect
-    ) -> dict[str, str]:
+    ) -> Mapping[str, str]:
+        """The upstream request's headers: the route's credential, read now (a changed key
+        takes effect on the next call), and the dialect's forwarded client headers. Without
+        forwarded headers the same route and key give the same headers: those are kept per
+        route (a read-only mapping, at most 1024) and rebuilt when the key read differs."""
+        key = route.upstream.read_key(dotenv=None)
+        forwarded = [
+            (name, value)
+            for name in dialect.forwarded_headers
+            if (value := client.get(name)) is not None
+        ]
+        if not forwarded:
+            known = self._headers.get(id(route))
+            if known is not None and known[0] is route and known[1] == key:
+                return known[2]
         out = {"content-type": _JSON, "accept-encoding": "identity"}
-        for name in dialect.forwarded_headers:
-            value = client.get(name)
-            if value is not None:
-                out[name] = value
-        out.update(route.upstream.auth_headers(route.upstream.read_key(dotenv=None)))
-        return out
+        out.update(forwarded)
+        out.update(route.upstream.auth_headers(key))
+        if forwarded:
+            return out
+        if len(self._headers) >= 1024:
+            self._headers.clear()
+        kept = MappingProxyType(out)
+        self._headers[id(route)] = (route, key, kept)
+        return kept
 
     async def _answer(
         self,
