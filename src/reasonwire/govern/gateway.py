@@ -310,7 +310,7 @@ def _copy(row: EvidenceRow) -> EvidenceRow:
     its fields copied as they are, without a dataclass ``replace`` (which re-runs
     ``__init__`` over 31 fields, twice per request)."""
     new = object.__new__(EvidenceRow)
-    new.__dict__.update(row.__dict__)
+    new.__dict__ = row.__dict__.copy()
     return new
 
 
@@ -435,6 +435,7 @@ class Gateway:
         self._profiles: dict[tuple[str, str], Profile] = {}
         self._endpoints: dict[str, Dialect] = {}
         self._urls: dict[tuple[int, bool], tuple[RouteRegistration, str]] = {}
+        self._literal_events: dict[frozenset[str], tuple[bytes, ...]] = {}
         self._headers: dict[int, tuple[RouteRegistration, str | None, Mapping[str, str]]] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
@@ -1329,8 +1330,13 @@ class Gateway:
                     raise
 
     def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
-        """The dialect's terminal literal events as the projector writes them."""
-        return tuple(encode_event("message", t) for t in sorted(dialect.stream_literals))
+        """The dialect's terminal literal events as the projector writes them (made once per
+        set of literals: a dialect's are fixed data)."""
+        found = self._literal_events.get(dialect.stream_literals)
+        if found is None:
+            found = tuple(encode_event("message", t) for t in sorted(dialect.stream_literals))
+            self._literal_events[dialect.stream_literals] = found
+        return found
 
     def _finish_stream(
         self,
