@@ -203,3 +203,13 @@ def test_depth_limit_of_a_plain_field(leaf: Shape) -> None:
     with pytest.raises(ShapeError, match="nested deeper than 64 levels"):
         validate(deep_shape, deep)
     assert project(deep_shape, deep) == _objects(MAX_DEPTH, {})
+
+
+def test_shapes_made_one_after_another_each_walk_as_themselves() -> None:
+    """A shape's walker is kept by the shape's identity: a new shape (even at the address of
+    one already gone) gets its own."""
+    for i in range(300):
+        shape = Obj({f"k{i}": Int()}) if i % 2 else ListOf(Obj({f"k{i}": Str()}))
+        value: Any = {f"k{i}": 1} if i % 2 else [{f"k{i}": "s"}]
+        assert project(shape, value) == value
+        del shape
