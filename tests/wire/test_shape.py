@@ -205,11 +205,37 @@ def test_depth_limit_of_a_plain_field(leaf: Shape) -> None:
     assert project(deep_shape, deep) == _objects(MAX_DEPTH, {})
 
 
-def test_shapes_made_one_after_another_each_walk_as_themselves() -> None:
-    """A shape's walker is kept by the shape's identity: a new shape (even at the address of
-    one already gone) gets its own."""
-    for i in range(300):
-        shape = Obj({f"k{i}": Int()}) if i % 2 else ListOf(Obj({f"k{i}": Str()}))
-        value: Any = {f"k{i}": 1} if i % 2 else [{f"k{i}": "s"}]
-        assert project(shape, value) == value
-        del shape
+def test_a_text_filter_sees_each_text_string_of_a_list() -> None:
+    seen: list[str] = []
+
+    def mark(path: str, text: str) -> str:
+        seen.append(path)
+        return f"<{text}>"
+
+    shape = Obj({"parts": ListOf(Str(text=True)), "ids": ListOf(Str())})
+    value = {"parts": ["a", "b"], "ids": ["x"]}
+    assert project(shape, value, mark) == {"parts": ["<a>", "<b>"], "ids": ["x"]}
+    assert seen == ["$.parts[0]", "$.parts[1]"]
+
+
+def _lists(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _list_shape(levels: int, leaf: Shape) -> Shape:
+    shape = leaf
+    for _ in range(levels):
+        shape = ListOf(shape)
+    return shape
+
+
+def test_depth_limit_of_a_plain_list_item() -> None:
+    ok_shape, ok = _list_shape(MAX_DEPTH, Str()), _lists(MAX_DEPTH, "x")
+    assert validate(ok_shape, ok) == ok
+    deep_shape, deep = _list_shape(MAX_DEPTH + 1, Str()), _lists(MAX_DEPTH + 1, "x")
+    with pytest.raises(ShapeError, match="nested deeper than 64 levels"):
+        validate(deep_shape, deep)
+    assert project(deep_shape, deep) == _lists(MAX_DEPTH, [])
