@@ -518,3 +518,18 @@ def test_a_source_named_after_a_key_is_refused_without_showing_it() -> None:
         with pytest.raises(ConfigError) as err:
             credentials.check_source(source)
         assert key not in str(err.value) and "looks like a key" in str(err.value)
+
+
+def test_a_key_read_again_is_checked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading the same value again gives the same header value (stripped); a value that
+    cannot go in a header is refused on every read, before and after a good one."""
+    monkeypatch.setenv("RW_TEST_KEY", "bad value 0004")
+    with pytest.raises(CredentialError, match="cannot be sent in a header"):
+        read_key("RW_TEST_KEY")
+    monkeypatch.setenv("RW_TEST_KEY", "  spaced-value-0003\t")
+    assert read_key("RW_TEST_KEY") == "spaced-value-0003"
+    assert read_key("RW_TEST_KEY") == "spaced-value-0003"
+    assert redact("a spaced-value-0003 b") == f"a {REDACTED} b"
+    monkeypatch.setenv("RW_TEST_KEY", "bad value 0004")
+    with pytest.raises(CredentialError, match="cannot be sent in a header"):
+        read_key("RW_TEST_KEY")

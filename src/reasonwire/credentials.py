@@ -122,9 +122,19 @@ def check_key(value: str, where: str) -> str:
     return _check_key(value, lambda: where)
 
 
+_CHECKED: dict[str, str] = {}
+"""Keys that passed :func:`_check_key`, as read -> as sent: the gateway reads its upstream
+key on every call (so a changed key takes effect on the next one) and the same value needs
+checking and registering once (registered secrets are never forgotten). Bounded."""
+_MAX_CHECKED = 256
+
+
 def _check_key(value: str, where: Callable[[], str]) -> str:
     """:func:`check_key` with the place named only when the key is refused (naming a
     source scans its name for key shapes: a cost on every gateway call otherwise)."""
+    known = _CHECKED.get(value)
+    if known is not None:
+        return known
     register_secret(value)
     stripped = value.strip()
     if not stripped or not _HEADER_SAFE.fullmatch(stripped):
@@ -133,6 +143,9 @@ def _check_key(value: str, where: Callable[[], str]) -> str:
             "with spaces, control or non-ASCII characters)"
         )
     register_secret(stripped)
+    if len(_CHECKED) >= _MAX_CHECKED:
+        _CHECKED.clear()
+    _CHECKED[value] = stripped
     return stripped
 
 

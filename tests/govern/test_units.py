@@ -289,6 +289,25 @@ def test_usage_fields_never_make_up_zero() -> None:
     assert (row.cost_status, row.cost_usd) == ("estimated", 3.0)
 
 
+@pytest.mark.parametrize(
+    ("usage", "status", "cost"),
+    [
+        (Usage(), "unavailable", None),
+        (Usage(reasoning=9), "unavailable", None),  # a breakdown alone is no usage report
+        (Usage(input_uncached=2_000_000), "reported", 2.0),
+        (Usage(cache_read=1_000_000), "reported", 0.0),  # no price for cached input here
+        (Usage(cache_write=3), "reported", 0.0),
+        (Usage(output=250_000), "reported", 1.0),
+    ],
+)
+def test_usage_is_reported_when_any_figure_of_it_is(
+    usage: Usage, status: str, cost: float | None
+) -> None:
+    row = EvidenceRow(outcome="forwarded", conversation_id="c")
+    usage_fields(row, usage, {"input_uncached": 1.0, "output": 4.0})
+    assert (row.usage_status, row.cost_usd) == (status, cost)
+
+
 def test_sqlite_store_roundtrip_and_fixed_effort(tmp_path: pytest.TempPathFactory) -> None:
     from pathlib import Path
 

@@ -106,3 +106,136 @@ def test_depth_limit_at_its_edge() -> None:
     with pytest.raises(ShapeError, match="nested deeper than 64 levels"):
         validate(Anything(), too_deep)
     assert project(Obj({"a": Anything()}), {"a": too_deep}) == {}
+
+
+# Values inside containers: a container keeps a plain field's string or number without
+# calling the field's own walk, so each kind of field is checked there too (its value of the
+# right type, of the wrong type, out of its bounds), with the paths errors name.
+FIELDS: list[tuple[str, Shape, Any, Any, str | None]] = [
+    # name, field shape, value, projected (None: dropped), validate error
+    ("int", Int(), 3, 3, None),
+    ("int-bool", Int(), True, None, "$.f: expected an integer, got boolean"),
+    ("int-float", Int(), 3.0, None, "$.f: expected an integer, got number"),
+    ("int-bounded-out", Int(lo=1, hi=5), 9, None, "$.f: integer out of range [1, 5]"),
+    ("int-bounded-in", Int(lo=1, hi=5), 5, 5, None),
+    ("num-bool", Num(), False, None, "$.f: expected a number, got boolean"),
+    ("num-float", Num(), 0.5, 0.5, None),
+    ("bool-int", Bool(), 1, None, "$.f: expected true or false, got number"),
+    ("str-int", Str(), 1, None, "$.f: expected a string, got number"),
+    ("const-other", Const(frozenset({"a"})), "b", None, "$.f: expected one of ['a']"),
+    ("blank", Blank(), "secret", "", None),
+    ("scalar-list", Scalar(), [1], None, "$.f: expected a plain value, got array"),
+    ("scalar-null", Scalar(), None, None, None),
+    ("nullable-null", Nullable(Int()), None, None, None),
+    ("nullable-str", Nullable(Int()), "x", None, "$.f: expected an integer, got string"),
+    ("anything-str", Anything(), "x", "x", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "field", "value", "projected", "error"), FIELDS,
+                         ids=[c[0] for c in FIELDS])  # fmt: skip
+def test_each_field_kind_inside_an_object_and_a_list(
+    name: str, field: Shape, value: Any, projected: Any, error: str | None
+) -> None:
+    kept = error is None
+    assert project(Obj({"f": field}), {"f": value}) == ({"f": projected} if kept else {})
+    assert project(ListOf(field), [value]) == ([projected] if kept else [])
+    if error is None:
+        expected = {"f": value}  # validate keeps a Blank's text
+        assert validate(Obj({"f": field}), {"f": value}) == expected
+        assert validate(ListOf(field), [value]) == [value]
+    else:
+        with pytest.raises(ShapeError) as err:
+            validate(Obj({"f": field}), {"f": value})
+        assert str(err.value) == error
+        with pytest.raises(ShapeError) as err:
+            validate(ListOf(field), [value])
+        assert str(err.value) == error.replace("$.f", "$[0]")
+
+
+def test_a_text_filter_sees_each_text_string_with_its_path() -> None:
+    """The filter gets the JSON path of every text string (a stream's think-tag cutter keeps
+    one cutter per path), also through lists, nullable fields and repeated walks."""
+    seen: list[tuple[str, str]] = []
+
+    def upper(path: str, text: str) -> str:
+        seen.append((path, text))
+        return text.upper()
+
+    shape = Obj(
+        {
+            "choices": ListOf(Obj({"text": Str(text=True), "maybe": Nullable(Str(text=True))})),
+            "id": Str(),
+        }
+    )
+    value = {"id": "i", "choices": [{"text": "a", "maybe": None}, {"text": "b", "maybe": "c"}]}
+    want = {"id": "i", "choices": [{"text": "A", "maybe": None}, {"text": "B", "maybe": "C"}]}
+    assert project(shape, value, upper) == want
+    assert project(shape, value, upper) == want
+    paths = ["$.choices[0].text", "$.choices[1].text", "$.choices[1].maybe"]
+    texts = ["a", "b", "c"]
+    assert seen == list(zip(paths + paths, texts + texts, strict=True))
+    assert project(shape, value) == value  # no filter: the text as it is
+
+
+def _objects(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def _object_shape(levels: int, leaf: Shape) -> Shape:
+    shape = leaf
+    for _ in range(levels):
+        shape = Obj({"a": shape})
+    return shape
+
+
+@pytest.mark.parametrize("leaf", [Str(), Int(), Scalar()], ids=["str", "int", "scalar"])
+def test_depth_limit_of_a_plain_field(leaf: Shape) -> None:
+    """A string or number at depth MAX_DEPTH is kept; one level deeper it is refused (validate)
+    or dropped (project), as any value that deep."""
+    value = "x" if isinstance(leaf, Str | Scalar) else 1
+    ok_shape, ok = _object_shape(MAX_DEPTH, leaf), _objects(MAX_DEPTH, value)
+    assert validate(ok_shape, ok) == ok
+    deep_shape, deep = _object_shape(MAX_DEPTH + 1, leaf), _objects(MAX_DEPTH + 1, value)
+    with pytest.raises(ShapeError, match="nested deeper than 64 levels"):
+        validate(deep_shape, deep)
+    assert project(deep_shape, deep) == _objects(MAX_DEPTH, {})
+
+
+def test_a_text_filter_sees_each_text_string_of_a_list() -> None:
+    seen: list[str] = []
+
+    def mark(path: str, text: str) -> str:
+        seen.append(path)
+        return f"<{text}>"
+
+    shape = Obj({"parts": ListOf(Str(text=True)), "ids": ListOf(Str())})
+    value = {"parts": ["a", "b"], "ids": ["x"]}
+    assert project(shape, value, mark) == {"parts": ["<a>", "<b>"], "ids": ["x"]}
+    assert seen == ["$.parts[0]", "$.parts[1]"]
+
+
+def _lists(levels: int, leaf: Any) -> Any:
+    value = leaf
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def _list_shape(levels: int, leaf: Shape) -> Shape:
+    shape = leaf
+    for _ in range(levels):
+        shape = ListOf(shape)
+    return shape
+
+
+def test_depth_limit_of_a_plain_list_item() -> None:
+    ok_shape, ok = _list_shape(MAX_DEPTH, Str()), _lists(MAX_DEPTH, "x")
+    assert validate(ok_shape, ok) == ok
+    deep_shape, deep = _list_shape(MAX_DEPTH + 1, Str()), _lists(MAX_DEPTH + 1, "x")
+    with pytest.raises(ShapeError, match="nested deeper than 64 levels"):
+        validate(deep_shape, deep)
+    assert project(deep_shape, deep) == _lists(MAX_DEPTH, [])

@@ -52,10 +52,42 @@ connection cut or ended before its terminal event; the client gone before the en
 are not the dialect's stream."""
 
 
+_RANDOM_BYTES = 4096
+"""Random bytes read at once for call ids (256 ids a read: ``os.urandom`` is a system call
+each, a few microseconds on a loaded VM, one per call otherwise)."""
+
+
+class _RandomBytes:
+    """Random bytes from ``os.urandom``, read in blocks and each handed out once (under a
+    lock: store threads make ids too). A forked child drops the parent's block, so two
+    processes never hand out the same bytes."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._block = b""
+        self._at = 0
+
+    def take(self, n: int) -> bytes:
+        with self._lock:
+            at = self._at
+            if at + n > len(self._block):
+                self._block, at = os.urandom(_RANDOM_BYTES), 0
+            self._at = at + n
+            return self._block[at : at + n]
+
+    def forked(self) -> None:
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        self._block, self._at = b"", 0
+
+
+_random = _RandomBytes()
+os.register_at_fork(after_in_child=_random.forked)
+
+
 def new_call_id() -> str:
     """A new call id: a random (version 4) UUID's 32 hex digits, as ``uuid.uuid4().hex``
     writes them, without building a ``UUID`` object (a third of the cost; one per call)."""
-    b = bytearray(os.urandom(16))
+    b = bytearray(_random.take(16))
     b[6] = b[6] & 0x0F | 0x40  # version 4
     b[8] = b[8] & 0x3F | 0x80  # the RFC 4122 variant
     return b.hex()
@@ -162,23 +194,31 @@ def check_intent(store: EvidenceStore, conversation_id: str, requested: str) -> 
 def fill_usage(row: EvidenceRow, usage: Usage | None, prices: Mapping[str, float] | None) -> None:
     """Fill usage and cost evidence: reported figures only, statuses say what is known (the
     gateway and the LiteLLM hook share this rule)."""
-    figures = {
-        "input_uncached": usage.input_uncached if usage else None,
-        "cache_read": usage.cache_read if usage else None,
-        "cache_write": usage.cache_write if usage else None,
-        "output": usage.output if usage else None,
-    }
-    if usage is None or all(v is None for v in figures.values()):
+    if usage is None:
+        return
+    uncached, read, written, output = (
+        usage.input_uncached,
+        usage.cache_read,
+        usage.cache_write,
+        usage.output,
+    )
+    if uncached is None and read is None and written is None and output is None:
         return
     row.usage_status = "reported"
-    row.input_uncached = usage.input_uncached
-    row.cache_read = usage.cache_read
-    row.cache_write = usage.cache_write
-    row.output_tokens = usage.output
+    row.input_uncached = uncached
+    row.cache_read = read
+    row.cache_write = written
+    row.output_tokens = output
     row.reasoning_tokens = usage.reasoning
     if usage.cost_usd is not None:
         row.cost_status, row.cost_usd = "confirmed", usage.cost_usd
     elif prices:
+        figures = {
+            "input_uncached": uncached,
+            "cache_read": read,
+            "cache_write": written,
+            "output": output,
+        }
         row.cost_status = "estimated"
         row.cost_usd = sum((figures.get(k) or 0) * p / 1e6 for k, p in prices.items())
 

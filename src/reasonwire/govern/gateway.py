@@ -71,6 +71,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from functools import partial
+from types import MappingProxyType
 from typing import NoReturn, TypeVar
 
 import orjson
@@ -199,7 +200,7 @@ written)."""
 _JSON = "application/json"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, a plain __init__
 class _Authorised:
     """What the authorisation established: the verified binding, its route, the level the
     call runs at, and the dialect spoken upstream."""
@@ -212,7 +213,7 @@ class _Authorised:
     translation: ChatToResponses | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, a plain __init__
 class _Admitted:
     """The client's body as the dialect's request shape keeps it, and the unknown top-level
     fields it dropped."""
@@ -221,7 +222,7 @@ class _Admitted:
     dropped: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made on every request, a plain __init__
 class _Prepared:
     """The upstream body and what making it did: whether it streams, the reasoning controls
     removed from the client's body, the vaulted carriers put back into its history."""
@@ -309,7 +310,7 @@ def _copy(row: EvidenceRow) -> EvidenceRow:
     its fields copied as they are, without a dataclass ``replace`` (which re-runs
     ``__init__`` over 31 fields, twice per request)."""
     new = object.__new__(EvidenceRow)
-    new.__dict__.update(row.__dict__)
+    new.__dict__ = row.__dict__.copy()
     return new
 
 
@@ -433,6 +434,9 @@ class Gateway:
         self._bindings = VerifiedBindings(keys)
         self._profiles: dict[tuple[str, str], Profile] = {}
         self._endpoints: dict[str, Dialect] = {}
+        self._urls: dict[tuple[int, bool], tuple[RouteRegistration, str]] = {}
+        self._literal_events: dict[frozenset[str], tuple[bytes, ...]] = {}
+        self._headers: dict[int, tuple[RouteRegistration, str | None, Mapping[str, str]]] = {}
         # Streams whose vault entries are not stored yet, per conversation: the client sees
         # the stream's last bytes before the gateway has decoded them, and may send its next
         # request at once; that request waits for them (see _settled).
@@ -944,7 +948,7 @@ class Gateway:
             conv = auth.binding.conversation_id
             tried: list[bool] = []
 
-            def ready(now: bool) -> tuple[tuple[bytes, dict[str, str]], EvidenceRow]:
+            def ready(now: bool) -> tuple[tuple[bytes, Mapping[str, str]], EvidenceRow]:
                 # A try on the event loop that stopped at a vault read may have changed the
                 # body in place: the waiting way starts again from the client's bytes.
                 shaped = self._admit(raw, dialect).body if tried else admitted.body
@@ -971,9 +975,7 @@ class Gateway:
             return await self._store_down(call, dialect, str(exc))
         row = call.row  # made from the facts in the hop that committed it
         call.opened = True
-        route = auth.route  # after the body is made (it may fix the row's stream flag)
-        options = RequestOptions(model=route.model, stream=row.stream)
-        url = route.upstream.base_url + auth.upstream.request_path(options)
+        url = self._url(auth, row.stream)  # after the body is made (it may fix the flag)
         try:
             resp = await self._post(call, url, payload, up_headers)
         except _StoreDown as exc:
@@ -1014,6 +1016,22 @@ class Gateway:
             call.opened = True
             return await self._upstream.post(url, payload, headers, retry_stale=False)
 
+    def _url(self, auth: _Authorised, stream: bool) -> str:
+        """The upstream URL of a call on ``auth``'s route, remembered per route and stream
+        flag (a route registration is frozen: the same object always gives the same URL;
+        at most 1024 kept)."""
+        route = auth.route
+        key = (id(route), stream)
+        known = self._urls.get(key)
+        if known is not None and known[0] is route:
+            return known[1]
+        options = RequestOptions(model=route.model, stream=stream)
+        url = route.upstream.base_url + auth.upstream.request_path(options)
+        if len(self._urls) >= 1024:
+            self._urls.clear()
+        self._urls[key] = (route, url)
+        return url
+
     def _authorise_inline(self, conversation_id: str | None) -> bool:
         """The authorisation needs no store hop: the outbox is empty (nothing to write
         first) and the conversation's effort and intent are cached (fixed once, they never
@@ -1044,7 +1062,7 @@ class Gateway:
         path: str,
         client_headers: Mapping[str, str],
         lookup: Lookup,
-    ) -> tuple[bytes, dict[str, str]]:
+    ) -> tuple[bytes, Mapping[str, str]]:
         """The upstream payload and headers (the vault read with ``lookup``)."""
         prepared = self._prepare(shaped, dialect, auth, path, lookup)
         call.facts.prepared = prepared
@@ -1112,14 +1130,31 @@ class Gateway:
 
     def _upstream_headers(
         self, route: RouteRegistration, client: Mapping[str, str], dialect: Dialect
-    ) -> dict[str, str]:
+    ) -> Mapping[str, str]:
+        """The upstream request's headers: the route's credential, read now (a changed key
+        takes effect on the next call), and the dialect's forwarded client headers. Without
+        forwarded headers the same route and key give the same headers: those are kept per
+        route (a read-only mapping, at most 1024) and rebuilt when the key read differs."""
+        key = route.upstream.read_key(dotenv=None)
+        forwarded = [
+            (name, value)
+            for name in dialect.forwarded_headers
+            if (value := client.get(name)) is not None
+        ]
+        if not forwarded:
+            known = self._headers.get(id(route))
+            if known is not None and known[0] is route and known[1] == key:
+                return known[2]
         out = {"content-type": _JSON, "accept-encoding": "identity"}
-        for name in dialect.forwarded_headers:
-            value = client.get(name)
-            if value is not None:
-                out[name] = value
-        out.update(route.upstream.auth_headers(route.upstream.read_key(dotenv=None)))
-        return out
+        out.update(forwarded)
+        out.update(route.upstream.auth_headers(key))
+        if forwarded:
+            return out
+        if len(self._headers) >= 1024:
+            self._headers.clear()
+        kept = MappingProxyType(out)
+        self._headers[id(route)] = (route, key, kept)
+        return kept
 
     async def _answer(
         self,
@@ -1295,8 +1330,13 @@ class Gateway:
                     raise
 
     def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
-        """The dialect's terminal literal events as the projector writes them."""
-        return tuple(encode_event("message", t) for t in sorted(dialect.stream_literals))
+        """The dialect's terminal literal events as the projector writes them (made once per
+        set of literals: a dialect's are fixed data)."""
+        found = self._literal_events.get(dialect.stream_literals)
+        if found is None:
+            found = tuple(encode_event("message", t) for t in sorted(dialect.stream_literals))
+            self._literal_events[dialect.stream_literals] = found
+        return found
 
     def _finish_stream(
         self,
@@ -1365,7 +1405,8 @@ class Gateway:
             return
         budget = call.budget_after(self.store_settings)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(settled.wait(), budget.left)
+            async with asyncio.timeout(budget.left):  # no Task per wait (wait_for makes one)
+                await settled.wait()
 
     async def _settled(self, conversation_id: str, timeout: float = 10.0) -> None:
         """Wait until the conversation's earlier streams have stored their vault entries."""

@@ -42,13 +42,14 @@ def resolve(
     """Resolve ``requested`` or raise :class:`PolicyRefusal` with the reason."""
     adapter = registry.adapter(runtime_id, runtime_version)
     route = registry.route(route_id)
+    offered = adapter.offered_levels()
     usable = [
         lv
-        for lv in LEVELS
-        if lv in adapter.offered_levels()
+        for at, lv in enumerate(LEVELS)  # at: rank(lv)
+        if lv in offered
         and lv in route.levels
         and lv in policy.allowed
-        and rank(lv) <= rank(policy.maximum)
+        and at <= rank(policy.maximum)
     ]
     if not usable:
         raise PolicyRefusal("no-common-level", f"{runtime_id} {runtime_version} on {route_id}")

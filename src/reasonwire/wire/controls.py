@@ -25,6 +25,8 @@ def strip_paths(
     out: JsonObject = dict(body)
     removed: dict[str, JSON] = {}
     for path in paths:
+        if path[0] not in out:  # the common case: the body sets nothing under this name
+            continue
         found, value = _pop_path(out, path)
         if found:
             removed[".".join(path)] = value

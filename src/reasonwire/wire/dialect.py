@@ -54,6 +54,7 @@ from reasonwire.wire.model import (
 from reasonwire.wire.profile import Profile
 from reasonwire.wire.projection import SSEProjector, encode_event
 from reasonwire.wire.shape import Shape, TextFilter, project, validate
+from reasonwire.wire.thinktags import cut_think
 from reasonwire.wire.vault import Lookup
 
 if TYPE_CHECKING:
@@ -309,9 +310,9 @@ class Dialect:
     ) -> tuple[JsonObject, dict[str, JSON]]:
         """``body`` without any control of the inventory (and the profile's vendor ones), and
         the removed values by dotted name. Copy-on-write: ``body`` is never changed."""
-        paths = [c.path for c in self.controls if not c.header]
-        if profile is not None:
-            paths += [c.path for c in profile.controls if not c.header]
+        paths = _body_paths(self.controls)
+        if profile is not None and profile.controls:
+            paths += _body_paths(profile.controls)  # a new tuple: the cached one stays
         return strip_paths(body, paths)
 
     def is_non_escalating(self, removed: Mapping[str, JSON]) -> bool:
@@ -373,11 +374,26 @@ the gateway path (a string on one API, a pattern on another) and the stream shap
 after what each stream carries), which a dialect sets itself."""
 
 
+_PATHS: dict[int, tuple[tuple[Control, ...], tuple[tuple[str, ...], ...]]] = {}
+
+
+def _body_paths(controls: tuple[Control, ...]) -> tuple[tuple[str, ...], ...]:
+    """The body paths of ``controls`` (header controls left out), made once per inventory
+    (by identity, the inventory kept beside its paths): a dialect's or profile's controls
+    are fixed data, stripped from every request."""
+    hit = _PATHS.get(id(controls))
+    if hit is not None and hit[0] is controls:
+        return hit[1]
+    paths = tuple(c.path for c in controls if not c.header)
+    if len(_PATHS) >= 256:
+        _PATHS.clear()
+    _PATHS[id(controls)] = (controls, paths)
+    return paths
+
+
 def _text_filter(profile: Profile | None) -> TextFilter | None:
     if profile is None or not profile.think_tags:
         return None
-    from reasonwire.wire.thinktags import cut_think
-
     return cut_think
 
 

@@ -16,9 +16,16 @@ def deep_merge(base: JsonObject, extra: Mapping[str, JSON]) -> JsonObject:
     ``extra_body`` nor a dict shared with another request is ever modified through the result.
     """
     for key, value in extra.items():
+        if type(value) in _ATOMIC:  # what deepcopy returns as it is, without its dispatch
+            base[key] = value
+            continue
         current = base.get(key)
         if isinstance(value, Mapping):
             base[key] = deep_merge(dict(current) if isinstance(current, dict) else {}, value)
         else:
             base[key] = copy.deepcopy(value)
     return base
+
+
+_ATOMIC = frozenset({str, int, float, bool, type(None)})
+"""Immutable JSON scalars: ``copy.deepcopy`` returns them unchanged (exact types only)."""

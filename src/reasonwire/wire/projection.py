@@ -25,7 +25,7 @@ from collections.abc import Callable
 import orjson
 
 from reasonwire.wire.shape import Shape, Tagged, TextFilter, project
-from reasonwire.wire.sse import SSEDecoder, SSEEvent
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 from reasonwire.wire.thinktags import PathCutters
 
 EventFilter = Callable[[dict[str, object]], bool]
@@ -63,10 +63,10 @@ class SSEProjector:
         self._sse = SSEDecoder()
 
     def feed(self, chunk: bytes) -> bytes:
-        return self._emit(self._sse.feed(chunk))
+        return self._emit(self._sse.feed_raw(chunk))
 
     def close(self) -> bytes:
-        return self._emit(self._sse.close())
+        return self._emit(self._sse.close_raw())
 
     def fail(self, reason: str) -> bytes:
         """The dialect's error event (once: empty when the stream already ended with one)."""
@@ -75,12 +75,14 @@ class SSEProjector:
         self._failed = True
         return self._error(reason)
 
-    def _emit(self, events: list[SSEEvent]) -> bytes:
+    def _emit(self, events: list[RawEvent]) -> bytes:
+        """The projection of each event's data (decoded as :meth:`SSEDecoder.feed` decodes
+        it; only the data is read, so no event object is made)."""
         out: list[bytes] = []
-        for ev in events:
+        for raw, *_ in events:
             if self._failed:
                 break
-            text = ev.data.strip()
+            text = raw.decode("utf-8", "replace").strip()
             if text in self._literal:
                 out.append(encode_event("message", text))
                 continue

@@ -238,7 +238,8 @@ class ChatStreamDecoder(StreamDecoderBase):
         if not events or self._run(events, out):
             return out
         self._events(events, loads, out)
-        if len(self._shapes) < _MAX_SHAPES and self._top is not None:
+        # Shapes serve the batches still to come: none after the terminal event ([DONE]).
+        if len(self._shapes) < _MAX_SHAPES and self._top is not None and not self._done:
             self._learn(events)
         return out
 
