@@ -266,8 +266,8 @@ class SQLiteVault:
         if not entries:
             return
         texts = [(k, dump_json(v)) for k, v in entries]
-        with self._lock:
-            self._put(self._db, conversation_id, texts)
+        with self._conn.waiting() as db:
+            self._put(db, conversation_id, texts)
         self._conn.committed()
 
     def _put(
@@ -282,8 +282,8 @@ class SQLiteVault:
             raise
 
     def get(self, conversation_id: str, key: str) -> JSON | None:
-        with self._lock:
-            found = self._db.execute(_SQLITE_GET, (conversation_id, key)).fetchone()
+        with self._conn.waiting() as db:
+            found = db.execute(_SQLITE_GET, (conversation_id, key)).fetchone()
         return None if found is None else load_json(found[0])
 
     @property
@@ -311,8 +311,8 @@ class SQLiteVault:
 
     def values(self) -> list[JSON]:
         """Every stored value (for evidence collection: what must stay hidden)."""
-        with self._lock:
-            found = self._db.execute("SELECT value FROM vault ORDER BY seq").fetchall()
+        with self._conn.waiting() as db:
+            found = db.execute("SELECT value FROM vault ORDER BY seq").fetchall()
         return [load_json(t) for (t,) in found]
 
     def close(self) -> None:
