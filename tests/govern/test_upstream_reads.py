@@ -1,0 +1,131 @@
+"""How the upstream client (``govern.upstream``) reads an answer: the read timeout bounds each
+wait for the upstream, not the whole answer (a slow stream whose bytes keep coming is read to
+its end); a body larger than the client's buffer is read whole (reading stops while it waits
+unread and starts again); an interim ``1xx`` answer is skipped for the final one (RFC 9110
+15.2); a connection is reused only after a complete answer that keeps it open."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from reasonwire.govern.upstream import UpstreamPool
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+async def _until(check: Callable[[], bool]) -> None:
+    """Poll ``check`` on the loop (a 10 s deadline)."""
+    deadline = asyncio.get_running_loop().time() + 10
+    while not check():
+        assert asyncio.get_running_loop().time() < deadline, "never happened"
+        await asyncio.sleep(0.005)
+
+
+async def _serve(handler: Handler) -> tuple[asyncio.Server, str, list[int]]:
+    """A server running ``handler`` per request; the list counts connections."""
+    connections: list[int] = []
+
+    async def each(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+                await reader.readexactly(length)
+                await handler(reader, writer)
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(each, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    return server, f"http://127.0.0.1:{port}/v1/x", connections
+
+
+async def _trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+    for i in range(12):  # 12 x 0.1 s: longer than the read timeout, each gap well within it
+        await asyncio.sleep(0.1)
+        writer.write(b"1\r\n%d\r\n" % (i % 10))
+        await writer.drain()
+    writer.write(b"0\r\n\r\n")
+
+
+BIG = bytes(range(256)) * 4096  # 1 MiB, sixteen times the client's buffer
+
+
+async def _big(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(BIG) + BIG)
+    await writer.drain()
+
+
+async def _interim(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(
+        b"HTTP/1.1 100 Continue\r\nx-interim: 1\r\n\r\n"
+        b"HTTP/1.1 201 Created\r\ncontent-length: 2\r\nx-final: 1\r\n\r\n{}"
+    )
+
+
+async def _closing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
+    await writer.drain()
+    writer.close()
+
+
+async def test_the_timeout_bounds_each_wait_not_the_whole_answer() -> None:
+    server, url, _ = await _serve(_trickle)
+    pool = UpstreamPool(read_timeout=0.6)
+    try:
+        resp = await pool.post(url, b"{}", {})
+        assert await resp.read() == b"012345678901"
+        await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
+
+
+async def test_a_body_larger_than_the_buffer_is_read_whole_by_both_readers() -> None:
+    server, url, connections = await _serve(_big)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        resp = await pool.post(url, b"{}", {})
+        await _until(lambda: resp._conn.paused)  # the buffer filled: reading stopped
+        assert b"".join([chunk async for chunk in resp.aiter()]) == BIG
+        await resp.aclose()
+        resp = await pool.post(url, b"{}", {})
+        await _until(lambda: resp._conn.paused)
+        assert await resp.read() == BIG
+        await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
+    assert len(connections) == 1  # kept open between the two
+
+
+async def test_an_interim_answer_is_skipped() -> None:
+    server, url, _ = await _serve(_interim)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        resp = await pool.post(url, b"{}", {})
+        assert (resp.status_code, await resp.read()) == (201, b"{}")
+        assert "x-final" in resp.headers and "x-interim" not in resp.headers
+        await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
+
+
+async def test_a_connection_the_upstream_closes_is_not_reused() -> None:
+    server, url, connections = await _serve(_closing)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        for _ in range(3):
+            resp = await pool.post(url, b"{}", {})
+            assert await resp.read() == b"{}"
+            await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
+    assert len(connections) == 3
