@@ -9,6 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
+import pytest
+
+from reasonwire.errors import TransportError
 from reasonwire.govern.upstream import UpstreamPool
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -69,9 +72,8 @@ async def _interim(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -
 
 
 async def _closing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Says it closes, and leaves the closing to the client (a server may close later)."""
     writer.write(b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\n{}")
-    await writer.drain()
-    writer.close()
 
 
 async def test_the_timeout_bounds_each_wait_not_the_whole_answer() -> None:
@@ -117,7 +119,7 @@ async def test_an_interim_answer_is_skipped() -> None:
         server.close()
 
 
-async def test_a_connection_the_upstream_closes_is_not_reused() -> None:
+async def test_a_connection_the_upstream_says_it_closes_is_not_reused() -> None:
     server, url, connections = await _serve(_closing)
     pool = UpstreamPool(read_timeout=30)
     try:
@@ -129,3 +131,22 @@ async def test_a_connection_the_upstream_closes_is_not_reused() -> None:
         await pool.aclose()
         server.close()
     assert len(connections) == 3
+
+
+async def _cut(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc")
+    await writer.drain()
+    writer.close()
+
+
+async def test_a_body_cut_short_is_a_transport_error() -> None:
+    server, url, _ = await _serve(_cut)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        resp = await pool.post(url, b"{}", {})
+        with pytest.raises(TransportError, match="mid-body"):
+            await resp.read()
+        await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
