@@ -150,3 +150,44 @@ async def test_a_body_cut_short_is_a_transport_error() -> None:
     finally:
         await pool.aclose()
         server.close()
+
+
+async def _until_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\r\n{"a":')
+    await writer.drain()
+    writer.write(b"1}")
+    await writer.drain()
+    writer.close()
+
+
+async def test_a_body_without_a_length_ends_with_the_connection() -> None:
+    """Neither Content-Length nor chunked: the body is what comes until the upstream
+    closes (RFC 9112 6.3), and that connection is not used again."""
+    server, url, connections = await _serve(_until_close)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        for _ in range(2):
+            resp = await pool.post(url, b"{}", {})
+            assert await resp.read() == b'{"a":1}'
+            await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
+    assert len(connections) == 2
+
+
+async def _long_head(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\n" + b"x-pad: " + b"a" * (70 * 1024) + b"\r\n")
+    await writer.drain()
+    await reader.read()
+
+
+async def test_a_response_head_over_64_kib_is_refused() -> None:
+    server, url, _ = await _serve(_long_head)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        with pytest.raises(TransportError, match="LimitOverrunError"):
+            await pool.post(url, b"{}", {})
+    finally:
+        await pool.aclose()
+        server.close()
