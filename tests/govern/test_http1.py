@@ -460,6 +460,23 @@ def test_an_idle_keep_alive_connection_is_closed() -> None:
     assert resp.status == 200 and resp.header("connection") is None
 
 
+def test_the_idle_time_counts_from_the_last_answer() -> None:
+    """A connection answered again before its idle time ran out stays open for a whole idle
+    time after that answer, not until the first idle time would have ended."""
+    seen = Seen()
+    with served(echo_app(seen), keep_alive=1.0) as port, _connect(port) as s:
+        for _ in range(2):
+            time.sleep(0.6)  # idle, within the idle time (the first would end at 1.0 s)
+            s.sendall(_post(b"{}"))
+            got = b""
+            while b"\r\n\r\n" not in got or not got.endswith(b"}"):
+                part = s.recv(1 << 16)
+                assert part, "the connection was closed while it was in use"
+                got += part
+            assert _one(got).status == 200
+    assert len(seen.requests) == 2
+
+
 def test_a_head_that_stalls_is_408_and_closed() -> None:
     """RFC 9110 §15.5.9: 408 Request Timeout for a request head that never completes."""
     seen = Seen()
