@@ -191,3 +191,24 @@ async def test_a_response_head_over_64_kib_is_refused() -> None:
     finally:
         await pool.aclose()
         server.close()
+
+
+async def _twice(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(
+        b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nfirst"
+        b"HTTP/1.1 200 OK\r\ncontent-length: 6\r\n\r\nsecond"
+    )
+
+
+async def test_a_second_answer_to_one_request_is_not_read_and_the_connection_is_dropped() -> None:
+    server, url, connections = await _serve(_twice)
+    pool = UpstreamPool(read_timeout=30)
+    try:
+        for _ in range(2):
+            resp = await pool.post(url, b"{}", {})
+            assert await resp.read() == b"first"
+            await resp.aclose()
+    finally:
+        await pool.aclose()
+        server.close()
+    assert len(connections) == 2

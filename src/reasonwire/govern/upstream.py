@@ -138,6 +138,10 @@ class _Conn(asyncio.Protocol):
 
     # -- llhttp callbacks --------------------------------------------------------------------
 
+    def on_message_begin(self) -> None:
+        if self.done:  # a second answer to one request: nothing of it is read
+            raise ValueError("an answer nobody asked for")
+
     def on_header(self, name: bytes, value: bytes) -> None:
         self.headers[name.decode("latin-1").lower()] = value.decode("latin-1").strip()
 
