@@ -97,10 +97,6 @@ class _Conn(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]  # uvloop's: no subclass
 
     def data_received(self, data: bytes) -> None:
-        if self.done:  # bytes nobody asked for: the connection cannot be trusted again
-            self.keep_alive = False
-            self.close()
-            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
