@@ -223,3 +223,24 @@ async def test_a_second_answer_to_one_request_is_not_read_and_the_connection_is_
         await pool.aclose()
         server.close()
     assert len(connections) == 2
+
+
+async def _garbage(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"SMTP ready\r\n\r\n")
+
+
+async def _garbage_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n")
+
+
+async def test_a_malformed_head_or_body_is_a_transport_error() -> None:
+    for handler, where in ((_garbage, "answer"), (_garbage_body, "body")):
+        server, url, _ = await _serve(handler)
+        pool = UpstreamPool(read_timeout=30)
+        try:
+            with pytest.raises(TransportError, match=f"upstream {where}"):
+                resp = await pool.post(url, b"{}", {})
+                await resp.read()
+        finally:
+            await pool.aclose()
+            server.close()

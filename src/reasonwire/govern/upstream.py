@@ -101,8 +101,9 @@ class _Conn(asyncio.Protocol):
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._fail(ValueError("an upgrade is no answer"))
-        except httptools.HttpParserError as exc:
-            self._fail(exc.__context__ if isinstance(exc.__context__, ValueError) else exc)
+        except httptools.HttpParserError as exc:  # malformed: an answer that is no HTTP/1.x
+            why = exc.__context__
+            self._fail(why if isinstance(why, ValueError) else ValueError(type(exc).__name__))
         else:
             if not self.head_done:
                 self.head_bytes += len(data)
