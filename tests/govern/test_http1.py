@@ -460,6 +460,37 @@ def test_an_idle_keep_alive_connection_is_closed() -> None:
     assert resp.status == 200 and resp.header("connection") is None
 
 
+def test_the_idle_time_counts_from_the_last_answer() -> None:
+    """A connection answered again before its idle time ran out stays open for a whole idle
+    time after that answer, not until the first idle time would have ended."""
+    seen = Seen()
+    with served(echo_app(seen), keep_alive=1.0) as port, _connect(port) as s:
+        for _ in range(2):
+            time.sleep(0.6)  # idle, within the idle time (the first would end at 1.0 s)
+            s.sendall(_post(b"{}"))
+            got = b""
+            while b"\r\n\r\n" not in got or not got.endswith(b"}"):
+                part = s.recv(1 << 16)
+                assert part, "the connection was closed while it was in use"
+                got += part
+            assert _one(got).status == 200
+    assert len(seen.requests) == 2
+
+
+def test_a_request_longer_than_the_idle_time_is_answered() -> None:
+    """The idle time counts only while no request is under way."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await _read_body(receive)
+        await asyncio.sleep(0.6)  # three idle times
+        await _answer(send, b"{}")
+
+    with served(app, keep_alive=0.2) as port, _connect(port) as s:
+        s.sendall(_post(b"{}"))
+        resp = _one(_until_closed(s))
+    assert resp.status == 200 and resp.body == b"{}"
+
+
 def test_a_head_that_stalls_is_408_and_closed() -> None:
     """RFC 9110 §15.5.9: 408 Request Timeout for a request head that never completes."""
     seen = Seen()
@@ -617,22 +648,26 @@ def test_a_response_shorter_than_its_length_closes_the_connection() -> None:
     assert data.endswith(b"\r\n\r\nshort")
 
 
-def test_an_early_answer_closes_after_the_client_finished_sending() -> None:
+@pytest.mark.parametrize("idle", [5.0, 0.2])
+def test_an_early_answer_closes_after_the_client_finished_sending(idle: float) -> None:
     """An answer before the request body ended (a 413) ends the connection, and the client
     still reads it whole (RFC 9112 §9.6: a server closes its side first and keeps reading,
-    so the client's unsent bytes do not reset the answer)."""
+    so the client's unsent bytes do not reset the answer). The lingering read lasts past the
+    connection's idle time (``idle`` 0.2 s: the client pauses longer than that)."""
 
     async def app(scope: Any, receive: Any, send: Any) -> None:
         await _answer(send, b'{"error": "too large"}', 413)
 
     answer = b'{"error": "too large"}'
-    with served(app, linger=WAIT) as port, _connect(port) as s:
+    with served(app, linger=WAIT, keep_alive=idle) as port, _connect(port) as s:
         s.sendall(POST + b"Content-Length: 4000000\r\n\r\n" + b"x" * 1000)
         data = b""
         while not data.endswith(answer):
             part = s.recv(65536)
             assert part, "closed before the answer"
             data += part
+        if idle < 1:
+            time.sleep(idle * 3)  # the client pauses past the idle time, still lingering
         for _ in range(100):  # the rest of the body: read and dropped, no reset
             s.sendall(b"x" * 39_990)
         s.shutdown(socket.SHUT_WR)

@@ -4,6 +4,7 @@ values come back byte for byte; migrations are idempotent and fail closed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import threading
@@ -109,6 +110,34 @@ def test_two_instances_see_each_others_rows_efforts_and_vault(
     va.put("c1", [("k1", {"type": "reasoning", "text": "x"})])
     assert vb.get("c1", "k1") == {"type": "reasoning", "text": "x"}
     assert vb.get("c1", "nope") is None and vb.get("other", "k1") is None
+
+
+def test_a_completion_rewrites_every_field_but_the_row_s_identity(
+    backend: tuple[Opener, Opener],
+) -> None:
+    """The completion, written by one replica and read by another, carries every field of the
+    completed row; ``call_id`` and ``conversation_id`` stay as recorded (what identifies a
+    call never changes: a completion naming another conversation does not move the row)."""
+    open_store, _ = backend
+    a, b = open_store(), open_store()
+    pending = EvidenceRow(outcome="pending", conversation_id="c1", route_id="r", attempt=1)
+    a.record(pending)
+    done = EvidenceRow(
+        outcome="forwarded",
+        conversation_id="elsewhere",
+        call_id=pending.call_id,
+        ts=pending.ts,
+        route_id="r2",
+        attempt=2,
+        status_code=200,
+        usage_status="reported",
+        output_tokens=5,
+        latency_ms=3.5,
+        stream_state="complete",
+    )
+    b.complete(done)
+    expected = dataclasses.replace(done, conversation_id="c1")
+    assert a.rows("c1") == [expected] and a.rows("elsewhere") == []
 
 
 def test_check_intent_refuses_a_changed_intent_across_replicas(

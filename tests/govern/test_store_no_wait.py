@@ -85,26 +85,88 @@ def test_record_now_with_the_file_locked_by_another_process_writes_nothing(
     assert store.complete_now(row) is True and store.rows() == []
 
 
+def _waits_until_released(work: Callable[[], None], release: Callable[[], None]) -> None:
+    """``work()`` on a thread must still be running (waiting) while the lock is held, and
+    succeed once it is released: a write that did not wait would have raised at once
+    (SQLite answers "database is locked" with a busy timeout of 0)."""
+    out: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:
+            out.append(exc)
+        else:
+            out.append(None)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(0.5)  # not a timing assertion: any outcome before the release is a failure
+    early = list(out)
+    release()
+    t.join(60)
+    assert early == [], f"the write did not wait for the lock: {early}"
+    assert out == [None]
+
+
 def test_the_waiting_writes_wait_again_after_a_write_that_did_not(tmp_path: Path) -> None:
-    """The busy timeout the waiting writes use (30 s, as ``sqlite3.connect`` was given) is
-    back after a non-waiting write, whether it committed or found the file locked."""
+    """The waiting writes wait for another connection's lock (SQLite's busy timeout, 30 s)
+    after non-waiting writes, whether those committed or found the file locked; and a
+    non-waiting write after a waiting one still does not wait."""
     path = tmp_path / "ev.sqlite"
     store = SQLiteStore(path)
-
-    def busy_timeout() -> object:
-        return store._db.execute("PRAGMA busy_timeout").fetchone()
-
-    assert busy_timeout() == (30_000,)
     assert store.record_now(_row("c0")) is True
-    assert busy_timeout() == (30_000,)
     blocker = sqlite3.connect(path, isolation_level=None)
-    blocker.execute("BEGIN EXCLUSIVE")
     try:
+        blocker.execute("BEGIN EXCLUSIVE")
         assert store.record_now(_row("c1")) is False
-        assert busy_timeout() == (30_000,)
+        late = _row("c2")
+        _waits_until_released(lambda: store.record(late), lambda: blocker.execute("ROLLBACK"))
+        blocker.execute("BEGIN EXCLUSIVE")
+        assert store.record_now(_row("c3")) is False  # after a waiting write: at once again
+        late.outcome = "forwarded"
+        _waits_until_released(lambda: store.complete(late), lambda: blocker.execute("ROLLBACK"))
     finally:
-        blocker.execute("ROLLBACK")
         blocker.close()
+    assert [(r.conversation_id, r.outcome) for r in store.rows()] == [
+        ("c0", "pending"),
+        ("c2", "forwarded"),
+    ]
+
+
+def test_writes_of_one_kind_in_a_row_set_no_busy_timeout(tmp_path: Path) -> None:
+    """The busy timeout is set when a write of the other kind comes, not around every write
+    (the fast path: non-waiting writes in a row run their statement alone)."""
+    store = SQLiteStore(tmp_path / "ev.sqlite")
+    seen: list[str] = []
+    store._db.set_trace_callback(seen.append)
+    rows = [_row("c1") for _ in range(3)]
+    for row in rows:
+        assert store.record_now(row) is True
+    store.record(_row("c2"))
+    store.record(_row("c3"))
+    assert store.complete_now(rows[0]) is True
+    pragmas = [sql for sql in seen if sql.startswith("PRAGMA")]
+    assert pragmas == [
+        "PRAGMA busy_timeout=0",
+        "PRAGMA busy_timeout=30000",
+        "PRAGMA busy_timeout=0",
+    ]
+
+
+def test_the_vault_s_waiting_writes_wait_after_a_write_that_did_not(tmp_path: Path) -> None:
+    path = tmp_path / "vault.sqlite"
+    vault = SQLiteVault(path)
+    blocker = sqlite3.connect(path, isolation_level=None)
+    try:
+        blocker.execute("BEGIN EXCLUSIVE")
+        assert vault.put_now("c1", [("k", 1)]) is False
+        _waits_until_released(
+            lambda: vault.put("c1", [("k", 2)]), lambda: blocker.execute("ROLLBACK")
+        )
+    finally:
+        blocker.close()
+    assert vault.get("c1", "k") == 2
 
 
 def test_vault_now_with_the_connection_busy_reads_and_writes_nothing(tmp_path: Path) -> None:

@@ -334,6 +334,7 @@ class _Connection(asyncio.Protocol):
         self.writing_paused = False
         self.writable: asyncio.Event | None = None
         self.timer: asyncio.TimerHandle | None = None
+        self.idle_since = 0.0  # when the connection last became idle
 
     # -- asyncio.Protocol ------------------------------------------------------------------
 
@@ -465,9 +466,6 @@ class _Connection(asyncio.Protocol):
 
     def on_headers_complete(self) -> None:
         self.in_head = False
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
         parser = self.parser
         version = parser.get_http_version()
         if version != "1.1" and version != "1.0":
@@ -626,6 +624,8 @@ class _Connection(asyncio.Protocol):
         self.resume_reading_anyway()
         if transport.can_write_eof():
             transport.write_eof()
+        if self.timer is not None:
+            self.timer.cancel()
         self.timer = self.loop.call_later(self.limits.linger, self.close)
 
     def resume_reading_anyway(self) -> None:
@@ -661,13 +661,21 @@ class _Connection(asyncio.Protocol):
             self.refused = status
 
     def _idle_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-        self.timer = self.loop.call_later(self.limits.keep_alive, self._idle)
+        """The connection is idle from now: closed :attr:`Limits.keep_alive` seconds later
+        unless a request comes first. One timer per connection, set again only when it fires
+        before its time (:meth:`_idle`): a keep-alive connection answering request after
+        request makes and cancels no timer per request (profiled: ~1% of a call)."""
+        self.idle_since = self.loop.time()
+        if self.timer is None:
+            self.timer = self.loop.call_at(self.idle_since + self.limits.keep_alive, self._idle)
 
     def _idle(self) -> None:
         self.timer = None
         if self.active is not None or self.waiting:
+            return  # a request came: the next idle spell sets the timer again
+        due = self.idle_since + self.limits.keep_alive
+        if self.loop.time() < due:  # idle again since the timer was set
+            self.timer = self.loop.call_at(due, self._idle)
             return
         if self.in_head:  # a request head that never ended
             self.write(_plain(408))

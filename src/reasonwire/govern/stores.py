@@ -41,6 +41,7 @@ from reasonwire._extras import as_missing_extra
 from reasonwire.errors import ConfigError, StoreUnavailable
 from reasonwire.govern.evidence import (
     COLUMNS,
+    COMPLETED_COLUMNS,
     EvidenceRow,
     EvidenceStore,
     FixedOnce,
@@ -266,8 +267,8 @@ class SQLiteVault:
         if not entries:
             return
         texts = [(k, dump_json(v)) for k, v in entries]
-        with self._lock:
-            self._put(self._db, conversation_id, texts)
+        with self._conn.waiting() as db:
+            self._put(db, conversation_id, texts)
         self._conn.committed()
 
     def _put(
@@ -282,8 +283,8 @@ class SQLiteVault:
             raise
 
     def get(self, conversation_id: str, key: str) -> JSON | None:
-        with self._lock:
-            found = self._db.execute(_SQLITE_GET, (conversation_id, key)).fetchone()
+        with self._conn.waiting() as db:
+            found = db.execute(_SQLITE_GET, (conversation_id, key)).fetchone()
         return None if found is None else load_json(found[0])
 
     @property
@@ -311,8 +312,8 @@ class SQLiteVault:
 
     def values(self) -> list[JSON]:
         """Every stored value (for evidence collection: what must stay hidden)."""
-        with self._lock:
-            found = self._db.execute("SELECT value FROM vault ORDER BY seq").fetchall()
+        with self._conn.waiting() as db:
+            found = db.execute("SELECT value FROM vault ORDER BY seq").fetchall()
         return [load_json(t) for (t,) in found]
 
     def close(self) -> None:
@@ -603,7 +604,7 @@ class PostgresEvidenceStore(_PostgresBase, FixedOnce):
         " ON CONFLICT (call_id) DO NOTHING"
     )
     _UPDATE = (
-        f"UPDATE evidence SET {', '.join(f'{c} = %s' for c in COLUMNS if c != 'call_id')}"
+        f"UPDATE evidence SET {', '.join(f'{c} = %s' for c in COMPLETED_COLUMNS)}"
         " WHERE call_id = %s"
     )
     _SELECT = f"SELECT {', '.join(COLUMNS)} FROM evidence"
