@@ -14,6 +14,11 @@ from reasonwire.govern.upstream import UpstreamPool
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 
+# A client without its timer would wait forever: each test ends at 60 s instead of the suite's
+# 900 s default (the reads under test time out after 0.2 s).
+pytestmark = pytest.mark.timeout(60)
+
+
 async def _serve(handler: Handler) -> tuple[asyncio.Server, str]:
     server = await asyncio.start_server(handler, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
