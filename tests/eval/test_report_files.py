@@ -549,3 +549,80 @@ def test_a_report_failing_after_it_began_writing_leaves_no_mixed_matrix_json(
         with pytest.raises(ValueError, match="boom while writing"):
             write_report(tmp_path)
     assert (tmp_path / "matrix.json").read_bytes() == b""
+
+
+def test_a_process_s_keys_land_where_they_sit_in_gathered_writes_of_few_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_place`` writes this process's keys' text among the other's (left as they were),
+    each key's after a ``,\\n`` but the first's: with at most ``_IOV_MAX`` pieces per write and
+    writes that take only part of what they are given (as ``pwritev`` may), every byte still
+    lands once, where the layout puts it (expected file built here from that rule)."""
+    import reasonwire.eval._report_files as files_mod
+
+    order = {("r", f"m{i}"): "chat" for i in range(60)}
+    keys = list(order)
+    theirs = {k for i, k in enumerate(keys) if i % 7 in (2, 3) or i >= 55}
+    texts = {k: memoryview(f"<{k[1]}:{'x' * (i % 5)}>".encode()) for i, k in enumerate(keys)
+             if k not in theirs}  # fmt: skip
+    sizes = {k: 3 + len(k[1]) + i % 5 for i, k in enumerate(keys)}  # theirs: as long
+    start = 11
+    path = tmp_path / "matrix.json"
+    path.write_bytes(b"?" * 2000)
+    expected = bytearray(b"?" * 2000)
+    at = start
+    for i, k in enumerate(keys):
+        if i:
+            if k not in theirs:
+                expected[at : at + 2] = b",\n"
+            at += 2
+        if k not in theirs:
+            expected[at : at + sizes[k]] = bytes(texts[k])
+        at += sizes[k]
+    calls: list[int] = []
+    real = os.pwritev
+
+    def some(fd: int, bufs: list[memoryview], offset: int) -> int:
+        calls.append(len(bufs))
+        return real(fd, [bytes(bufs[0])[:3]], offset)  # three bytes of the first piece at most
+
+    monkeypatch.setattr(files_mod, "_IOV_MAX", 4)
+    monkeypatch.setattr(os, "pwritev", some)
+    assert files_mod._place(path, order, texts, sizes, start) == at
+    assert path.read_bytes() == bytes(expected)
+    assert max(calls) == 4 and len(calls) > 4
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_the_first_process_frees_its_records_as_their_rows_are_built(
+    hostile_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded: bool
+) -> None:
+    """The first process builds its keys with ``free``: each key's records leave ``own`` as
+    its rows are made, and (two processes) nothing else holds them (the range's own groups
+    were let go once the other's records were sent), so they are freed before the swap; the
+    rows are those built without ``free``."""
+    import gc
+
+    import reasonwire.eval._report_files as files_mod
+
+    for name in ("calls.jsonl", "runs.jsonl"):
+        shutil.copy(hostile_dir / name, tmp_path / name)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0 if sharded else 1 << 62)
+    first = os.getpid()
+    seen: list[tuple[bool, int, int]] = []
+    real = files_mod.key_rows
+
+    def spy(own: dict[Any, Any], order: Any, ctx: Any, **kw: Any) -> Any:
+        if os.getpid() != first:
+            return real(own, order, ctx, **kw)
+        some = next(v for v in own.values() if v)
+        holders = [r for r in gc.get_referrers(some) if isinstance(r, dict)]
+        kept = {k: list(v) for k, v in own.items()}
+        got = real(own, order, ctx, **kw)
+        assert got == real(kept, order, ctx)
+        seen.append((kw.get("free", False), len(own), len(holders)))
+        return got
+
+    monkeypatch.setattr(files_mod, "key_rows", spy)
+    write_report(tmp_path)
+    assert seen == [(True, 0, 1 if sharded else 2)]  # alone: the range's groups hold them

@@ -241,6 +241,7 @@ def scan(
         here.send_bytes(pickle.dumps(_Counts.of(mine), pickle.HIGHEST_PROTOCOL))
         own = _owned(0, mine, theirs.counts, _receive(here))
         here.send_bytes(pickle.dumps(_leaving(0, mine, theirs.counts), pickle.HIGHEST_PROTOCOL))
+        mine.recs.clear()  # what left is sent; what stays is in ``own``, for ``finish`` to free
         discovered = _discovered(mine.dialects, theirs.dialects)
         order = _order(targets, discovered)
         own.update((k, []) for k in order if k not in discovered)
@@ -248,7 +249,6 @@ def scan(
                       mine.ncalls + theirs.ncalls, lambda x: _swap(here, x, True))  # fmt: skip
         result: R = finish(own, order, shard)
         del own  # the records go while the second process still works, not after
-        mine.recs.clear()
         other = cast(R, _receive(here))  # what ``finish`` returned there
     finally:
         here.close()

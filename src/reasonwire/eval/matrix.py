@@ -120,13 +120,16 @@ KeyRows = tuple[list[JsonObject], list[JsonObject]]
 
 
 def key_rows(
-    own: Mapping[Key, list[Rec]], order: Mapping[Key, str], ctx: RowContext
+    own: dict[Key, list[Rec]], order: Mapping[Key, str], ctx: RowContext, *, free: bool = False
 ) -> dict[Key, KeyRows]:
     """The rows of each (route, model) of ``own`` (its records in file order; none for a
     target without a record), encoded; ``order`` gives its dialect. Fold rows only for keys
-    with records, when a ``--fold`` run set them up."""
+    with records, when a ``--fold`` run set them up. ``free``: each key's records are taken
+    out of ``own`` once its rows are built (``own`` ends empty), so they are freed then (when
+    nothing else holds them) and the rows reuse their memory."""
     out: dict[Key, KeyRows] = {}
-    for k, recs in own.items():
+    for k in list(own) if free else own:
+        recs = own.pop(k) if free else own[k]
         dialect = order[k]
         fold: list[JsonObject] = []
         if ctx.fold is not None and recs:
