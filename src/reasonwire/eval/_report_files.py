@@ -124,7 +124,9 @@ def _pieces(
         if room > 0:
             out.shown[k] = rows[:room]
             kept[dialect] = kept.get(dialect, 0) + len(out.shown[k])
-        counts = out.counts.setdefault(dialect, DialectRows())
+        counts = out.counts.get(dialect)
+        if counts is None:  # not setdefault: a DialectRows made per key, ~70,000 of them
+            counts = out.counts[dialect] = DialectRows()
         for r in rows:
             counts.count(str(r.get("verdict") or "-"))
             if r.get("price") == "unknown":
@@ -274,8 +276,11 @@ def _write(out: Path, began: list[bool]) -> None:
     by_dialect: dict[str, DialectRows] = {}
     cap = row_cap(len(set(s.order.values())))
     for k, dialect in s.order.items():
-        tables.setdefault(dialect, []).extend(where[k].md[k])
-        shown = by_dialect.setdefault(dialect, DialectRows()).shown
+        table = tables.get(dialect)
+        if table is None:  # as in _pieces: one DialectRows per dialect, not per key
+            table, by_dialect[dialect] = tables.setdefault(dialect, []), DialectRows()
+        table.extend(where[k].md[k])
+        shown = by_dialect[dialect].shown
         shown.extend(where[k].shown.get(k, ())[: cap - len(shown)])
     for piece in s.results:
         for dialect, counts in piece.counts.items():
