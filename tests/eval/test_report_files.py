@@ -549,3 +549,136 @@ def test_a_report_failing_after_it_began_writing_leaves_no_mixed_matrix_json(
         with pytest.raises(ValueError, match="boom while writing"):
             write_report(tmp_path)
     assert (tmp_path / "matrix.json").read_bytes() == b""
+
+
+def test_a_process_s_keys_land_where_they_sit_in_gathered_writes_of_few_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``_place`` writes this process's keys' text among the other's (left as they were),
+    each key's after a ``,\\n`` but the first's: with at most ``_IOV_MAX`` pieces per write and
+    writes that take only part of what they are given (as ``pwritev`` may), every byte still
+    lands once, where the layout puts it (expected file built here from that rule)."""
+    import reasonwire.eval._report_files as files_mod
+
+    order = {("r", f"m{i}"): "chat" for i in range(60)}
+    keys = list(order)
+    theirs = {k for i, k in enumerate(keys) if i % 7 in (2, 3) or i >= 55}
+    texts = {k: memoryview(f"<{k[1]}:{'x' * (i % 5)}>".encode()) for i, k in enumerate(keys)
+             if k not in theirs}  # fmt: skip
+    sizes = {k: 3 + len(k[1]) + i % 5 for i, k in enumerate(keys)}  # theirs: as long
+    start = 11
+    path = tmp_path / "matrix.json"
+    path.write_bytes(b"?" * 2000)
+    expected = bytearray(b"?" * 2000)
+    at = start
+    for i, k in enumerate(keys):
+        if i:
+            if k not in theirs:
+                expected[at : at + 2] = b",\n"
+            at += 2
+        if k not in theirs:
+            expected[at : at + sizes[k]] = bytes(texts[k])
+        at += sizes[k]
+    calls: list[int] = []
+    real = os.pwritev
+
+    def some(fd: int, bufs: list[memoryview], offset: int) -> int:
+        calls.append(len(bufs))
+        assert len(calls) < 10_000, "no progress"
+        return real(fd, [bytes(bufs[0])[:3]], offset)  # three bytes of the first piece at most
+
+    monkeypatch.setattr(files_mod, "_IOV_MAX", 4)
+    monkeypatch.setattr(os, "pwritev", some)
+    assert files_mod._place(path, order, texts, sizes, start) == at
+    assert path.read_bytes() == bytes(expected)
+    assert max(calls) == 4 and len(calls) > 4
+
+
+@pytest.mark.parametrize("sharded", [False, True])
+def test_the_first_process_frees_its_records_as_their_rows_are_built(
+    hostile_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sharded: bool
+) -> None:
+    """The first process builds its keys with ``free``: each key's records leave ``own`` as
+    its rows are made, and (two processes) nothing else holds them (the range's own groups
+    were let go once the other's records were sent), so they are freed before the swap; the
+    rows are those built without ``free``."""
+    import gc
+
+    import reasonwire.eval._report_files as files_mod
+
+    for name in ("calls.jsonl", "runs.jsonl"):
+        shutil.copy(hostile_dir / name, tmp_path / name)
+    monkeypatch.setattr(matrix_mod, "_SHARD_MIN_BYTES", 0 if sharded else 1 << 62)
+    first = os.getpid()
+    seen: list[tuple[bool, int, int]] = []
+    real = files_mod.key_rows
+
+    def spy(own: dict[Any, Any], order: Any, ctx: Any, **kw: Any) -> Any:
+        if os.getpid() != first:
+            return real(own, order, ctx, **kw)
+        some = next(v for v in own.values() if v)
+        holders = [r for r in gc.get_referrers(some) if isinstance(r, dict)]
+        kept = {k: list(v) for k, v in own.items()}
+        got = real(own, order, ctx, **kw)
+        assert got == real(kept, order, ctx)
+        seen.append((kw.get("free", False), len(own), len(holders)))
+        return got
+
+    monkeypatch.setattr(files_mod, "key_rows", spy)
+    write_report(tmp_path)
+    assert seen == [(True, 0, 1 if sharded else 2)]  # alone: the range's groups hold them
+
+
+@pytest.mark.parametrize(
+    ("in_loop", "cross_turn", "cell"),
+    [
+        ({"delta": 3, "outcome": "dropped"}, {"delta": None, "outcome": "missing"},
+         "V (3/-)"),
+        # a refusal in the loop with its status: that one is named, not the later one
+        ({"delta": None, "outcome": "rejected", "status": 400, "error": "bad | field x"},
+         {"delta": None, "outcome": "rejected", "status": 500, "error": "other"},
+         "V (-/-): 400 bad / field x"),
+        # a failed position without status or error: the next one's is named
+        ({"delta": None, "outcome": "baseline-failed"},
+         {"delta": 7, "outcome": "rejected", "status": None, "error": "only words"},
+         "V (-/7): no status only words"),
+        # an opaque position's errors per mode: the first mode's with either
+        ({"delta": 0, "outcome": "rejected", "errors": {
+            "verbatim": {"status": None, "error": None},
+            "stripped": {"status": 429, "error": "one two three four five six seven eight nine"},
+            "stand_in": {"status": 503, "error": "later"},
+        }}, {"delta": 1, "outcome": "consumed"},
+         "V (0/1): 429 one two three four five six seven eight ..."),
+        ({"delta": None, "outcome": "rejected"}, {"delta": None, "outcome": "baseline-failed"},
+         "V (-/-)"),
+    ],
+)  # fmt: skip
+def test_a_cell_names_its_deltas_and_the_first_failed_position_s_status(
+    in_loop: dict[str, Any], cross_turn: dict[str, Any], cell: str
+) -> None:
+    """A ``matrix.md`` cell: the verdict, both positions' deltas (``-`` when none), and for
+    the first refused or failed position that has a status or an error, that status (``no
+    status``) and the error's first eight words (a table cell: ``|`` written ``/``)."""
+    entry = {"verdict": "V", "in_loop": in_loop, "cross_turn": cross_turn}
+    assert matrix_mod._fmt(entry, "delta") == cell
+
+
+def test_a_matrix_md_line_is_its_cells_in_order() -> None:
+    """One row's ``matrix.md`` line, written out by hand: route, model, lane, verdict, a cell
+    per text variant, the opaque pair columns the dialect has (empty where the row has
+    none), the turn-1 carrier kinds sorted, then the notes (``|`` written ``/``)."""
+    from reasonwire.eval.matrix import md_row
+
+    cell = {"verdict": "V", "in_loop": {"delta": 1}, "cross_turn": {"delta": 2}}
+    row: dict[str, Any] = {
+        "route": "r", "model": "m", "lane": "direct", "verdict": "in-loop-only",
+        "text": {"a": cell}, "opaque": {"replay": cell},
+        "turn1": {"carriers": [{"kind": "z"}, {"kind": "b"}, {"kind": "z"}]},
+        "notes": ["note | one"], "params_fix": ["fix"], "T_source": "count-endpoint", "T": 9,
+        "errors": [],
+    }  # fmt: skip
+    line = md_row(row, ["a", "b"]).line(["replay", "replay+x"])
+    assert line == (
+        "| r | m | direct | in-loop-only | V (1/2) |  | V (1/2) |  | b, z | "
+        "T = 9 (count endpoint); note / one; fix |"
+    )

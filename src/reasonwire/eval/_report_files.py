@@ -89,14 +89,16 @@ class _Head:
     extras: dict[str, list[str]] = field(default_factory=dict)  # matrix.md's, per dialect
 
 
-def _rows_json(rows: list[JsonObject]) -> bytes:
+def _rows_json(rows: list[JsonObject]) -> memoryview:
     """Rows' text in ``matrix.json``, joined by ``,\n`` as there: encoded as the ``rows`` of
-    a document of their own, one call for a key's rows, and cut out of it."""
+    a document of their own, one call for a key's rows, and viewed, not copied, out of it (a
+    million records' rows are ~170 MB of text per process: a copy of each key's text cost
+    its time and as many fresh pages again)."""
     if not rows:
-        return b""
+        return memoryview(b"")
     text = orjson.dumps({"rows": rows}, option=orjson.OPT_INDENT_2)
     assert text.startswith(_ROWS_HEAD) and text.endswith(_ROWS_TAIL)
-    return text[len(_ROWS_HEAD) : -len(_ROWS_TAIL)]
+    return memoryview(text)[len(_ROWS_HEAD) : len(text) - len(_ROWS_TAIL)]
 
 
 def _pieces(
@@ -122,7 +124,9 @@ def _pieces(
         if room > 0:
             out.shown[k] = rows[:room]
             kept[dialect] = kept.get(dialect, 0) + len(out.shown[k])
-        counts = out.counts.setdefault(dialect, DialectRows())
+        counts = out.counts.get(dialect)
+        if counts is None:  # not setdefault: a DialectRows made per key, ~70,000 of them
+            counts = out.counts[dialect] = DialectRows()
         for r in rows:
             counts.count(str(r.get("verdict") or "-"))
             if r.get("price") == "unknown":
@@ -130,22 +134,23 @@ def _pieces(
     return out
 
 
-def _place(path: Path, order: dict[Key, str], texts: dict[Key, bytes], sizes: dict[Key, int],
-           start: int) -> int:  # fmt: skip
+def _place(path: Path, order: dict[Key, str], texts: dict[Key, memoryview],
+           sizes: dict[Key, int], start: int) -> int:  # fmt: skip
     """Write ``texts`` (this process's keys) into ``path`` where they sit among every key's
     text (``sizes``: the length of each key's, in ``order``; the rows' text starts at
     ``start``, each key's after a ``,\n`` but the first's); a run of this process's keys is
-    one write. Returns where the rows' text ends."""
+    written as it is, one gathered write per :data:`_IOV_MAX` pieces (joined first, a run is
+    a copy of up to all of this process's text). Returns where the rows' text ends."""
     fd = os.open(path, os.O_WRONLY)
     try:
         at = start
-        run: list[bytes] = []
+        run: list[bytes | memoryview] = []
         run_at = at
         for i, k in enumerate(order):
             text = texts.get(k)
             if text is None:
                 if run:
-                    _put(fd, b"".join(run), run_at)
+                    _put(fd, run, run_at)
                     run = []
             else:
                 if not run:
@@ -153,18 +158,28 @@ def _place(path: Path, order: dict[Key, str], texts: dict[Key, bytes], sizes: di
                 run.extend((_SEP, text) if i else (text,))
             at += (len(_SEP) if i else 0) + sizes[k]
         if run:
-            _put(fd, b"".join(run), run_at)
+            _put(fd, run, run_at)
     finally:
         os.close(fd)
     return at
 
 
-def _put(fd: int, data: bytes, at: int) -> None:
-    """All of ``data`` into ``fd`` from byte ``at``."""
-    view = memoryview(data)
-    while view:
-        n = os.pwrite(fd, view, at)
-        view, at = view[n:], at + n
+_IOV_MAX = 1024
+"""Pieces per ``pwritev`` (POSIX guarantees at least 16; Linux takes 1024)."""
+
+
+def _put(fd: int, pieces: list[bytes | memoryview], at: int) -> None:
+    """All of ``pieces``, one after the other, into ``fd`` from byte ``at``."""
+    views = [memoryview(p) for p in pieces if len(p)]
+    i = 0
+    while i < len(views):
+        n = os.pwritev(fd, views[i : i + _IOV_MAX], at)
+        at += n
+        while i < len(views) and n >= len(views[i]):  # the pieces written whole
+            n -= len(views[i])
+            i += 1
+        if n:  # a piece written in part: its rest next
+            views[i] = views[i][n:]
 
 
 def write_report(out_dir: str | Path) -> None:
@@ -196,7 +211,9 @@ def _write(out: Path, began: list[bool]) -> None:
     def finish(own: dict[Key, list[Rec]], order: dict[Key, str], shard: Shard) -> _Pieces:
         """Build the keys ``own``, write their ``matrix.json`` text in place (see the module
         docstring) and return the rest."""
-        built = key_rows(own, order, p.ctx)
+        # the first process frees its records as their rows are built, before the swap
+        # below; the second exits without freeing them (see FIRST_SHARE)
+        built = key_rows(own, order, p.ctx, free=shard.me == 0)
         texts = {k: _rows_json(built[k][0]) for k in order if k in built}
         sizes = {k: len(t) for k, t in texts.items()}
         names: dict[str, set[str]] = {}  # opaque pairs per dialect: matrix.md's columns
@@ -245,13 +262,13 @@ def _write(out: Path, began: list[bool]) -> None:
     assert before == head.before
     fd = os.open(written, os.O_WRONLY)
     try:
-        _put(fd, before, 0)
+        _put(fd, [before], 0)
         if s.order:
-            _put(fd, _OPEN, len(before))
+            _put(fd, [_OPEN], len(before))
             tail, at = _CLOSE + after + b"\n", head.end
         else:
             tail, at = b"[]" + after + b"\n", len(before)
-        _put(fd, tail, at)
+        _put(fd, [tail], at)
         os.ftruncate(fd, at + len(tail))
     finally:
         os.close(fd)
@@ -259,8 +276,11 @@ def _write(out: Path, began: list[bool]) -> None:
     by_dialect: dict[str, DialectRows] = {}
     cap = row_cap(len(set(s.order.values())))
     for k, dialect in s.order.items():
-        tables.setdefault(dialect, []).extend(where[k].md[k])
-        shown = by_dialect.setdefault(dialect, DialectRows()).shown
+        table = tables.get(dialect)
+        if table is None:  # as in _pieces: one DialectRows per dialect, not per key
+            table, by_dialect[dialect] = tables.setdefault(dialect, []), DialectRows()
+        table.extend(where[k].md[k])
+        shown = by_dialect[dialect].shown
         shown.extend(where[k].shown.get(k, ())[: cap - len(shown)])
     for piece in s.results:
         for dialect, counts in piece.counts.items():

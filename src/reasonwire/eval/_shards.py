@@ -65,7 +65,11 @@ FIRST_SHARE = 0.5
 records): 0.45 while the first received the second's ``matrix.json`` text and wrote all of
 it; since each writes its own text and makes its own ``matrix.md`` lines, halves reach the
 swap together (read and built in 2.9 s each), and the first's work left after the second is
-done (the page, ``matrix.md``) is a fraction of a second either way."""
+done (the page, ``matrix.md``) is a fraction of a second either way. The first frees its
+records (the second exits without freeing them) as their rows are built, before the swap:
+the rows reuse their memory (the first's peak 2.0 -> 1.5 GB, ~120,000 fewer page faults),
+and the freeing (~0.3 s) no longer keeps the second waiting after the last swap; it now
+comes before that swap, so the wall time is about even (0.485 measured: no better)."""
 
 
 def cut(path: Path, share: float) -> int:
@@ -241,6 +245,7 @@ def scan(
         here.send_bytes(pickle.dumps(_Counts.of(mine), pickle.HIGHEST_PROTOCOL))
         own = _owned(0, mine, theirs.counts, _receive(here))
         here.send_bytes(pickle.dumps(_leaving(0, mine, theirs.counts), pickle.HIGHEST_PROTOCOL))
+        mine.recs.clear()  # what left is sent; what stays is in ``own``, for ``finish`` to free
         discovered = _discovered(mine.dialects, theirs.dialects)
         order = _order(targets, discovered)
         own.update((k, []) for k in order if k not in discovered)
@@ -248,7 +253,6 @@ def scan(
                       mine.ncalls + theirs.ncalls, lambda x: _swap(here, x, True))  # fmt: skip
         result: R = finish(own, order, shard)
         del own  # the records go while the second process still works, not after
-        mine.recs.clear()
         other = cast(R, _receive(here))  # what ``finish`` returned there
     finally:
         here.close()
