@@ -151,17 +151,19 @@ class OneParse:
     """A projector and an evidence decoder of the same stream fed from one framing and one
     parse per event (the relay's hot path parsed every event twice before: profiled).
 
-    :meth:`feed` projects first and decodes second, as a relay feeding both by itself does;
-    :meth:`flush` hands the decoder what the framing still holds, before its ``close``;
-    :meth:`close` is the projector's close, after the decoder's (a decoder that fails there
-    must leave the projector able to send its error event)."""
+    :meth:`feed` projects a chunk and keeps its events for :meth:`decode`, which the relay
+    calls after the client's copy is sent; :meth:`flush` hands the decoder what the framing
+    still holds, before its ``close``; :meth:`close` is the projector's close, after the
+    decoder's (a decoder that fails there must leave the projector able to send its error
+    event)."""
 
-    __slots__ = ("_decoder", "_last", "_projector", "_sse")
+    __slots__ = ("_decoder", "_last", "_pending", "_projector", "_sse")
 
     def __init__(self, projector: SSEProjector, decoder: ParsedFeed) -> None:
         self._projector = projector
         self._decoder = decoder
         self._sse = SSEDecoder()
+        self._pending: tuple[bytes, list[RawEvent], Parsed] | None = None
         self._last: tuple[list[RawEvent], Parsed] | None = None
 
     @staticmethod
@@ -173,15 +175,22 @@ class OneParse:
         return None
 
     def feed(self, chunk: bytes) -> bytes:
-        """The projected bytes of ``chunk``, after the decoder took its events too."""
+        """The projected bytes of ``chunk`` (its events wait for :meth:`decode`)."""
+        self.decode()  # a chunk not decoded yet goes first: the decoder sees every one
         events = self._sse.feed_raw(chunk)
         parsed = parse_events(events)
-        out = self._projector.feed_events(events, parsed)
-        self._decoder.feed_parsed(chunk, events, parsed)
-        return out
+        self._pending = (chunk, events, parsed)
+        return self._projector.feed_events(events, parsed)
+
+    def decode(self) -> None:
+        """The decoder takes the last fed chunk's events (once)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._decoder.feed_parsed(*pending)
 
     def flush(self) -> None:
         """The events still framed go to the decoder (once; its ``close`` comes next)."""
+        self.decode()
         if self._last is None:
             events = self._sse.close_raw()
             self._last = (events, parse_events(events))
