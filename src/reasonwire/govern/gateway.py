@@ -116,7 +116,7 @@ from reasonwire.wire.fold import FoldSettings
 from reasonwire.wire.merge import deep_merge
 from reasonwire.wire.model import JSON, JsonObject, RequestOptions, Turn
 from reasonwire.wire.profile import Profile
-from reasonwire.wire.projection import encode_event
+from reasonwire.wire.projection import OneParse, encode_event
 from reasonwire.wire.registry import dialect_for_gateway_path, get_dialect
 from reasonwire.wire.translate import ChatToResponses, translation
 from reasonwire.wire.vault import Lookup
@@ -1256,32 +1256,44 @@ class Gateway:
             projector = _Chained(translator, dialect.stream_projector(profile))
         else:
             projector = translator
+        framing = OneParse.of(projector, decoder)  # None: each frames and parses its own
         turn: Turn | None = None
         failure: str | None = None
         state: StreamState | None = None
         literals = self._literals(dialect)
         ended = False  # the relay ran to its end (no exception in flight in the finally)
         held = b""  # a terminal literal event ([DONE]), sent once the stream is known good
+        undecoded: bytes | None = None  # a chunk sent to the client, not decoded yet
         try:
             try:
                 async for chunk in resp.aiter():
                     if row.ttfb_ms is None:
                         row.ttfb_ms = (time.perf_counter() - t0) * 1000
-                    out = projector.feed(chunk)
-                    # Evidence before the client's copy: a client that stops reading at its
-                    # last event (an SDK at [DONE]) closes this generator at the yield.
-                    decoder.feed(chunk)
+                    out = projector.feed(chunk) if framing is None else framing.feed(chunk)
+                    # The client's copy, then the evidence (the first byte waits for no
+                    # decode): a client that stops reading at its last event (an SDK at
+                    # [DONE]) closes this generator at the yield, and the finally decodes
+                    # the chunk it stopped at. A chunk the decoder cannot follow has had its
+                    # projection sent (allow-listed bytes); the error event comes next.
+                    undecoded = chunk
                     if out:
                         out, held = _hold_literal(held + out, literals)
                         if out:
                             yield out
+                    undecoded = None
+                    if framing is None:
+                        decoder.feed(chunk)
+                    else:
+                        framing.decode()
+                if framing is not None:
+                    framing.flush()
                 for ev in decoder.close():
                     if ev.type == "done":
                         turn = ev.turn
                 if turn is not None and _no_answer(turn):
                     turn = None
                     raise MalformedBody("no answer of the dialect's shape in the stream")
-                tail = held + projector.close()
+                tail = held + (projector.close() if framing is None else framing.close())
                 if tail:
                     yield tail
                 state = "complete"
@@ -1303,7 +1315,8 @@ class Gateway:
         finally:
             await resp.aclose()
             if turn is None and failure is None:
-                turn = _finished_turn(decoder)  # the client left after the last event
+                # the client left after the last event
+                turn = _finished_turn(decoder, framing, undecoded)
                 if state is None:
                     state = "complete" if turn is not None else "cut-by-client"
             if state == "cut-by-client":
@@ -1531,9 +1544,17 @@ OpenAI-compatible Chat Completions API, where servers for open models pass a mod
 reasoning through in ``content`` (see :attr:`RouteRegistration.no_think_tags`)."""
 
 
-def _finished_turn(decoder: StreamDecoder) -> Turn | None:
-    """The turn of a stream whose every byte was decoded but whose relay was closed early."""
+def _finished_turn(
+    decoder: StreamDecoder, framing: OneParse | None, undecoded: bytes | None
+) -> Turn | None:
+    """The turn of a stream whose relay was closed early, with every byte the client was
+    sent decoded (``undecoded``: the chunk it stopped at; with a shared framing, what that
+    still holds, as the decoder's own close would take it)."""
     try:
+        if framing is not None:
+            framing.flush()  # the chunk not decoded yet first
+        elif undecoded is not None:
+            decoder.feed(undecoded)
         events = decoder.close()
     except Exception:  # truncated or malformed: no finished turn to keep
         return None

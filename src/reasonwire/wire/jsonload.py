@@ -83,5 +83,11 @@ class StreamGuard:
         self._tail = (self._tail + chunk[-32:])[-32:]
         return _orjson_loads
 
+    @staticmethod
+    def fast(loader: Callable[[bytes], JSON]) -> bool:
+        """True when ``loader`` (from :meth:`loader`) is orjson itself: a payload parsed by
+        orjson elsewhere is then the value it would give."""
+        return loader is _orjson_loads
+
 
 __all__ = ["StreamGuard", "loads"]

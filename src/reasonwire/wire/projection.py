@@ -16,20 +16,65 @@ An upstream that reports a failure inside the stream (an event whose data holds 
 the shape does not project, as Chat Completions servers send) ends the projected stream: the
 client gets the dialect's own error event at that point, no upstream text, and nothing after
 it (not the ``[DONE]`` that may follow, which would let an SDK finish cleanly).
+
+A relay that also decodes the stream for its evidence frames and parses each event once:
+:func:`parse_events` gives each event's JSON object, :meth:`SSEProjector.feed_events` projects
+from it, and a decoder with ``feed_parsed`` (:class:`ParsedFeed`) takes the same objects.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Protocol, cast
 
 import orjson
 
+from reasonwire.wire.model import JsonObject, StreamEvent
 from reasonwire.wire.shape import Shape, Tagged, TextFilter, project
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 from reasonwire.wire.thinktags import PathCutters
 
 EventFilter = Callable[[dict[str, object]], bool]
 """Extra per-event rule after projection: False drops the event (e.g. an emptied delta)."""
+
+Parsed = list[JsonObject | None]
+"""Each event's data as a JSON object, None where it is not one (not JSON, a literal such as
+``[DONE]``, another JSON value): :func:`parse_events`."""
+
+
+def parse_events(events: list[RawEvent]) -> Parsed:
+    """Each event's data read as the projector reads it: the decoded text, stripped, as JSON
+    (invalid UTF-8 replaced); None unless that is an object."""
+    return [_object(raw) for raw, *_ in events]
+
+
+def _object(raw: bytes) -> JsonObject | None:
+    """One event's data as a JSON object, or None. orjson on the bytes first: where it
+    accepts them, the text gives the same value (valid UTF-8, only JSON whitespace at the
+    ends), so the decode is made only for what it refuses; and only text that opens with a
+    brace is parsed at all (``[DONE]`` costs no parser error)."""
+    if raw[:1] == b"{":
+        try:
+            return orjson.loads(raw)  # type: ignore[no-any-return]  # a brace: an object
+        except orjson.JSONDecodeError:
+            pass
+    text = raw.decode("utf-8", "replace").strip()
+    if text[:1] != "{":
+        return None
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return data if type(data) is dict else None
+
+
+class ParsedFeed(Protocol):
+    """A stream decoder that can take events framed and parsed by :func:`parse_events`
+    instead of the bytes (``chunk`` is still given: a decoder may watch every byte)."""
+
+    def feed_parsed(
+        self, chunk: bytes, events: list[RawEvent], parsed: Parsed
+    ) -> list[StreamEvent]: ...
 
 
 def encode_event(event: str, data: bytes | str) -> bytes:
@@ -63,10 +108,12 @@ class SSEProjector:
         self._sse = SSEDecoder()
 
     def feed(self, chunk: bytes) -> bytes:
-        return self._emit(self._sse.feed_raw(chunk))
+        events = self._sse.feed_raw(chunk)
+        return self.feed_events(events, parse_events(events))
 
     def close(self) -> bytes:
-        return self._emit(self._sse.close_raw())
+        events = self._sse.close_raw()
+        return self.feed_events(events, parse_events(events))
 
     def fail(self, reason: str) -> bytes:
         """The dialect's error event (once: empty when the stream already ended with one)."""
@@ -75,23 +122,19 @@ class SSEProjector:
         self._failed = True
         return self._error(reason)
 
-    def _emit(self, events: list[RawEvent]) -> bytes:
-        """The projection of each event's data (decoded as :meth:`SSEDecoder.feed` decodes
-        it; only the data is read, so no event object is made)."""
+    def feed_events(self, events: list[RawEvent], parsed: Parsed) -> bytes:
+        """The projection of framed events, ``parsed`` their :func:`parse_events` (for a
+        caller framing the stream itself; this projector's own framing is then unused). Only
+        the data is read, so no event object is made."""
         out: list[bytes] = []
-        for raw, *_ in events:
+        for (raw, *_), data in zip(events, parsed, strict=True):
             if self._failed:
                 break
-            text = raw.decode("utf-8", "replace").strip()
-            if text in self._literal:
-                out.append(encode_event("message", text))
-                continue
-            try:
-                data = orjson.loads(text)
-            except orjson.JSONDecodeError:
-                continue  # not JSON: never forwarded
-            if not isinstance(data, dict):
-                continue
+            if data is None:  # a literal is never a JSON object: only these can be one
+                text = raw.decode("utf-8", "replace").strip()
+                if text in self._literal:
+                    out.append(encode_event("message", text))
+                continue  # not a JSON object: never forwarded
             seen = project(self._shape, data, self._tf)
             if data.get("error") and not isinstance(seen.get("error"), dict):
                 out.append(self.fail("the upstream reported an error in the stream"))
@@ -104,4 +147,68 @@ class SSEProjector:
         return b"".join(out)
 
 
-__all__ = ["EventFilter", "SSEProjector", "encode_event"]
+class OneParse:
+    """A projector and an evidence decoder of the same stream fed from one framing and one
+    parse per event (the relay's hot path parsed every event twice before: profiled).
+
+    :meth:`feed` projects a chunk and keeps its events for :meth:`decode`, which the relay
+    calls after the client's copy is sent; :meth:`flush` hands the decoder what the framing
+    still holds, before its ``close``; :meth:`close` is the projector's close, after the
+    decoder's (a decoder that fails there must leave the projector able to send its error
+    event)."""
+
+    __slots__ = ("_decoder", "_last", "_pending", "_projector", "_sse")
+
+    def __init__(self, projector: SSEProjector, decoder: ParsedFeed) -> None:
+        self._projector = projector
+        self._decoder = decoder
+        self._sse = SSEDecoder()
+        self._pending: tuple[bytes, list[RawEvent], Parsed] | None = None
+        self._last: tuple[list[RawEvent], Parsed] | None = None
+
+    @staticmethod
+    def of(projector: object, decoder: object) -> OneParse | None:
+        """One for this pair, None when either reads the bytes only its own way."""
+        # hasattr, not a runtime-checkable Protocol: its isinstance costs ~4 us (measured)
+        if isinstance(projector, SSEProjector) and hasattr(decoder, "feed_parsed"):
+            return OneParse(projector, cast(ParsedFeed, decoder))
+        return None
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The projected bytes of ``chunk`` (its events wait for :meth:`decode`)."""
+        self.decode()  # a chunk not decoded yet goes first: the decoder sees every one
+        events = self._sse.feed_raw(chunk)
+        parsed = parse_events(events)
+        self._pending = (chunk, events, parsed)
+        return self._projector.feed_events(events, parsed)
+
+    def decode(self) -> None:
+        """The decoder takes the last fed chunk's events (once)."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            self._decoder.feed_parsed(*pending)
+
+    def flush(self) -> None:
+        """The events still framed go to the decoder (once; its ``close`` comes next)."""
+        self.decode()
+        if self._last is None:
+            events = self._sse.close_raw()
+            self._last = (events, parse_events(events))
+            self._decoder.feed_parsed(b"", *self._last)
+
+    def close(self) -> bytes:
+        """The projector's last bytes (the decoder flushed first)."""
+        self.flush()
+        assert self._last is not None
+        return self._projector.feed_events(*self._last) + self._projector.close()
+
+
+__all__ = [
+    "EventFilter",
+    "OneParse",
+    "Parsed",
+    "ParsedFeed",
+    "SSEProjector",
+    "encode_event",
+    "parse_events",
+]

@@ -48,6 +48,7 @@ from reasonwire.wire.chat._parse import (
 )
 from reasonwire.wire.jsontext import arguments_text
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
+from reasonwire.wire.projection import Parsed
 from reasonwire.wire.runs import take
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
@@ -243,6 +244,23 @@ class ChatStreamDecoder(StreamDecoderBase):
             self._learn(events)
         return out
 
+    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
+        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
+        (:func:`~reasonwire.wire.projection.parse_events`: a relay that projects the same
+        stream), so each event is framed and parsed once. Every chunk of the stream goes
+        through here (this decoder's own framing is then unused). A parsed object is taken
+        where this decoder would have parsed the bytes with orjson itself (not once the
+        stream had a run of 19 digits, where it wants the exact stdlib value); the rest is
+        :meth:`feed`'s own path, so the events and the turn are :meth:`feed`'s."""
+        out: Events = []
+        loads = self._guard.loader(data)
+        if not events or self._run(events, out):
+            return out
+        self._events(events, loads, out, parsed if self._guard.fast(loads) else None)
+        if len(self._shapes) < _MAX_SHAPES and self._top is not None and not self._done:
+            self._learn(events)
+        return out
+
     def absorb(self, data: bytes) -> None:
         """:meth:`feed` for a caller that keeps the state only and reads no events (the
         probe counts bytes). Why: a long answer is nearly all one or two event shapes, and
@@ -314,7 +332,13 @@ class ChatStreamDecoder(StreamDecoderBase):
 
     # -- internals ----------------------------------------------------------------------
 
-    def _events(self, events: list[RawEvent], loads: Callable[[bytes], JSON], out: Events) -> None:
+    def _events(
+        self,
+        events: list[RawEvent],
+        loads: Callable[[bytes], JSON],
+        out: Events,
+        parsed: Parsed | None = None,
+    ) -> None:
         """The hot path: orjson on the raw bytes; anything it cannot vouch for (``[DONE]``,
         blank or odd payloads, long digit runs) goes through :meth:`_text_payload`.
 
@@ -324,7 +348,8 @@ class ChatStreamDecoder(StreamDecoderBase):
         handled inline below; everything else, and every chunk until the first one
         has set the top-level fields and the piece lists exist, takes :meth:`_payload`. The
         fast path only appends to lists the general path would append to and emits the same
-        event, so both give the same state and events.
+        event, so both give the same state and events. ``parsed``: the events' objects,
+        parsed already as ``loads`` would (None where it was not one: parsed here).
         """
         base = self._events_seen
         if self._done:
@@ -334,9 +359,11 @@ class ChatStreamDecoder(StreamDecoderBase):
         top = self._top
         text = self._content
         thought = self._reasoning.get("reasoning_content")
+        given = iter(parsed) if parsed is not None else None
         for seen, (data, name, _, _) in enumerate(events, base + 1):
             try:
-                payload = loads(data)
+                ready = next(given) if given is not None else None
+                payload = ready if ready is not None else loads(data)
             except ValueError:
                 self._events_seen = seen
                 payload = self._text_payload(data, name)
