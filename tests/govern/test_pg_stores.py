@@ -112,12 +112,13 @@ def test_two_instances_see_each_others_rows_efforts_and_vault(
     assert vb.get("c1", "nope") is None and vb.get("other", "k1") is None
 
 
-def test_a_completion_rewrites_every_field_but_the_row_s_identity(
+def test_a_completion_rewrites_the_outcome_and_keeps_what_the_call_was_admitted_with(
     backend: tuple[Opener, Opener],
 ) -> None:
-    """The completion, written by one replica and read by another, carries every field of the
-    completed row; ``call_id`` and ``conversation_id`` stay as recorded (what identifies a
-    call never changes: a completion naming another conversation does not move the row)."""
+    """The completion, written by one replica and read by another, carries the completed
+    row's outcome, reason, status, usage, cost and timing; the rest stays as recorded before
+    the call (its identity - a completion naming another conversation does not move the row -
+    and what it was admitted with: route, attempt)."""
     open_store, _ = backend
     a, b = open_store(), open_store()
     pending = EvidenceRow(outcome="pending", conversation_id="c1", route_id="r", attempt=1)
@@ -126,18 +127,66 @@ def test_a_completion_rewrites_every_field_but_the_row_s_identity(
         outcome="forwarded",
         conversation_id="elsewhere",
         call_id=pending.call_id,
-        ts=pending.ts,
+        ts=pending.ts + 1,
         route_id="r2",
         attempt=2,
+        stream=True,
+        reason="why",
         status_code=200,
         usage_status="reported",
+        input_uncached=1,
+        cache_read=2,
+        cache_write=3,
         output_tokens=5,
+        reasoning_tokens=4,
+        cost_status="estimated",
+        cost_usd=0.5,
         latency_ms=3.5,
+        ttfb_ms=1.5,
         stream_state="complete",
     )
     b.complete(done)
-    expected = dataclasses.replace(done, conversation_id="c1")
+    expected = dataclasses.replace(
+        done, conversation_id="c1", ts=pending.ts, route_id="r", attempt=1, stream=False
+    )
     assert a.rows("c1") == [expected] and a.rows("elsewhere") == []
+
+
+def test_a_pending_row_reads_back_as_recorded(backend: tuple[Opener, Opener]) -> None:
+    """A row recorded with every field set (a refusal recorded whole) and one recorded
+    before its call's end (its status, usage, cost and timing at their defaults) read back
+    field for field as they were recorded, on another replica."""
+    open_store, _ = backend
+    a, b = open_store(), open_store()
+    whole = EvidenceRow(
+        outcome="refused",
+        conversation_id="c2",
+        reason="no",
+        attempt=3,
+        route_id="r",
+        stream=True,
+        controls_removed="effort",
+        carriers_reattached=2,
+        status_code=429,
+        usage_status="reported",
+        output_tokens=7,
+        cost_status="confirmed",
+        cost_usd=0.25,
+        latency_ms=2.5,
+        ttfb_ms=1.25,
+        stream_state="cut-by-client",
+    )
+    pending = EvidenceRow(
+        outcome="pending", conversation_id="c2", ts=whole.ts + 1, route_id="r", attempt=1
+    )
+    a.record(whole)
+    a.record(pending)
+    assert b.rows("c2") == [whole, pending]
+    assert (pending.usage_status, pending.cost_status, pending.latency_ms) == (
+        "unavailable",
+        "unavailable",
+        None,
+    )
 
 
 def test_check_intent_refuses_a_changed_intent_across_replicas(

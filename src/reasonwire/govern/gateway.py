@@ -693,10 +693,13 @@ class Gateway:
             except _WouldWait:
                 pass
             else:
-                pending = _copy(row)
-                pending.outcome = "pending"
+                # The statement's parameters are read now: the row as pending, without a
+                # copy of it (the outcome it will be completed with is put back at once).
+                outcome, row.outcome = row.outcome, "pending"
+                statement = SQLiteStore.recording(row)
+                row.outcome = outcome
                 # Released only once the tick's transaction holding the row committed.
-                committed = await self._group.add(SQLiteStore.recording(pending))
+                committed = await self._group.add(statement)
                 budget.spend(since)
                 if committed:
                     call.row = row

@@ -41,17 +41,15 @@ from reasonwire._extras import as_missing_extra
 from reasonwire.errors import ConfigError, StoreUnavailable
 from reasonwire.govern.evidence import (
     COLUMNS,
-    COMPLETED_COLUMNS,
     EvidenceRow,
     EvidenceStore,
     FixedOnce,
     NoWait,
+    RowSql,
     SQLiteStore,
     Statement,
-    insert_values,
     keeps,
     row_from_values,
-    update_values,
 )
 from reasonwire.govern.group_commit import ThreadGroupCommit
 from reasonwire.wire.model import JSON
@@ -599,14 +597,7 @@ def _pg_all_or_none(statements: Sequence[Statement], conn: Connection[TupleRow])
 class PostgresEvidenceStore(_PostgresBase, FixedOnce):
     """Evidence rows, fixed efforts and intents in PostgreSQL, shared by gateway replicas."""
 
-    _INSERT = (
-        f"INSERT INTO evidence ({', '.join(COLUMNS)}) VALUES ({', '.join('%s' for _ in COLUMNS)})"
-        " ON CONFLICT (call_id) DO NOTHING"
-    )
-    _UPDATE = (
-        f"UPDATE evidence SET {', '.join(f'{c} = %s' for c in COMPLETED_COLUMNS)}"
-        " WHERE call_id = %s"
-    )
+    _SQL = RowSql("%s", "INSERT", " ON CONFLICT (call_id) DO NOTHING")
     _SELECT = f"SELECT {', '.join(COLUMNS)} FROM evidence"
 
     def __init__(self, conninfo: str = "", **kw: Unpack[_PgOptions]) -> None:
@@ -625,12 +616,12 @@ class PostgresEvidenceStore(_PostgresBase, FixedOnce):
     @classmethod
     def recording(cls, row: EvidenceRow) -> Statement:
         """:meth:`record`'s statement."""
-        return cls._INSERT, insert_values(row)
+        return cls._SQL.recording(row)
 
     @classmethod
     def completing(cls, row: EvidenceRow) -> Statement:
         """:meth:`complete`'s statement."""
-        return cls._UPDATE, update_values(row)
+        return cls._SQL.completing(row)
 
     def _write(self, statements: Sequence[Statement]) -> None:
         self._conns.run(partial(_pg_all_or_none, statements))
