@@ -134,9 +134,6 @@ COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(EvidenceRow))
 _COLUMNS = list(COLUMNS)
 _V1_COLUMNS = [c for c in _COLUMNS if c != "stream_state"]
 """The columns of schema version 1 (later versions add columns by migration)."""
-IDENTITY = ("call_id", "conversation_id")
-"""The columns that say which call a row is: fixed when the row is recorded (a call's
-conversation never changes)."""
 OUTCOME_COLUMNS: tuple[str, ...] = (
     "status_code",
     "usage_status",
