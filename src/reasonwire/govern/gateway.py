@@ -1277,15 +1277,12 @@ class Gateway:
                     # decode): a client that stops reading at its last event (an SDK at
                     # [DONE]) closes this generator at the yield, and the finally decodes
                     # the chunk it stopped at. A chunk the decoder cannot follow has had its
-                    # projection sent (allow-listed bytes); the error event comes next. The
-                    # stream's first visible event is sent alone, before the projection of
-                    # the rest of its chunk (OneParse.rest).
+                    # projection sent (allow-listed bytes); the error event comes next.
                     undecoded = chunk
-                    while out:
+                    if out:
                         out, held = _hold_literal(held + out, literals)
                         if out:
                             yield out
-                        out = framing.rest() if framing is not None else b""
                     undecoded = None
                     if framing is None:
                         decoder.feed(chunk)

@@ -181,16 +181,9 @@ class OneParse:
     calls after the client's copy is sent; :meth:`flush` hands the decoder what the framing
     still holds, before its ``close``; :meth:`close` is the projector's close, after the
     decoder's (a decoder that fails there must leave the projector able to send its error
-    event).
+    event)."""
 
-    The stream's first visible event goes out alone: :meth:`feed` stops projecting its chunk
-    there, and :meth:`rest` projects the chunk's other events, for the relay to send after it.
-    Why: a first chunk that holds many events (an upstream faster than its reader, or one that
-    sends a short answer whole) made the client's first byte wait for the projection of every
-    one of them (profiled: most of the relay's time from the upstream's head to the first
-    byte). Later chunks are projected whole (one write each)."""
-
-    __slots__ = ("_decoder", "_last", "_pending", "_projector", "_rest", "_shown", "_sse")
+    __slots__ = ("_decoder", "_last", "_pending", "_projector", "_sse")
 
     def __init__(self, projector: SSEProjector, decoder: ParsedFeed) -> None:
         self._projector = projector
@@ -198,8 +191,6 @@ class OneParse:
         self._sse = SSEDecoder()
         self._pending: tuple[bytes, list[RawEvent], Parsed] | None = None
         self._last: tuple[list[RawEvent], Parsed] | None = None
-        self._shown = False  # a visible event was projected
-        self._rest: tuple[list[RawEvent], Parsed] | None = None  # for :meth:`rest`
 
     @staticmethod
     def of(projector: object, decoder: object) -> OneParse | None:
@@ -210,30 +201,12 @@ class OneParse:
         return None
 
     def feed(self, chunk: bytes) -> bytes:
-        """The projected bytes of ``chunk`` (its events wait for :meth:`decode`); up to the
-        stream's first visible event only, in the chunk that holds it (:meth:`rest`)."""
+        """The projected bytes of ``chunk`` (its events wait for :meth:`decode`)."""
         self.decode()  # a chunk not decoded yet goes first: the decoder sees every one
-        held = self.rest()  # in order, whether or not the caller took it
         events = self._sse.feed_raw(chunk)
         seen, exact = parse_both(events)
         self._pending = (chunk, events, exact)
-        if self._shown:
-            return held + self._projector.feed_events(events, seen)
-        project = self._projector.feed_events
-        for at in range(len(events)):
-            out = project(events[at : at + 1], seen[at : at + 1])
-            if out:
-                self._shown = True
-                if at + 1 < len(events):
-                    self._rest = (events[at + 1 :], seen[at + 1 :])
-                return held + out
-        return held
-
-    def rest(self) -> bytes:
-        """The projection of the events :meth:`feed` left after the first visible one in its
-        chunk (once; empty when there are none)."""
-        rest, self._rest = self._rest, None
-        return self._projector.feed_events(*rest) if rest is not None else b""
+        return self._projector.feed_events(events, seen)
 
     def decode(self) -> None:
         """The decoder takes the last fed chunk's events (once)."""
@@ -254,8 +227,7 @@ class OneParse:
         """The projector's last bytes (the decoder flushed first)."""
         self.flush()
         assert self._last is not None
-        held = self.rest()
-        return held + self._projector.feed_events(*self._last) + self._projector.close()
+        return self._projector.feed_events(*self._last) + self._projector.close()
 
 
 __all__ = [
