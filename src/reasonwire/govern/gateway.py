@@ -88,7 +88,7 @@ from reasonwire.errors import (
     _StoreDown,
     _WouldWait,
 )
-from reasonwire.govern.asgi import Incoming, Receive, Relayed, Reply, Scope, Send
+from reasonwire.govern.asgi import Final, Incoming, Receive, Relayed, Reply, Scope, Send
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing
 from reasonwire.govern.evidence import (
@@ -1247,7 +1247,9 @@ class Gateway:
         evidence decoder cannot follow (whatever it raises: the client's stream must end in
         the dialect's terms, and the row must say the call failed). The row's
         ``stream_state`` says who ended it: ``complete``, ``cut-by-upstream``,
-        ``cut-by-client`` or ``malformed``."""
+        ``cut-by-client`` or ``malformed``. The stream's last bytes (its terminal literal
+        event, or the error event) go after the row's completion, with the end of the body
+        (:class:`~reasonwire.govern.asgi.Final`: one write for both)."""
         row, t0 = call.row, call.t0
         decoder = auth.upstream.stream_decoder()
         translator = auth.translation.stream(client_body) if auth.translation else None
@@ -1266,6 +1268,7 @@ class Gateway:
         literals = self._literals(dialect)
         ended = False  # the relay ran to its end (no exception in flight in the finally)
         held = b""  # a terminal literal event ([DONE]), sent once the stream is known good
+        last = b""  # the stream's last bytes: sent after the evidence, with the body's end
         undecoded: bytes | None = None  # a chunk sent to the client, not decoded yet
         try:
             try:
@@ -1296,9 +1299,7 @@ class Gateway:
                 if turn is not None and _no_answer(turn):
                     turn = None
                     raise MalformedBody("no answer of the dialect's shape in the stream")
-                tail = held + (projector.close() if framing is None else framing.close())
-                if tail:
-                    yield tail
+                last = held + (projector.close() if framing is None else framing.close())
                 state = "complete"
             except TruncatedStream as exc:
                 failure = "the upstream stream ended before its last event"
@@ -1313,7 +1314,7 @@ class Gateway:
                 state = "malformed"
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure
-                yield projector.fail(failure)
+                last = projector.fail(failure)
             ended = True
         finally:
             await resp.aclose()
@@ -1344,6 +1345,8 @@ class Gateway:
             except asyncio.CancelledError:
                 if ended:  # nothing else in flight: the cancellation is this task's own
                     raise
+        if last:
+            yield Final(last)
 
     def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
         """The dialect's terminal literal events as the projector writes them (made once per
