@@ -43,7 +43,8 @@ PostgreSQL the rows of concurrent store threads share a transaction the same way
 Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
 store work (so a conversation's next turn reads its carriers once the database is back). A
-stream's client has its answer already, and its row says ``pending`` until then; a JSON
+stream's client has its answer already (all but the stream's last bytes, sent once the writes
+are done or the bounded wait for them is over), and its row says ``pending`` until then; a JSON
 answer whose carriers cannot be kept is withheld (503: the client asks again, and no turn
 ever runs without the carriers of the one before). Refusal rows written while the store was
 down follow the writes of real calls, a few per request, the rest by a background thread,
