@@ -244,3 +244,43 @@ def _shared(dialect: str, chunks: list[bytes]) -> tuple[bytes, object]:
 def test_one_parse_equals_separate_reads(dialect: str, name: str, data: bytes, size: int) -> None:
     chunks = _cut(data, size)
     assert _shared(dialect, chunks) == _separate(dialect, chunks)
+
+
+_COUNTS = frozenset({"total_tokens", "totalTokenCount", "output_tokens", "total_output_tokens"})
+DOCTORED = 424242
+
+
+def _doctor(value: JSON) -> JSON:
+    """``value`` with every token count of :data:`_COUNTS` set to :data:`DOCTORED`."""
+    if isinstance(value, dict):
+        return {
+            k: DOCTORED if k in _COUNTS and type(v) is int else _doctor(v) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_doctor(v) for v in value]
+    return value
+
+
+def _counted(dialect: str) -> tuple[str, bytes]:
+    return next(
+        (n, data) for d, n, data in STREAMS if d == dialect and _COUNT.search(data) is not None
+    )
+
+
+@pytest.mark.skipif(not corpus.PRESENT, reason=corpus.ABSENT)
+@pytest.mark.parametrize("dialect", DIALECTS)
+@pytest.mark.parametrize("size", [64, 1 << 20])
+def test_the_objects_handed_over_are_read_not_the_bytes_again(dialect: str, size: int) -> None:
+    """Objects that differ from their bytes (token counts changed): the turn holds the
+    objects' values, so the decoder took them (each event parsed once)."""
+    _, data = _counted(dialect)
+    decoder = get_dialect(dialect).stream_decoder()
+    sse = SSEDecoder()
+    end: list = []
+    for chunk in [*_cut(data, size), b""]:
+        events = sse.feed_raw(chunk) if chunk else sse.close_raw()
+        doctored = [_doctor(p) if p is not None else None for p in parse_both(events)[1]]
+        end += decoder.feed_parsed(chunk, events, doctored)  # type: ignore[arg-type]
+    end += decoder.close()
+    turn = next(ev.turn for ev in end if ev.type == "done")
+    assert DOCTORED in _ints(turn.raw)
