@@ -331,3 +331,50 @@ def test_shapes_are_learned_from_each_events_own_object() -> None:
     assert isinstance(end, list)
     turn = next(ev.turn for ev in end if ev.type == "done")
     assert turn.text == "aaaabbcc"  # step 0 "aa", then step 1 "aa" + "bb" + "cc"
+
+
+def _anthropic_two_texts() -> list[bytes]:
+    """An answer with two text blocks growing alike, in chunks of two events (as for
+    :func:`_interactions_two_outputs`)."""
+
+    def ev(payload: str) -> bytes:
+        kind = payload.split('"type":"', 1)[1].split('"', 1)[0]
+        return b"event: " + kind.encode() + b"\ndata: " + payload.encode() + b"\n\n"
+
+    def delta(index: int, text: str) -> bytes:
+        return ev(
+            f'{{"type":"content_block_delta","index":{index},'
+            f'"delta":{{"type":"text_delta","text":"{text}"}}}}'
+        )
+
+    def block(index: int, what: str) -> bytes:
+        return ev(f'{{"type":"content_block_{what}","index":{index}}}')
+
+    start = (
+        '{{"type":"content_block_start","index":{i},"content_block":{{"type":"text","text":""}}}}'
+    )
+    return [
+        ev(
+            '{"type":"message_start","message":{"id":"m1","type":"message","role":"assistant",'
+            '"model":"m","content":[],"usage":{"input_tokens":3,"output_tokens":1}}}'
+        ),
+        ev(start.format(i=0)) + ev(start.format(i=1)),
+        delta(0, "aa") + delta(1, "aa"),
+        delta(1, "bb") + delta(1, "cc"),
+        block(0, "stop") + block(1, "stop"),
+        ev(
+            '{"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+            '"usage":{"output_tokens":7}}'
+        )
+        + ev('{"type":"message_stop"}'),
+    ]
+
+
+def test_anthropic_shapes_are_learned_from_each_events_own_object() -> None:
+    chunks = _anthropic_two_texts()
+    plain = _plain("anthropic", chunks)
+    assert _parsed("anthropic", chunks) == plain
+    end = plain[-1]
+    assert isinstance(end, list)
+    turn = next(ev.turn for ev in end if ev.type == "done")
+    assert turn.text == "aaaabbcc"  # block 0 "aa", then block 1 "aa" + "bb" + "cc"
