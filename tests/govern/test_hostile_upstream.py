@@ -937,13 +937,21 @@ def test_stream_the_evidence_decoder_cannot_follow_ends_with_an_error_event(
     from reasonwire.wire.responses import _stream
 
     real = _stream.ResponsesStreamDecoder.feed
+    real_parsed = _stream.ResponsesStreamDecoder.feed_parsed
 
     def failing(self: Any, data: bytes) -> Any:
         if re.search(rb'"output_index":\s*7\b', data):
             raise RuntimeError("decoder bug")
         return real(self, data)
 
+    def failing_parsed(self: Any, data: bytes, events: Any, parsed: Any) -> Any:
+        # the relay's way in: the events framed and parsed by the projector
+        if any(re.search(rb'"output_index":\s*7\b', e[0]) for e in events):
+            raise RuntimeError("decoder bug")
+        return real_parsed(self, data, events, parsed)
+
     monkeypatch.setattr(_stream.ResponsesStreamDecoder, "feed", failing)
+    monkeypatch.setattr(_stream.ResponsesStreamDecoder, "feed_parsed", failing_parsed)
     conv, c, v = new_conv(), Canaries(), Visible()
     events = responses_stream_events(c, v)[:2]
     events.append(

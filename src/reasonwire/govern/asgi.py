@@ -104,9 +104,18 @@ class Reply:
         await send({"type": "http.response.body", "body": self.body})
 
 
+class Final(bytes):
+    """A relayed stream's last bytes, yielded last by its body: sent with the end of the body,
+    in one message (the chunked body's terminator rides with them: one socket write per
+    stream fewer than a write for them and one for the end; a served stream's writes were
+    about a third of its CPU, profiled)."""
+
+    __slots__ = ()
+
+
 class Relayed:
     """A relayed stream (``text/event-stream``, no length: the server frames it), sent from
-    the request's own task.
+    the request's own task. A :class:`Final` chunk ends the body with it.
 
     A client that leaves is seen as ``http.disconnect`` by one plain task listening beside
     it, which then cancels the sending task once (the relay's ``finally`` records
@@ -145,9 +154,12 @@ class Relayed:
                 }
             )
             async for chunk in self.body_iterator:
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
-            sent = True
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                if type(chunk) is Final:
+                    sent = True  # the whole response: a disconnect now is no leave
+                await send({"type": "http.response.body", "body": chunk, "more_body": not sent})
+            if not sent:
+                sent = True
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except asyncio.CancelledError:
             if not gone:  # cancelled from elsewhere (the server stopping): not ours to end
                 raise

@@ -43,7 +43,8 @@ PostgreSQL the rows of concurrent store threads share a transaction the same way
 Writes that come after the upstream answered (the completion, the vault entries of the
 answer) and fail are kept in an outbox, in order, and written before the next request's own
 store work (so a conversation's next turn reads its carriers once the database is back). A
-stream's client has its answer already, and its row says ``pending`` until then; a JSON
+stream's client has its answer already (all but the stream's last bytes, sent once the writes
+are done or the bounded wait for them is over), and its row says ``pending`` until then; a JSON
 answer whose carriers cannot be kept is withheld (503: the client asks again, and no turn
 ever runs without the carriers of the one before). Refusal rows written while the store was
 down follow the writes of real calls, a few per request, the rest by a background thread,
@@ -88,7 +89,7 @@ from reasonwire.errors import (
     _StoreDown,
     _WouldWait,
 )
-from reasonwire.govern.asgi import Incoming, Receive, Relayed, Reply, Scope, Send
+from reasonwire.govern.asgi import Final, Incoming, Receive, Relayed, Reply, Scope, Send
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, Binding, KeyRing
 from reasonwire.govern.evidence import (
@@ -1247,7 +1248,9 @@ class Gateway:
         evidence decoder cannot follow (whatever it raises: the client's stream must end in
         the dialect's terms, and the row must say the call failed). The row's
         ``stream_state`` says who ended it: ``complete``, ``cut-by-upstream``,
-        ``cut-by-client`` or ``malformed``."""
+        ``cut-by-client`` or ``malformed``. The stream's last bytes (its terminal literal
+        event, or the error event) go after the row's completion, with the end of the body
+        (:class:`~reasonwire.govern.asgi.Final`: one write for both)."""
         row, t0 = call.row, call.t0
         decoder = auth.upstream.stream_decoder()
         translator = auth.translation.stream(client_body) if auth.translation else None
@@ -1266,6 +1269,7 @@ class Gateway:
         literals = self._literals(dialect)
         ended = False  # the relay ran to its end (no exception in flight in the finally)
         held = b""  # a terminal literal event ([DONE]), sent once the stream is known good
+        last = b""  # the stream's last bytes: sent after the evidence, with the body's end
         undecoded: bytes | None = None  # a chunk sent to the client, not decoded yet
         try:
             try:
@@ -1296,9 +1300,7 @@ class Gateway:
                 if turn is not None and _no_answer(turn):
                     turn = None
                     raise MalformedBody("no answer of the dialect's shape in the stream")
-                tail = held + (projector.close() if framing is None else framing.close())
-                if tail:
-                    yield tail
+                last = held + (projector.close() if framing is None else framing.close())
                 state = "complete"
             except TruncatedStream as exc:
                 failure = "the upstream stream ended before its last event"
@@ -1313,7 +1315,7 @@ class Gateway:
                 state = "malformed"
             if failure is not None:
                 row.outcome, row.reason = "upstream-error", failure
-                yield projector.fail(failure)
+                last = projector.fail(failure)
             ended = True
         finally:
             await resp.aclose()
@@ -1344,6 +1346,8 @@ class Gateway:
             except asyncio.CancelledError:
                 if ended:  # nothing else in flight: the cancellation is this task's own
                     raise
+        if last:
+            yield Final(last)
 
     def _literals(self, dialect: Dialect) -> tuple[bytes, ...]:
         """The dialect's terminal literal events as the projector writes them (made once per

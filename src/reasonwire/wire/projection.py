@@ -18,8 +18,9 @@ client gets the dialect's own error event at that point, no upstream text, and n
 it (not the ``[DONE]`` that may follow, which would let an SDK finish cleanly).
 
 A relay that also decodes the stream for its evidence frames and parses each event once:
-:func:`parse_events` gives each event's JSON object, :meth:`SSEProjector.feed_events` projects
-from it, and a decoder with ``feed_parsed`` (:class:`ParsedFeed`) takes the same objects.
+:func:`parse_both` gives each event's JSON object, :meth:`SSEProjector.feed_events` projects
+from it, and a decoder with ``feed_parsed`` (:class:`ParsedFeed`) takes the objects orjson
+read from the bytes themselves (those a decoder's own first read would give).
 """
 
 from __future__ import annotations
@@ -45,19 +46,41 @@ Parsed = list[JsonObject | None]
 def parse_events(events: list[RawEvent]) -> Parsed:
     """Each event's data read as the projector reads it: the decoded text, stripped, as JSON
     (invalid UTF-8 replaced); None unless that is an object."""
-    return [_object(raw) for raw, *_ in events]
+    return parse_both(events)[0]
 
 
-def _object(raw: bytes) -> JsonObject | None:
-    """One event's data as a JSON object, or None. orjson on the bytes first: where it
-    accepts them, the text gives the same value (valid UTF-8, only JSON whitespace at the
-    ends), so the decode is made only for what it refuses; and only text that opens with a
-    brace is parsed at all (``[DONE]`` costs no parser error)."""
-    if raw[:1] == b"{":
-        try:
-            return orjson.loads(raw)  # type: ignore[no-any-return]  # a brace: an object
-        except orjson.JSONDecodeError:
-            pass
+def parse_both(events: list[RawEvent]) -> tuple[Parsed, Parsed]:
+    """:func:`parse_events`, and the same list with None where orjson did not read the object
+    from the bytes as they are (it came from the decoded, stripped text: invalid UTF-8, or
+    whitespace JSON does not allow at an end). The second is what a decoder may take for its
+    own first read, orjson on the bytes: a decoder's fallback differs from the projector's
+    on such bytes (some do not strip), and so must run itself. Both are one list (the same
+    object) when no event was read from its text, as a rule."""
+    seen: Parsed = []
+    loose: list[int] = []
+    for raw, *_ in events:
+        if raw[:1] == b"{":
+            try:
+                seen.append(orjson.loads(raw))  # a brace: an object
+                continue
+            except orjson.JSONDecodeError:
+                pass
+        data = _text_object(raw)
+        if data is not None:
+            loose.append(len(seen))
+        seen.append(data)
+    if not loose:
+        return seen, seen
+    exact = list(seen)
+    for at in loose:
+        exact[at] = None
+    return seen, exact
+
+
+def _text_object(raw: bytes) -> JsonObject | None:
+    """One event's data read from its text (what orjson refused as bytes, or what does not
+    open with a brace): the decoded text, stripped, as a JSON object, or None. Only text that
+    opens with a brace is parsed at all (``[DONE]`` costs no parser error)."""
     text = raw.decode("utf-8", "replace").strip()
     if text[:1] != "{":
         return None
@@ -69,8 +92,11 @@ def _object(raw: bytes) -> JsonObject | None:
 
 
 class ParsedFeed(Protocol):
-    """A stream decoder that can take events framed and parsed by :func:`parse_events`
-    instead of the bytes (``chunk`` is still given: a decoder may watch every byte)."""
+    """A stream decoder that can take events framed and parsed by :func:`parse_both` (its
+    second list: objects orjson read from the bytes as they are, None elsewhere) instead of
+    the bytes (``chunk`` is still given: a decoder may watch every byte). An empty ``chunk``
+    with events hands over what the framing held at the stream's end (:meth:`OneParse.flush`,
+    before the decoder's ``close``): the decoder takes them as its ``close`` takes its own."""
 
     def feed_parsed(
         self, chunk: bytes, events: list[RawEvent], parsed: Parsed
@@ -178,9 +204,9 @@ class OneParse:
         """The projected bytes of ``chunk`` (its events wait for :meth:`decode`)."""
         self.decode()  # a chunk not decoded yet goes first: the decoder sees every one
         events = self._sse.feed_raw(chunk)
-        parsed = parse_events(events)
-        self._pending = (chunk, events, parsed)
-        return self._projector.feed_events(events, parsed)
+        seen, exact = parse_both(events)
+        self._pending = (chunk, events, exact)
+        return self._projector.feed_events(events, seen)
 
     def decode(self) -> None:
         """The decoder takes the last fed chunk's events (once)."""
@@ -193,8 +219,9 @@ class OneParse:
         self.decode()
         if self._last is None:
             events = self._sse.close_raw()
-            self._last = (events, parse_events(events))
-            self._decoder.feed_parsed(b"", *self._last)
+            seen, exact = parse_both(events)
+            self._last = (events, seen)
+            self._decoder.feed_parsed(b"", events, exact)
 
     def close(self) -> bytes:
         """The projector's last bytes (the decoder flushed first)."""
@@ -210,5 +237,6 @@ __all__ = [
     "ParsedFeed",
     "SSEProjector",
     "encode_event",
+    "parse_both",
     "parse_events",
 ]

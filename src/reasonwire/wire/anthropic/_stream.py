@@ -34,6 +34,7 @@ from reasonwire.errors import MalformedBody, TruncatedStream
 from reasonwire.wire import jsonload, model
 from reasonwire.wire.anthropic._parse import carrier_for, turn_from_message, usage_from
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
+from reasonwire.wire.projection import Parsed
 from reasonwire.wire.runs import cut_around, take
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
@@ -86,15 +87,39 @@ class AnthropicStreamDecoder(StreamDecoderBase):
         runs of thinking, then of text, that make up an answer) is taken by :meth:`_run`;
         any other batch event by event, the shapes learned again from its last events."""
         loads = self._guard.loader(data)  # sees every chunk, events or not
-        events = self._sse.feed_raw(data)
+        return self._batch(self._sse.feed_raw(data), loads, None)
+
+    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
+        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
+        (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the same
+        stream), so each event is framed and parsed once. A parsed object stands for this
+        decoder's own read of the bytes while the stream has had no run of 19 digits (then
+        it wants the exact value); the rest takes :meth:`feed`'s path, so the events and the
+        turn are :meth:`feed`'s."""
+        loads = self._guard.loader(data)
+        given = parsed if jsonload.StreamGuard.fast(loads) else None
+        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
+            return self._last(events, loads, given)
+        return self._batch(events, loads, given)
+
+    def _batch(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """One batch of events: the run path, else each event, then the shapes learned
+        (``parsed``: the events' objects, None where one was not read: read here)."""
         if not events:
             return []
         out: Events = []
         if self._run(events, out):
             return out
-        for event in events:
-            out.extend(self._on_event(event, loads))
-        self._learn(events[-2:])
+        if parsed is None:
+            for event in events:
+                out.extend(self._on_event(event, loads))
+            self._learn(events[-2:], None)
+        else:
+            for event, ready in zip(events, parsed, strict=True):
+                out.extend(self._on_event(event, loads, ready))
+            self._learn(events[-2:], parsed[-2:])
         return out
 
     def _run(self, events: list[RawEvent], out: Events) -> bool:
@@ -116,12 +141,15 @@ class AnthropicStreamDecoder(StreamDecoderBase):
         out.extend(map(run.delta, filter(None, pieces)))
         return True
 
-    def _learn(self, events: list[RawEvent]) -> None:
-        """The shapes of the last events of a batch just parsed (their blocks are open)."""
+    def _learn(self, events: list[RawEvent], parsed: Parsed | None) -> None:
+        """The shapes of the last events of a batch just parsed (their blocks are open);
+        ``parsed``: their objects as :meth:`_on_event` took them (None: read here)."""
         self._runs = []
-        for data, *_ in events:
+        for at, (data, *_) in enumerate(events):
+            payload = parsed[at] if parsed is not None else None
             try:
-                payload = json.loads(data)
+                if payload is None:
+                    payload = json.loads(data)
             except ValueError:
                 continue
             delta = payload.get("delta") if type(payload) is dict else None
@@ -147,11 +175,17 @@ class AnthropicStreamDecoder(StreamDecoderBase):
             )
 
     def _drain(self) -> Events:
+        return self._last(self._sse.close_raw(), self._guard.loader(b""), None)
+
+    def _last(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """The events framed at the stream's end (``parsed``: their objects, or None)."""
         out: Events = []
-        loads = self._guard.loader(b"")
-        for event in self._sse.close_raw():
+        given = iter(parsed) if parsed is not None else None
+        for event in events:
             try:
-                out.extend(self._on_event(event, loads))
+                out.extend(self._on_event(event, loads, next(given) if given is not None else None))
             except MalformedBody as exc:
                 if self._finished:
                     raise
@@ -221,12 +255,17 @@ class AnthropicStreamDecoder(StreamDecoderBase):
                 self._stop_block(index, "message_stop")
         return turn_from_message(self._assembled([self._blocks[i] for i in sorted(self._blocks)]))
 
-    def _on_event(self, event: RawEvent, loads: Callable[[bytes], JSON]) -> Events:
+    def _on_event(
+        self, event: RawEvent, loads: Callable[[bytes], JSON], ready: JSON = None
+    ) -> Events:
+        """One event (``ready``: its object as ``loads`` reads it, None: read here)."""
         data, name, _, _ = event
-        try:
-            payload = loads(data)
-        except ValueError:
-            payload = _text_payload(data, name)
+        payload = ready
+        if payload is None:
+            try:
+                payload = loads(data)
+            except ValueError:
+                payload = _text_payload(data, name)
         if type(payload) is not dict:
             raise MalformedBody(
                 f"anthropic stream: {event_name(name)!r} event data is not an object"

@@ -246,7 +246,7 @@ class ChatStreamDecoder(StreamDecoderBase):
 
     def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
         """:meth:`feed` for a caller that framed ``data`` and parsed its events already
-        (:func:`~reasonwire.wire.projection.parse_events`: a relay that projects the same
+        (:func:`~reasonwire.wire.projection.parse_both`: a relay that projects the same
         stream), so each event is framed and parsed once. Every chunk of the stream goes
         through here (this decoder's own framing is then unused). A parsed object is taken
         where this decoder would have parsed the bytes with orjson itself (not once the
@@ -254,9 +254,13 @@ class ChatStreamDecoder(StreamDecoderBase):
         :meth:`feed`'s own path, so the events and the turn are :meth:`feed`'s."""
         out: Events = []
         loads = self._guard.loader(data)
+        given = parsed if self._guard.fast(loads) else None
+        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
+            self._events(events, loads, out, given)
+            return out
         if not events or self._run(events, out):
             return out
-        self._events(events, loads, out, parsed if self._guard.fast(loads) else None)
+        self._events(events, loads, out, given)
         if len(self._shapes) < _MAX_SHAPES and self._top is not None and not self._done:
             self._learn(events)
         return out

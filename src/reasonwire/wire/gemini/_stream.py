@@ -55,6 +55,7 @@ from reasonwire.wire.gemini._parse import (
 )
 from reasonwire.wire.jsonarray import JSONArrayDecoder
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
+from reasonwire.wire.projection import Parsed
 from reasonwire.wire.runs import cut_around, middle, middles
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
@@ -91,27 +92,54 @@ class GeminiStreamDecoder(StreamDecoderBase):
     # -- bytes -------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> Events:
-        if self._sse is None and self._array is None:
-            self._head += data
-            stripped = self._head.lstrip(_WS)
-            if not stripped:
-                return []
-            data, self._head = self._head, b""
-            if stripped[:1] == b"[":
-                self._array = JSONArrayDecoder()
-            else:
-                self._sse = SSEDecoder()
+        data = self._form(data)
         if self._array is not None:
             return self._payloads_in(self._array.feed(data))
-        assert self._sse is not None
+        if self._sse is None:
+            return []  # the form is not known yet
         loads = self._guard.loader(data)  # sees every chunk, events or not
         events = self._sse.feed_raw(data)
-        return self._sse_in(events, loads) if events else []
+        return self._sse_in(events, loads, None) if events else []
+
+    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
+        """:meth:`feed` for a caller that framed ``data`` as SSE and parsed its events
+        already (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the
+        same stream), so each event is framed and parsed once. A parsed object stands for
+        this decoder's own orjson read of the bytes while the stream has had no run of 19
+        digits (then it wants the exact value); the rest takes :meth:`feed`'s path, so the
+        events and the turn are :meth:`feed`'s. A stream in the JSON-array form is read from
+        the bytes, as :meth:`feed` reads it (the caller's SSE events are then not its own:
+        a leading blank, the only bytes held before the form is known, frames none)."""
+        data = self._form(data)
+        if self._array is not None:
+            return self._payloads_in(self._array.feed(data))
+        if self._sse is None:
+            return []
+        loads = self._guard.loader(data)
+        if not events:
+            return []
+        return self._sse_in(events, loads, parsed if jsonload.StreamGuard.fast(loads) else None)
+
+    def _form(self, data: bytes) -> bytes:
+        """The bytes to read now: until the first non-blank byte tells the form (module
+        docstring) they are held, and none are given; then the held ones with ``data``."""
+        if self._sse is not None or self._array is not None:
+            return data
+        self._head += data
+        stripped = self._head.lstrip(_WS)
+        if not stripped:
+            return b""
+        data, self._head = self._head, b""
+        if stripped[:1] == b"[":
+            self._array = JSONArrayDecoder()
+        else:
+            self._sse = SSEDecoder()
+        return data
 
     def _drain(self) -> Events:
         events: Events = []
         if self._sse is not None:
-            events.extend(self._sse_in(self._sse.close_raw(), self._guard.loader(b"")))
+            events.extend(self._sse_in(self._sse.close_raw(), self._guard.loader(b""), None))
         elif self._array is not None:
             try:
                 self._array.close()
@@ -147,14 +175,19 @@ class GeminiStreamDecoder(StreamDecoderBase):
 
     # -- payloads ----------------------------------------------------------------------------
 
-    def _sse_in(self, events: list[RawEvent], loads: Callable[[bytes], JSON]) -> Events:
+    def _sse_in(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
         """Each event through the learned shape where it fits (module docstring), else
         parsed and taken by :meth:`_chunk`; a uniform chunk that was parsed teaches the
-        shape for the part it grows."""
+        shape for the part it grows. ``parsed``: the events' objects as ``loads`` reads them,
+        None where one was not read (read here)."""
         out: Events = []
         if len(events) > 1 and self._run(events, out):
             return out
+        given = iter(parsed) if parsed is not None else None
         for raw, name, _, _ in events:
+            ready = next(given) if given is not None else None
             shape = self._shape
             if shape is not None and self._grow is not None:
                 piece = middle(raw, shape[0], shape[1])
@@ -163,7 +196,7 @@ class GeminiStreamDecoder(StreamDecoderBase):
                     self._grow.append(piece)
                     out.append(ReasoningDelta(piece) if shape[2] else TextDelta(piece))
                     continue
-            payload = self._parse(raw, name, loads)
+            payload = ready if ready is not None else self._parse(raw, name, loads)
             if payload is None:
                 continue
             out.extend(self._payload_in(payload))

@@ -43,6 +43,7 @@ from reasonwire.wire.interactions._parse import (
     tool_call_of,
 )
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
+from reasonwire.wire.projection import Parsed
 from reasonwire.wire.runs import cut_around, take
 from reasonwire.wire.sse import RawEvent, SSEDecoder
 from reasonwire.wire.stream_base import Events, StreamDecoderBase
@@ -112,13 +113,37 @@ class InteractionsStreamDecoder(StreamDecoderBase):
 
     def feed(self, data: bytes) -> Events:
         loads = self._guard.loader(data)  # sees every chunk, events or not
-        events = self._sse.feed_raw(data)
+        return self._batch(self._sse.feed_raw(data), loads, None)
+
+    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
+        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
+        (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the same
+        stream), so each event is framed and parsed once. A parsed object stands for this
+        decoder's own orjson read of the bytes while the stream has had no run of 19 digits
+        (then it wants the exact value); the rest takes :meth:`feed`'s path, so the events
+        and the turn are :meth:`feed`'s."""
+        loads = self._guard.loader(data)
+        given = parsed if jsonload.StreamGuard.fast(loads) else None
+        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
+            return self._last(events, loads, given)
+        return self._batch(events, loads, given)
+
+    def _batch(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """One batch of events: the run path, else each event, then the shapes learned
+        (``parsed``: the events' objects, None where one was not read: read here)."""
         out: Events = []
         if not events or self._run(events, out):
             return out
-        for raw, name, _, _ in events:
-            out.extend(self._event(raw, name, loads))
-        self._learn(events[-2:])
+        if parsed is None:
+            for raw, name, _, _ in events:
+                out.extend(self._event(raw, name, loads))
+            self._learn(events[-2:], None)
+        else:
+            for (raw, name, _, _), ready in zip(events, parsed, strict=True):
+                out.extend(self._event(raw, name, loads, ready))
+            self._learn(events[-2:], parsed[-2:])
         return out
 
     def _run(self, events: list[RawEvent], out: Events) -> bool:
@@ -140,12 +165,14 @@ class InteractionsStreamDecoder(StreamDecoderBase):
         self._events += len(pieces)
         return True
 
-    def _learn(self, events: list[RawEvent]) -> None:
-        """The shapes of the last events of a batch just parsed (replacing the old ones)."""
+    def _learn(self, events: list[RawEvent], parsed: Parsed | None) -> None:
+        """The shapes of the last events of a batch just parsed (replacing the old ones);
+        ``parsed``: their objects as :meth:`_event` took them (None: read here)."""
         self._runs = []
-        for raw, *_ in events:
+        for at, (raw, *_) in enumerate(events):
+            ready = parsed[at] if parsed is not None else None
             try:
-                found = _piece_of(jsonload.loads(raw))
+                found = _piece_of(ready if ready is not None else jsonload.loads(raw))
             except ValueError:
                 continue
             if found is None:
@@ -158,11 +185,17 @@ class InteractionsStreamDecoder(StreamDecoderBase):
             self._runs.append(_Run(cut[0], cut[1], index, key, delta))
 
     def _drain(self) -> Events:
-        loads = self._guard.loader(b"")
-        events: Events = []
-        for raw, name, _, _ in self._sse.close_raw():
-            events.extend(self._event(raw, name, loads))
-        return events
+        return self._last(self._sse.close_raw(), self._guard.loader(b""), None)
+
+    def _last(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """The events framed at the stream's end (``parsed``: their objects, or None)."""
+        out: Events = []
+        given = iter(parsed) if parsed is not None else None
+        for raw, name, _, _ in events:
+            out.extend(self._event(raw, name, loads, next(given) if given is not None else None))
+        return out
 
     def _unfinished(self) -> str | None:
         if self._finished:
@@ -192,20 +225,25 @@ class InteractionsStreamDecoder(StreamDecoderBase):
 
     # -- events ------------------------------------------------------------------------------
 
-    def _event(self, raw: bytes, name: bytes | None, loads: Callable[[bytes], JSON]) -> Events:
-        try:
-            payload = loads(raw)
-        except ValueError:
-            data = raw.decode("utf-8", "replace").strip()
-            if not data or data == "[DONE]":
-                return []
+    def _event(
+        self, raw: bytes, name: bytes | None, loads: Callable[[bytes], JSON], ready: JSON = None
+    ) -> Events:
+        """One event (``ready``: its object as ``loads`` reads it, None: read here)."""
+        payload = ready
+        if payload is None:
             try:
-                payload = json.loads(data)
-            except json.JSONDecodeError as exc:
-                raise MalformedBody(
-                    f"interactions SSE event #{self._events + 1} is not JSON: {exc.msg}: "
-                    f"{data[:80]!r}"
-                ) from None
+                payload = loads(raw)
+            except ValueError:
+                data = raw.decode("utf-8", "replace").strip()
+                if not data or data == "[DONE]":
+                    return []
+                try:
+                    payload = json.loads(data)
+                except json.JSONDecodeError as exc:
+                    raise MalformedBody(
+                        f"interactions SSE event #{self._events + 1} is not JSON: {exc.msg}: "
+                        f"{data[:80]!r}"
+                    ) from None
         self._events += 1
         if not isinstance(payload, dict):
             raise MalformedBody(

@@ -31,6 +31,7 @@ from typing import Final
 from reasonwire.errors import MalformedBody
 from reasonwire.wire import jsonload, model
 from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDelta, ToolCallDelta
+from reasonwire.wire.projection import Parsed
 from reasonwire.wire.responses._parse import (
     CARRIER_KIND,
     TEXT_JOIN,
@@ -123,16 +124,34 @@ class ResponsesStreamDecoder(StreamDecoderBase):
         of reasoning, then of text, that make up an answer) is taken by :meth:`_run`; any
         other batch by the general path, which also learns the shapes."""
         loads = self._guard.loader(data)  # sees every chunk, events or not
-        events = self._sse.feed_raw(data)
+        return self._batch(self._sse.feed_raw(data), loads, None)
+
+    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
+        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
+        (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the same
+        stream), so each event is framed and parsed once. A parsed object stands for this
+        decoder's own orjson read of the bytes while the stream has had no run of 19 digits
+        (then it wants the exact value); the rest takes :meth:`feed`'s path, so the events
+        and the turn are :meth:`feed`'s."""
+        loads = self._guard.loader(data)
+        given = parsed if jsonload.StreamGuard.fast(loads) else None
+        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
+            return self._events(events, loads, given)
+        return self._batch(events, loads, given)
+
+    def _batch(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """One batch of events: the run path, else each event, then the shapes learned."""
         if not events:
             return []
         out: Events = []
         if self._run(events, out):
             return out
-        out = self._events(events, loads)
+        out = self._events(events, loads, parsed)
         if self._tries < _MAX_TRIES and len(self._shapes) < _MAX_SHAPES:
             self._tries += 1
-            self._learn(events)
+            self._learn(events, parsed)
         return out
 
     def _run(self, events: list[RawEvent], out: Events) -> bool:
@@ -158,12 +177,15 @@ class ResponsesStreamDecoder(StreamDecoderBase):
             return True
         return False
 
-    def _learn(self, events: list[RawEvent]) -> None:
+    def _learn(self, events: list[RawEvent], parsed: Parsed | None) -> None:
         """Learn the shape of the last payload of a batch just parsed when it is a text piece
-        the inline branch of :meth:`_events` takes (integer ``output_index``, string delta)."""
+        the inline branch of :meth:`_events` takes (integer ``output_index``, string delta).
+        ``parsed``: the events' objects as :meth:`_events` took them (or None)."""
         data = events[-1][0]
+        payload = parsed[-1] if parsed is not None else None
         try:
-            payload = jsonload.loads(data)
+            if payload is None:
+                payload = jsonload.loads(data)
         except ValueError:
             return
         if type(payload) is not dict:
@@ -214,9 +236,12 @@ class ResponsesStreamDecoder(StreamDecoderBase):
 
     # -- events --------------------------------------------------------------------------
 
-    def _events(self, events: list[RawEvent], loads: Callable[[bytes], JSON]) -> Events:
+    def _events(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None = None
+    ) -> Events:
         """The hot path: orjson on the raw bytes; what it cannot vouch for (``[DONE]``, odd
-        payloads, long digit runs) goes through :meth:`_text_payload`.
+        payloads, long digit runs) goes through :meth:`_text_payload`. ``parsed``: the
+        events' objects as ``loads`` reads them, None where one was not read (read here).
 
         Text pieces (``_PIECES``: the bulk of any long answer) with an integer
         ``output_index`` are recorded inline, exactly as :meth:`_piece` records them (same
@@ -227,13 +252,16 @@ class ResponsesStreamDecoder(StreamDecoderBase):
         handlers = _HANDLERS
         pieces_of = _PIECES
         slots = self._slots
+        given = iter(parsed) if parsed is not None else None
         for data, name, _, _ in events:
-            try:
-                payload = loads(data)
-            except ValueError:
-                payload = self._text_payload(data, name)
-                if payload is None:
-                    continue
+            payload = next(given) if given is not None else None
+            if payload is None:
+                try:
+                    payload = loads(data)
+                except ValueError:
+                    payload = self._text_payload(data, name)
+                    if payload is None:
+                        continue
             if type(payload) is not dict:
                 raise MalformedBody(
                     f"responses: payload of SSE event {event_name(name)!r} is not an object"
