@@ -10,10 +10,14 @@ incomplete and which events come before ``Done``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TypeAlias
 
 from reasonwire.errors import TruncatedStream
-from reasonwire.wire.model import Done, StreamEvent, Turn
+from reasonwire.wire import jsonload
+from reasonwire.wire.model import JSON, Done, StreamEvent, Turn
+from reasonwire.wire.projection import Parsed
+from reasonwire.wire.sse import RawEvent, SSEDecoder
 
 Events: TypeAlias = list[StreamEvent]
 """The events one call of a decoder gives, in order."""
@@ -61,3 +65,49 @@ class StreamDecoderBase:
 
 
 __all__ = ["Events", "StreamDecoderBase"]
+
+
+class BatchedSSEDecoder(StreamDecoderBase):
+    """A decoder that reads SSE in batches (each chunk's events at once: Responses,
+    Anthropic, Interactions): :meth:`feed` frames the bytes itself, :meth:`feed_parsed` takes
+    events a relay framed and parsed already (:class:`~reasonwire.wire.projection.ParsedFeed`),
+    and both end in the decoder's own ``_batch``, so each event is framed and parsed once.
+    The decoder sets ``_sse`` and ``_guard`` and writes ``_batch`` (a chunk's events) and
+    ``_last`` (the framing's last events, at the stream's end)."""
+
+    __slots__ = ()
+    _sse: SSEDecoder
+    _guard: jsonload.StreamGuard
+
+    def feed(self, data: bytes) -> Events:
+        """Events of ``data`` (the guard sees every chunk, events or not)."""
+        loads = self._guard.loader(data)
+        return self._batch(self._sse.feed_raw(data), loads, None)
+
+    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
+        """:meth:`feed` for a caller that framed ``data`` and parsed its events already. A
+        parsed object stands for this decoder's own orjson read of the bytes while the stream
+        has had no run of 19 digits (then it wants the exact value, and reads it itself); the
+        rest takes :meth:`feed`'s path, so the events and the turn are :meth:`feed`'s. An
+        empty ``data`` hands over the framing's last events, taken as :meth:`_drain` takes
+        its own."""
+        loads = self._guard.loader(data)
+        given = parsed if jsonload.StreamGuard.fast(loads) else None
+        if not data:
+            return self._last(events, loads, given)
+        return self._batch(events, loads, given)
+
+    def _drain(self) -> Events:
+        return self._last(self._sse.close_raw(), self._guard.loader(b""), None)
+
+    def _batch(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """One chunk's events (``parsed``: their objects, None where one was not read)."""
+        raise NotImplementedError
+
+    def _last(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        """The framing's last events, at the stream's end."""
+        raise NotImplementedError

@@ -37,7 +37,7 @@ from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDel
 from reasonwire.wire.projection import Parsed
 from reasonwire.wire.runs import cut_around, take
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
-from reasonwire.wire.stream_base import Events, StreamDecoderBase
+from reasonwire.wire.stream_base import BatchedSSEDecoder, Events
 
 _DELTA_FIELDS = {"thinking_delta": "thinking", "signature_delta": "signature", "text_delta": "text"}
 _RUN_DELTAS: dict[str, Callable[[str], model.StreamEvent]] = {
@@ -59,7 +59,7 @@ class _Run:
     delta: Callable[[str], model.StreamEvent]
 
 
-class AnthropicStreamDecoder(StreamDecoderBase):
+class AnthropicStreamDecoder(BatchedSSEDecoder):
     """Bytes of one streamed Messages response in, neutral events out.
 
     ``UsageEvent`` carries the running usage (``message_start`` figures, then merged with each
@@ -82,31 +82,13 @@ class AnthropicStreamDecoder(StreamDecoderBase):
 
     # -- protocol --------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> Events:
-        """Events of ``data``. A batch whose events are all one learned delta shape (the long
-        runs of thinking, then of text, that make up an answer) is taken by :meth:`_run`;
-        any other batch event by event, the shapes learned again from its last events."""
-        loads = self._guard.loader(data)  # sees every chunk, events or not
-        return self._batch(self._sse.feed_raw(data), loads, None)
-
-    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
-        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
-        (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the same
-        stream), so each event is framed and parsed once. A parsed object stands for this
-        decoder's own read of the bytes while the stream has had no run of 19 digits (then
-        it wants the exact value); the rest takes :meth:`feed`'s path, so the events and the
-        turn are :meth:`feed`'s."""
-        loads = self._guard.loader(data)
-        given = parsed if jsonload.StreamGuard.fast(loads) else None
-        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
-            return self._last(events, loads, given)
-        return self._batch(events, loads, given)
-
     def _batch(
         self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
     ) -> Events:
-        """One batch of events: the run path, else each event, then the shapes learned
-        (``parsed``: the events' objects, None where one was not read: read here)."""
+        """One batch of events (``parsed``: their objects, None where one was not read: read
+        here). A batch whose events are all one learned delta shape (the long runs of
+        thinking, then of text, that make up an answer) is taken by :meth:`_run`; any other
+        batch event by event, the shapes learned again from its last events."""
         if not events:
             return []
         out: Events = []
@@ -173,9 +155,6 @@ class AnthropicStreamDecoder(StreamDecoderBase):
             self._runs.append(
                 _Run(prefix, suffix, payload["index"], key, _RUN_DELTAS[delta["type"]])
             )
-
-    def _drain(self) -> Events:
-        return self._last(self._sse.close_raw(), self._guard.loader(b""), None)
 
     def _last(
         self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None

@@ -46,7 +46,7 @@ from reasonwire.wire.model import JSON, CarrierComplete, ReasoningDelta, TextDel
 from reasonwire.wire.projection import Parsed
 from reasonwire.wire.runs import cut_around, take
 from reasonwire.wire.sse import RawEvent, SSEDecoder
-from reasonwire.wire.stream_base import Events, StreamDecoderBase
+from reasonwire.wire.stream_base import BatchedSSEDecoder, Events
 
 
 def _open_text(items: list[JSON]) -> int:
@@ -93,7 +93,7 @@ def _piece_of(payload: JSON) -> tuple[int, str, str] | None:
     return None
 
 
-class InteractionsStreamDecoder(StreamDecoderBase):
+class InteractionsStreamDecoder(BatchedSSEDecoder):
     """Bytes of one streamed interaction in, neutral events out."""
 
     def __init__(self) -> None:
@@ -110,23 +110,6 @@ class InteractionsStreamDecoder(StreamDecoderBase):
         self._finished = False
         self._errors: list[str] = []
         self._runs: list[_Run] = []  # learned from the last batch parsed (module docstring)
-
-    def feed(self, data: bytes) -> Events:
-        loads = self._guard.loader(data)  # sees every chunk, events or not
-        return self._batch(self._sse.feed_raw(data), loads, None)
-
-    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
-        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
-        (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the same
-        stream), so each event is framed and parsed once. A parsed object stands for this
-        decoder's own orjson read of the bytes while the stream has had no run of 19 digits
-        (then it wants the exact value); the rest takes :meth:`feed`'s path, so the events
-        and the turn are :meth:`feed`'s."""
-        loads = self._guard.loader(data)
-        given = parsed if jsonload.StreamGuard.fast(loads) else None
-        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
-            return self._last(events, loads, given)
-        return self._batch(events, loads, given)
 
     def _batch(
         self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
@@ -183,9 +166,6 @@ class InteractionsStreamDecoder(StreamDecoderBase):
                 continue
             delta = TextDelta if key == "content" else ReasoningDelta
             self._runs.append(_Run(cut[0], cut[1], index, key, delta))
-
-    def _drain(self) -> Events:
-        return self._last(self._sse.close_raw(), self._guard.loader(b""), None)
 
     def _last(
         self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None

@@ -40,7 +40,7 @@ from reasonwire.wire.responses._parse import (
 )
 from reasonwire.wire.runs import Template, learn_template
 from reasonwire.wire.sse import RawEvent, SSEDecoder, event_name
-from reasonwire.wire.stream_base import Events, StreamDecoderBase
+from reasonwire.wire.stream_base import BatchedSSEDecoder, Events
 
 _MAX_SHAPES: Final = 4  # a stream has two or three uniform shapes (summary, reasoning, text)
 _MAX_TRIES: Final = 16  # batches the general path may learn from (learning parses again)
@@ -99,7 +99,7 @@ class _Shape:
     event: type[TextDelta] | type[ReasoningDelta]
 
 
-class ResponsesStreamDecoder(StreamDecoderBase):
+class ResponsesStreamDecoder(BatchedSSEDecoder):
     """Incremental decoder for one streamed Responses answer (any split of the bytes)."""
 
     def __init__(self) -> None:
@@ -119,30 +119,12 @@ class ResponsesStreamDecoder(StreamDecoderBase):
 
     # -- protocol ------------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> Events:
-        """Events of ``data``. A batch whose events all have one learned shape (the long runs
-        of reasoning, then of text, that make up an answer) is taken by :meth:`_run`; any
-        other batch by the general path, which also learns the shapes."""
-        loads = self._guard.loader(data)  # sees every chunk, events or not
-        return self._batch(self._sse.feed_raw(data), loads, None)
-
-    def feed_parsed(self, data: bytes, events: list[RawEvent], parsed: Parsed) -> Events:
-        """:meth:`feed` for a caller that framed ``data`` and parsed its events already
-        (:class:`~reasonwire.wire.projection.ParsedFeed`: a relay that projects the same
-        stream), so each event is framed and parsed once. A parsed object stands for this
-        decoder's own orjson read of the bytes while the stream has had no run of 19 digits
-        (then it wants the exact value); the rest takes :meth:`feed`'s path, so the events
-        and the turn are :meth:`feed`'s."""
-        loads = self._guard.loader(data)
-        given = parsed if jsonload.StreamGuard.fast(loads) else None
-        if not data:  # the framing's last events, taken as :meth:`_drain` takes its own
-            return self._events(events, loads, given)
-        return self._batch(events, loads, given)
-
     def _batch(
         self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
     ) -> Events:
-        """One batch of events: the run path, else each event, then the shapes learned."""
+        """One batch of events. A batch whose events all have one learned shape (the long
+        runs of reasoning, then of text, that make up an answer) is taken by :meth:`_run`;
+        any other batch by the general path, which also learns the shapes."""
         if not events:
             return []
         out: Events = []
@@ -208,9 +190,6 @@ class ResponsesStreamDecoder(StreamDecoderBase):
         k = payload.get(index_key)
         self._shapes.append(_Shape(template, which, idx, k if type(k) is int else 0, event))
 
-    def _drain(self) -> Events:
-        return self._events(self._sse.close_raw(), self._guard.loader(b""))
-
     def _unfinished(self) -> str | None:
         if self._final is not None:
             return None
@@ -235,6 +214,11 @@ class ResponsesStreamDecoder(StreamDecoderBase):
         return turn_from_items(items, response, extra_reasoning=extra)
 
     # -- events --------------------------------------------------------------------------
+
+    def _last(
+        self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None
+    ) -> Events:
+        return self._events(events, loads, parsed)
 
     def _events(
         self, events: list[RawEvent], loads: Callable[[bytes], JSON], parsed: Parsed | None = None
