@@ -198,6 +198,9 @@ Now = Callable[[], bool]
 written)."""
 
 _JSON = "application/json"
+_NOW_VAULTS = (MemoryVault, SQLiteVault)
+"""The vaults whose writes may run on the event loop (a tuple: a union written in the
+isinstance call is built anew on every call)."""
 
 
 @dataclass(slots=True)  # not frozen: made on every request, a plain __init__
@@ -619,7 +622,7 @@ class Gateway:
 
     def _vault_now(self) -> MemoryVault | SQLiteVault | None:
         vault = self.vault
-        if isinstance(vault, MemoryVault | SQLiteVault) and vault.writes_now:
+        if isinstance(vault, _NOW_VAULTS) and vault.writes_now:
             return vault
         return None
 
@@ -940,9 +943,10 @@ class Gateway:
                 auth = await self._db(
                     budget, lambda: self._authorise_flushed(headers, dialect, call)
                 )
-            since = budget.start()  # waiting for earlier writes is store time too
-            await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
-            budget.spend(since)
+            if self._unsettled.get(auth.binding.conversation_id):  # (rare: no coroutine else)
+                since = budget.start()  # waiting for earlier writes is store time too
+                await self._settled(auth.binding.conversation_id, max(0.0, budget.left))
+                budget.spend(since)
             raw = await self._read_body(request)
             admitted = self._admit(raw, dialect)
             call.facts.dropped = admitted.dropped
