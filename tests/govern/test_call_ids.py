@@ -1,9 +1,12 @@
-"""Call ids are drawn from random bytes read in blocks (one ``getrandom`` per 256 ids): each
-id is new, on any thread, and a forked child never hands out the bytes its parent holds."""
+"""Call ids are time-ordered UUIDs (version 7, RFC 9562: the Unix time in milliseconds, then
+random bits) whose random part is drawn from bytes read in blocks (one ``getrandom`` per 409
+ids): each id is new, on any thread, and a forked child never hands out the bytes its parent
+holds."""
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
@@ -12,12 +15,23 @@ from reasonwire.govern.evidence import new_call_id
 
 def _valid(cid: str) -> bool:
     u = uuid.UUID(hex=cid)
-    return (u.hex, u.version, u.variant) == (cid, 4, uuid.RFC_4122)
+    return (u.hex, u.version, u.variant) == (cid, 7, uuid.RFC_4122)
 
 
-def test_ids_across_several_blocks_are_all_new_version_4_uuids() -> None:
-    ids = [new_call_id() for _ in range(1000)]  # ~4 blocks of 4 KiB
+def test_ids_across_several_blocks_are_all_new_version_7_uuids() -> None:
+    ids = [new_call_id() for _ in range(1000)]  # ~3 blocks of 4 KiB
     assert len(set(ids)) == len(ids) and all(map(_valid, ids))
+
+
+def test_an_id_begins_with_the_unix_time_in_milliseconds_it_was_made_at() -> None:
+    """RFC 9562 §5.7: the first 48 bits are the Unix time in milliseconds, big-endian; so
+    ids made later sort after (the evidence index takes them at its end)."""
+    before = time.time_ns() // 1_000_000
+    ids = [new_call_id() for _ in range(500)]
+    after = time.time_ns() // 1_000_000
+    stamps = [int(cid[:12], 16) for cid in ids]
+    assert all(before <= ms <= after for ms in stamps)
+    assert stamps == sorted(stamps)
 
 
 def test_ids_made_on_many_threads_at_once_are_all_different() -> None:

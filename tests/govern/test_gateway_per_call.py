@@ -5,6 +5,7 @@ dialect's terminal stream event, held back on every stream."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 
@@ -114,3 +115,60 @@ async def test_a_stream_without_an_answer_ends_with_an_error_not_done(
     assert after == "" and last.startswith('data: {"type":"error","error":{"type":"api_error"')
     ((outcome, state),) = [(x.outcome, x.stream_state) for x in store.rows(conv)]
     assert (outcome, state) == ("upstream-error", "malformed")
+
+
+_ANSWER = (
+    b'{"id":"x","object":"chat.completion","created":1,"model":"sim-deepseek","choices":'
+    b'[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}'
+)
+
+
+class _CountingPool(UpstreamPool):
+    """An upstream answering every call with one JSON answer, counting the calls."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.posts = 0
+
+    async def post(
+        self, url: str, body: bytes, headers: Mapping[str, str], *, retry_stale: bool = True
+    ) -> UpstreamResponse:
+        self.posts += 1
+        return _Canned(_ANSWER)
+
+
+async def test_a_call_waits_for_its_conversations_unsettled_stream_and_no_other(
+    world: World, tmp_path: Path
+) -> None:
+    """A stream's vault entries are stored after its last bytes went out, so the client's
+    next turn can come first: that turn waits for them before its upstream call (the wait
+    is skipped only when the conversation has no stream unsettled); a call of another
+    conversation does not wait."""
+    pool = _CountingPool()
+    store = SQLiteStore(tmp_path / "ev.sqlite")
+    gw = Gateway(make_registry("http://127.0.0.1:9/v1"), POLICY, world.ring, store, upstream=pool)
+    body = {"model": "sim-deepseek", "messages": [{"role": "user", "content": "hi"}]}
+    held, other = new_conv(), new_conv()
+    settled = asyncio.Event()
+
+    async def post(client: httpx.AsyncClient, conv: str) -> httpx.Response:
+        headers = world.headers(conv, world.token(conv, "chat/sim-deepseek", "low"))
+        return await client.post("/v1/chat/completions", json=body, headers=headers)
+
+    transport = httpx.ASGITransport(app=gw.app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            # A first turn fixes the conversation's effort: the next is authorised on the
+            # event loop, so nothing but the wait stands between it and its upstream call.
+            assert (await post(client, held)).status_code == 200
+            gw._unsettled[held] = [settled]  # as _relay notes a stream not yet stored
+            waiting = asyncio.create_task(post(client, held))
+            assert (await post(client, other)).status_code == 200  # not held by the other
+            for _ in range(200):  # loop turns: far more than a call needs to reach upstream
+                await asyncio.sleep(0)
+            assert pool.posts == 2 and not waiting.done()
+            gw._settle(held, settled)
+            assert (await waiting).status_code == 200
+            assert pool.posts == 3
+    finally:
+        await gw.aclose()

@@ -348,9 +348,9 @@ async def test_a_write_queued_in_the_outbox_before_the_tick_ends_stops_the_group
         await gw.aclose()
 
 
-def test_call_ids_are_random_version_4_uuids() -> None:
-    """As ``uuid.uuid4().hex`` writes them (RFC 4122: the version nibble 4, the variant bits
-    10), each one new: a gateway call's and a row made without one (the LiteLLM hook's)."""
+def test_call_ids_are_time_ordered_version_7_uuids() -> None:
+    """RFC 9562 UUIDs of version 7 (the version nibble 7, the variant bits 10), each one new:
+    a gateway call's and a row made without one (the LiteLLM hook's)."""
     import uuid
 
     from reasonwire.govern.gateway import _Facts
@@ -360,7 +360,7 @@ def test_call_ids_are_random_version_4_uuids() -> None:
     assert len(set(ids)) == len(ids)
     for cid in ids:
         u = uuid.UUID(hex=cid)
-        assert (u.hex, u.version, u.variant) == (cid, 4, uuid.RFC_4122)
+        assert (u.hex, u.version, u.variant) == (cid, 7, uuid.RFC_4122)
 
 
 async def _stream(gw: Gateway, world: World, conv: str) -> httpx.Response:

@@ -22,6 +22,7 @@ import pytest
 
 from reasonwire.govern.binding import HEADER
 from reasonwire.govern.gateway import ATTEMPT_HEADER, CONVERSATION_HEADER
+from tests.govern.conftest import World
 from tests.govern.hostile import (
     MAIN,
     ROUTES,
@@ -435,6 +436,23 @@ def test_too_many_headers_is_refused(hw: HostileWorld) -> None:
     assert got.json()["error"]["code"] == "headers-too-large"
     assert hw.upstream.count() == before
     assert [(r.outcome, r.reason) for r in hw.rows(conv)] == [("refused", "headers-too-large")]
+
+
+def test_headers_past_the_byte_bound_are_refused_however_few(world: World) -> None:
+    """The gateway's header bound counts bytes as well as fields: three fields of 6 KiB
+    (18 KiB: past the default 16 KiB, with 64 fields allowed; within the server's own 64 KiB
+    head bound) are refused before anything else, with a row."""
+    conv = new_conv()
+    before = len(world.recorder.seen)
+    headers = world.headers(conv, world.token(conv, "chat/sim-deepseek", "low"))
+    headers |= {f"x-pad-{i}": "v" * 6144 for i in range(3)}
+    body = {"model": "sim-deepseek", "messages": [{"role": "user", "content": "hi"}]}
+    got = httpx.post(world.url + "/v1/chat/completions", json=body, headers=headers)
+    assert got.status_code == 431, got.text[:200]
+    assert got.json()["error"]["code"] == "headers-too-large"
+    assert len(world.recorder.seen) == before
+    rows = world.store.rows(conv)
+    assert [(r.outcome, r.reason) for r in rows] == [("refused", "headers-too-large")]
 
 
 @pytest.mark.parametrize(

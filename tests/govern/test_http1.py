@@ -573,6 +573,37 @@ def test_head_and_204_have_no_body() -> None:
     assert nobody.endswith(b"\r\n\r\n")
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        (b"x-split", b"a\r\nx-injected: 1"),
+        (b"x-cr", b"a\rb"),
+        (b"x-lf", b"a\nb"),
+        (b"x-in\rname", b"v"),
+        (b"x-in\nname", b"v"),
+        (b"x-colon:name", b"v"),
+    ],
+    ids=["crlf-value", "cr-value", "lf-value", "cr-name", "lf-name", "colon-name"],
+)
+def test_a_response_field_that_would_split_the_head_is_the_apps_error(
+    name: bytes, value: bytes
+) -> None:
+    """RFC 9110 §5.1 / §5.5: a field name is a token (no CR, LF or colon) and a value holds
+    no CR or LF; the server never writes such a field (it would inject others): the app's
+    error, answered 500, the field nowhere in the answer."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await _read_body(receive)
+        await send({"type": "http.response.start", "status": 200, "headers": [(name, value)]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    with served(app) as port:
+        got = raw(port, b"POST /x HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+    (r,) = _responses(got)
+    assert r.status == 500
+    assert b"x-injected" not in got and name not in got
+
+
 def test_100_continue_is_sent_when_the_app_reads_the_body() -> None:
     """RFC 9110 §10.1.1: a client that sends ``Expect: 100-continue`` waits for the 100
     before its body."""

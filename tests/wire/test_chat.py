@@ -328,6 +328,18 @@ def test_usage_normalisation() -> None:
     assert u.cost_usd == pytest.approx(0.00025)
     assert u.raw is xai
     assert D.parse_response(_body({"role": "assistant", "content": "x"})).usage is None
+    # OpenRouter's usage.cost is USD as a JSON number (a float as a rule); ticks may be one
+    # too; a boolean is no figure
+    for usage, cost in [
+        ({"prompt_tokens": 1, "cost": 0.0012}, 0.0012),
+        ({"prompt_tokens": 1, "cost": 2}, 2.0),
+        ({"prompt_tokens": 1, "cost_in_usd_ticks": 2.5e6}, 0.00025),
+        ({"prompt_tokens": 1, "cost": True}, None),
+        ({"prompt_tokens": 1, "cost_in_usd_ticks": False}, None),
+    ]:
+        u = D.parse_response(_body({"role": "assistant", "content": "x"}, usage)).usage
+        assert u is not None
+        assert u.cost_usd == (pytest.approx(cost) if cost is not None else None), usage
 
 
 def test_tool_call_arguments_object_is_encoded_compactly() -> None:

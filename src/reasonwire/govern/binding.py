@@ -224,7 +224,7 @@ class _KeyDir:
         self._problem = ""  # why nothing is trusted (directory or list unreadable)
 
     def _stamp_now(self) -> tuple[_Stat, ...]:
-        return tuple(_stat(p) for p in self._watched)
+        return tuple(map(_stat, self._watched))  # on every call: no generator frame
 
     def refresh(self, ring: KeyRing) -> None:
         now = time.monotonic()

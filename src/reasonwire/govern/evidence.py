@@ -53,7 +53,7 @@ are not the dialect's stream."""
 
 
 _RANDOM_BYTES = 4096
-"""Random bytes read at once for call ids (256 ids a read: ``os.urandom`` is a system call
+"""Random bytes read at once for call ids (409 ids a read: ``os.urandom`` is a system call
 each, a few microseconds on a loaded VM, one per call otherwise)."""
 
 
@@ -85,12 +85,17 @@ os.register_at_fork(after_in_child=_random.forked)
 
 
 def new_call_id() -> str:
-    """A new call id: a random (version 4) UUID's 32 hex digits, as ``uuid.uuid4().hex``
-    writes them, without building a ``UUID`` object (a third of the cost; one per call)."""
-    b = bytearray(_random.take(16))
-    b[6] = b[6] & 0x0F | 0x40  # version 4
-    b[8] = b[8] & 0x3F | 0x80  # the RFC 4122 variant
-    return b.hex()
+    """A new call id: a time-ordered (version 7, RFC 9562) UUID's 32 hex digits: the Unix
+    time in milliseconds, then 74 random bits. Why not a random (version 4) one: the
+    evidence table's unique index on ``call_id`` then takes each new row at a random place,
+    so a group commit of n rows rewrote about n index pages in the WAL; ids that grow with
+    time go to the index's last page (measured: a third of the WAL bytes, and a grouped
+    statement under wrk ~13 -> ~10 us). The random part is what makes two ids differ
+    (74 bits; the time is the evidence row's ``ts`` anyway)."""
+    b = bytearray(_random.take(10))
+    b[0] = b[0] & 0x0F | 0x70  # version 7
+    b[2] = b[2] & 0x3F | 0x80  # the RFC 9562 variant
+    return (time.time_ns() // 1_000_000).to_bytes(6, "big").hex() + b.hex()
 
 
 @dataclass

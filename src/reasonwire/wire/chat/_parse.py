@@ -37,6 +37,8 @@ THINKING_PART = "thinking"
 """The ``type`` (and carrier kind) of a Magistral thinking part in a ``content`` list."""
 _TEXT_FIELDS = ("reasoning_content", "reasoning")
 _DETAIL_TEXT_KEYS = ("text", "summary")
+_NUMBERS = (int, float)
+"""For isinstance: a union written in the call is built anew each time (~0.1 us, per answer)."""
 
 
 def detail_is_opaque(entry: JSON) -> bool:
@@ -221,9 +223,9 @@ def parse_usage(usage: JSON) -> Usage | None:
     cost: float | None = None
     raw_cost = usage.get("cost")
     ticks = usage.get("cost_in_usd_ticks")
-    if isinstance(raw_cost, int | float) and not isinstance(raw_cost, bool):
+    if isinstance(raw_cost, _NUMBERS) and not isinstance(raw_cost, bool):
         cost = float(raw_cost)
-    elif isinstance(ticks, int | float) and not isinstance(ticks, bool):
+    elif isinstance(ticks, _NUMBERS) and not isinstance(ticks, bool):
         cost = ticks * 1e-10
     return Usage(
         input_uncached=uncached,
