@@ -57,7 +57,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import NoReturn, TypeVar
@@ -74,7 +74,16 @@ from reasonwire.errors import (
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, Outcome, fill_usage
+from reasonwire.govern.evidence import (
+    EvidenceRow,
+    EvidenceStore,
+    Outcome,
+    SQLiteStore,
+    Statement,
+    fill_usage,
+    new_call_id,
+)
+from reasonwire.govern.group_commit import GroupCommit
 from reasonwire.govern.litellm_fields import (
     CALL_ID_KEY,
     PROXY_REQUESTER_KEYS,
@@ -178,6 +187,8 @@ class Governor:
         # attempt's row run on these threads, never on the proxy's event loop and never
         # queued behind LiteLLM's own use of the loop's default executor.
         self.executor = ThreadPoolExecutor(4, thread_name_prefix="reasonwire-hook-store")
+        # The rows written on the proxy's loop in one turn of it, one transaction.
+        self._group = GroupCommit(self._write_group)
 
     # -- before the call ---------------------------------------------------------------
 
@@ -206,7 +217,13 @@ class Governor:
         attempt's pending row while LiteLLM goes on to its attempt (which waits for that
         write: :meth:`aattempt_start`). Why: one thread hop per call instead of two, and the
         commit overlaps LiteLLM's own work. A call the loop stops waiting for is not let out
-        (:class:`_Ticket`)."""
+        (:class:`_Ticket`).
+
+        On the loop itself, no thread, when nothing of it may wait (:meth:`_admits_now`):
+        the request is admitted there and its first attempt's pending row goes into the loop
+        turn's group commit (:meth:`_prepare_now`)."""
+        if self._admits_now(data):
+            return await self._apre_call_now(data, call_type)
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[JsonObject] = loop.create_future()
         ticket = _Ticket()
@@ -224,6 +241,60 @@ class Governor:
             if isinstance(exc, TimeoutError | StoreUnavailable):
                 raise _unavailable(self) from None
             raise
+
+    def _store_now(self) -> SQLiteStore | None:
+        """The evidence store, when its writes may run on the proxy's loop without ever
+        waiting (:class:`~reasonwire.govern.evidence.NoWait`: a write that would wait writes
+        nothing and takes a store thread instead); else None."""
+        store = self.store
+        return store if isinstance(store, SQLiteStore) and store.writes_now else None
+
+    def _admits_now(self, data: Mapping[str, JSON]) -> bool:
+        """Admitting ``data`` reads no store and waits for nothing: the store's writes never
+        wait, the vault is in memory, and the conversation's effort and intent are cached
+        (fixed once, they never change; the first call of a conversation fixes them on a
+        store thread)."""
+        store = self._store_now()
+        if store is None or not isinstance(self.vault, MemoryVault):
+            return False
+        conv = request_headers(data).get(CONVERSATION_HEADER)
+        return conv is not None and store.fixed(conv)
+
+    async def _apre_call_now(self, data: JsonObject, call_type: str) -> JsonObject:
+        """:meth:`apre_call` on the loop (:meth:`_admits_now`); a refusal's row is committed
+        before the refusal is answered (a store that cannot: 503)."""
+        t0 = time.perf_counter()
+        row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
+        try:
+            out, call = self._admit(data, call_type, row, t0, None)
+        except PolicyRefusal as exc:
+            refusal = self._refusal(row, exc, t0)
+            if not await self._group.add(SQLiteStore.recording(row)):
+                await _bounded(self, self.store.record, row)
+            raise refusal from None
+        if call is not None and call.prepared is not None:
+            self._prepare_now(call, call.prepared)
+        return out
+
+    def _prepare_now(self, call: _Call, row: EvidenceRow) -> None:
+        """Write the first attempt's pending row in this loop turn's group commit; a group
+        that cannot commit without waiting leaves it to a store thread
+        (:meth:`_write_prepared`). Nothing waits here: :meth:`aattempt_start` waits for
+        :attr:`_Call.ready`, set only once the row is committed."""
+
+        def landed(committed: asyncio.Future[bool]) -> None:
+            if committed.result():
+                call.ready.set_result(None)
+            else:
+                self.executor.submit(self._write_prepared, call, row)
+
+        self._group.add(SQLiteStore.recording(row)).add_done_callback(landed)
+
+    def _write_group(self, statements: Sequence[Statement]) -> bool:
+        """A loop turn's statements (:class:`GroupCommit`) in one transaction, if it needs no
+        waiting; else none of them (each takes a store thread)."""
+        store = self._store_now()
+        return store is not None and store.write_now(statements)
 
     def _admit_then_prepare(
         self,
@@ -256,13 +327,17 @@ class Governor:
 
     def refuse(self, row: EvidenceRow, exc: PolicyRefusal, t0: float) -> NoReturn:
         """Record the refused call's row and raise the refusal as :class:`HookRefused`."""
+        refusal = self._refusal(row, exc, t0)
+        self.store.record(row)
+        raise refusal from None
+
+    @staticmethod
+    def _refusal(row: EvidenceRow, exc: PolicyRefusal, t0: float) -> HookRefused:
+        """The refused call's row filled in (still to be recorded), and its refusal."""
         row.reason = exc.reason
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        self.store.record(row)
         status = _STATUS.get(exc.reason, 403)
-        raise HookRefused(
-            status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
-        ) from None
+        return HookRefused(status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}")
 
     def _admit(
         self,
@@ -298,7 +373,7 @@ class Governor:
     @staticmethod
     def _attempt_row(call: _Call, number: int) -> EvidenceRow:
         """The ``pending`` row of the call's ``number``-th attempt (from 1)."""
-        row = replace(call.template, call_id=_new_id(), ts=time.time())
+        row = replace(call.template, call_id=new_call_id(), ts=time.time())
         row.outcome = "pending"  # committed before the attempt is sent (evidence first)
         row.attempt = (call.template.attempt or 1) + number - 1
         return row
@@ -553,8 +628,7 @@ class Governor:
             unsent.outcome, unsent.reason, unsent.status_code = "refused", reason, status
             unsent.latency_ms = (time.perf_counter() - call.t0) * 1000
             # a store down now leaves the row pending: "outcome never recorded", as documented
-            with contextlib.suppress(StoreUnavailable):
-                self.store.complete(unsent)
+            self._complete_soon(unsent)
 
         call.ready.add_done_callback(close)
 
@@ -579,7 +653,31 @@ class Governor:
         if here:
             self._complete(row)
         else:
-            call.completing = self.executor.submit(self._complete, row)
+            call.completing = self._complete_soon(row)
+
+    def _complete_soon(self, row: EvidenceRow) -> Future[None]:
+        """Complete ``row`` without waiting for it (:meth:`_complete`); the future says when
+        it is done. On the proxy's loop the completion goes into the loop turn's group commit
+        when SQLite can commit it without waiting (the statement reads the row now); else,
+        or when the group cannot commit, on a store thread."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a store thread, or no loop
+            return self.executor.submit(self._complete, row)
+        if self._store_now() is None:
+            return self.executor.submit(self._complete, row)
+        done: Future[None] = Future()
+        done.set_running_or_notify_cancel()
+
+        def landed(committed: asyncio.Future[bool]) -> None:
+            if committed.result():
+                done.set_result(None)
+            else:
+                later = self.executor.submit(self._complete, row)
+                later.add_done_callback(lambda _: done.set_result(None))
+
+        self._group.add(SQLiteStore.completing(row)).add_done_callback(landed)
+        return done
 
     def _complete(self, row: EvidenceRow) -> None:
         """Complete an attempt's row. Nobody waits for it: what the client gets does not
@@ -695,12 +793,6 @@ class Governor:
             headers = hidden.get("headers")
             if isinstance(headers, dict):
                 headers.clear()
-
-
-def _new_id() -> str:
-    import uuid
-
-    return uuid.uuid4().hex
 
 
 T = TypeVar("T")
