@@ -57,7 +57,7 @@ import contextlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import NoReturn, TypeVar
@@ -79,11 +79,9 @@ from reasonwire.govern.evidence import (
     EvidenceStore,
     Outcome,
     SQLiteStore,
-    Statement,
     fill_usage,
     new_call_id,
 )
-from reasonwire.govern.group_commit import GroupCommit
 from reasonwire.govern.litellm_fields import (
     CALL_ID_KEY,
     PROXY_REQUESTER_KEYS,
@@ -130,7 +128,8 @@ class _Call:
     """The first attempt's ``pending`` row, its write started when the call was admitted;
     None once an attempt took it (or the call never had one)."""
     completing: Future[None] | None = None
-    """The completion of the last closed attempt's row (written on a store thread)."""
+    """The completion of the last closed attempt's row, while on a store thread (None: none,
+    or committed on the loop)."""
     ready: Future[None] = field(default_factory=Future)
     """The write of :attr:`prepared`: done when committed, or with the store's error. Never
     cancellable (it is marked running when made), so a waiter giving up cannot undo it."""
@@ -181,14 +180,13 @@ class Governor:
         self.dialect = get_dialect("chat")
         self.verified = VerifiedBindings(keys)
         self._calls: OrderedDict[str, _Call] = OrderedDict()
+        self._profiles: dict[str, tuple[RouteRegistration, Profile]] = {}
         self._lock = threading.Lock()
         # The authorisation (it may fix the conversation's effort in the store), the first
         # attempt's pending row (written right after, on the same thread) and each later
         # attempt's row run on these threads, never on the proxy's event loop and never
         # queued behind LiteLLM's own use of the loop's default executor.
         self.executor = ThreadPoolExecutor(4, thread_name_prefix="reasonwire-hook-store")
-        # The rows written on the proxy's loop in one turn of it, one transaction.
-        self._group = GroupCommit(self._write_group)
 
     # -- before the call ---------------------------------------------------------------
 
@@ -269,7 +267,7 @@ class Governor:
             out, call = self._admit(data, call_type, row, t0, None)
         except PolicyRefusal as exc:
             refusal = self._refusal(row, exc, t0)
-            if not await self._group.add(SQLiteStore.recording(row)):
+            if not _now(lambda store: store.record_now(row), self._store_now()):
                 await _bounded(self, self.store.record, row)
             raise refusal from None
         if call is not None and call.prepared is not None:
@@ -277,24 +275,13 @@ class Governor:
         return out
 
     def _prepare_now(self, call: _Call, row: EvidenceRow) -> None:
-        """Write the first attempt's pending row in this loop turn's group commit; a group
-        that cannot commit without waiting leaves it to a store thread
-        (:meth:`_write_prepared`). Nothing waits here: :meth:`aattempt_start` waits for
-        :attr:`_Call.ready`, set only once the row is committed."""
-
-        def landed(committed: asyncio.Future[bool]) -> None:
-            if committed.result():
-                call.ready.set_result(None)
-            else:
-                self.executor.submit(self._write_prepared, call, row)
-
-        self._group.add(SQLiteStore.recording(row)).add_done_callback(landed)
-
-    def _write_group(self, statements: Sequence[Statement]) -> bool:
-        """A loop turn's statements (:class:`GroupCommit`) in one transaction, if it needs no
-        waiting; else none of them (each takes a store thread)."""
-        store = self._store_now()
-        return store is not None and store.write_now(statements)
+        """Commit the first attempt's pending row on the loop if that needs no waiting, else
+        leave it to a store thread (:meth:`_write_prepared`), for :meth:`aattempt_start` to
+        wait for (:attr:`_Call.ready` is set only once the row is committed)."""
+        if _now(lambda store: store.record_now(row), self._store_now()):
+            call.ready.set_result(None)
+        else:
+            self.executor.submit(self._write_prepared, call, row)
 
     def _admit_then_prepare(
         self,
@@ -431,9 +418,7 @@ class Governor:
         dropped = sorted(k for k in client if k not in shaped)
         if dropped:
             row.reason = "unknown fields dropped: " + ",".join(plain_name(k) for k in dropped)[:200]
-        fields = dict(route.profile_fields)
-        fields.setdefault("think_tags", True)  # cut unless the route says its model never does
-        profile = self.dialect.profile(route.profile, **fields)
+        profile = self._profile(route)
         body, removed = self.dialect.strip_controls(shaped, profile)
         fragment = route.levels[resolved]
         if self.dialect.is_non_escalating(removed) and not self.dialect.strip_controls(fragment)[1]:
@@ -449,6 +434,19 @@ class Governor:
         out = {k: v for k, v in data.items() if k not in client}
         out.update(body)
         return out, route, profile
+
+    def _profile(self, route: RouteRegistration) -> Profile:
+        """The route's profile, made once per registration (a route registered again gets
+        its own): ``<think>`` blocks cut unless the route says its model never writes them."""
+        known = self._profiles.get(route.route_id)
+        if known is not None and known[0] is route:
+            return known[1]
+        fields = dict(route.profile_fields)
+        fields.setdefault("think_tags", True)  # cut unless the route says its model never does
+        profile = self.dialect.profile(route.profile, **fields)
+        if len(self._profiles) < 1024:
+            self._profiles[route.route_id] = (route, profile)
+        return profile
 
     def _refuse_routing(
         self, data: Mapping[str, JSON], client: set[str], headers: Mapping[str, str]
@@ -655,29 +653,17 @@ class Governor:
         else:
             call.completing = self._complete_soon(row)
 
-    def _complete_soon(self, row: EvidenceRow) -> Future[None]:
-        """Complete ``row`` without waiting for it (:meth:`_complete`); the future says when
-        it is done. On the proxy's loop the completion goes into the loop turn's group commit
-        when SQLite can commit it without waiting (the statement reads the row now); else,
-        or when the group cannot commit, on a store thread."""
+    def _complete_soon(self, row: EvidenceRow) -> Future[None] | None:
+        """Complete ``row`` without waiting for it (:meth:`_complete`): on the proxy's loop
+        when SQLite can commit it there without waiting (None: done), else on a store thread
+        (the future says when it is done)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:  # a store thread, or no loop
             return self.executor.submit(self._complete, row)
-        if self._store_now() is None:
-            return self.executor.submit(self._complete, row)
-        done: Future[None] = Future()
-        done.set_running_or_notify_cancel()
-
-        def landed(committed: asyncio.Future[bool]) -> None:
-            if committed.result():
-                done.set_result(None)
-            else:
-                later = self.executor.submit(self._complete, row)
-                later.add_done_callback(lambda _: done.set_result(None))
-
-        self._group.add(SQLiteStore.completing(row)).add_done_callback(landed)
-        return done
+        if _now(lambda store: store.complete_now(row), self._store_now()):
+            return None
+        return self.executor.submit(self._complete, row)
 
     def _complete(self, row: EvidenceRow) -> None:
         """Complete an attempt's row. Nobody waits for it: what the client gets does not
@@ -806,6 +792,18 @@ def _unavailable(governor: Governor) -> HookRefused:
         "reasonwire refused: the evidence store cannot commit; nothing was sent upstream",
         {"Retry-After": str(governor.retry_after)},
     )
+
+
+def _now(write: Callable[[SQLiteStore], bool], store: SQLiteStore | None) -> bool:
+    """``write(store)`` committed on the caller's thread without waiting (True); False when
+    there is no such store or the write would wait or failed (nothing written: the caller
+    takes a store thread, where a failure is handled as on any write)."""
+    if store is None:
+        return False
+    try:
+        return write(store)
+    except StoreUnavailable:
+        return False
 
 
 def _settle(
