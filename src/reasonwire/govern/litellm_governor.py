@@ -37,17 +37,31 @@ Evidence: one :class:`~reasonwire.govern.evidence.EvidenceRow` per refusal and o
 upstream attempt, committed as ``pending`` before the attempt is let out (a store that cannot
 commit it in time: 503, nothing sent) and completed when the attempt ends (LiteLLM's
 deployment hooks, or the end of the relayed stream). The first attempt's row is written when
-the call is admitted, on the same store thread, just after the proxy has its answer; the
-attempt waits for that write. A call that never gets an attempt (LiteLLM ends it first, the
-hook stops waiting, the call is forgotten) has that row closed ``refused`` with the reason,
-so no row stays ``pending`` for an attempt that never went out.
+the call is admitted; the attempt waits for that write. A call that never gets an attempt
+(LiteLLM ends it first, the hook stops waiting, the call is forgotten) has that row closed
+``refused`` with the reason, so no row stays ``pending`` for an attempt that never went out.
 
-Cost per call (the proxy pays it on every request): a binding is verified once per token
-(:class:`~reasonwire.govern.verified.VerifiedBindings`; expiry and key checked on every
-call); the authorisation and the first attempt's pending row are one hop to the hook's own
-store threads (a later attempt's row, one more). (Authorising on the proxy's event loop when
-no store is touched was measured slower in the real proxy under concurrent load,
-``bench/bench_litellm_hook.py``.)
+Where the work runs. With the SQLite store and the in-memory vault, a call on a conversation
+whose effort and intent are already fixed (cached: fixed once, they never change) is
+admitted on the proxy's event loop, and its rows - a refusal's, the first attempt's pending
+row, each completion - are committed there when SQLite can commit without waiting
+(:class:`~reasonwire.govern.evidence.NoWait`: the connection's lock free, SQLite's busy
+timeout 0). A write that would wait (the database locked by another process or a
+checkpoint) or fails writes nothing there and goes to the hook's own store threads, where it
+waits as any store write does; the rules are the same either way (the attempt is let out
+only once its row is committed, a store that cannot commit within the budget is a 503). The
+first call of a conversation (which fixes its effort in the store), a PostgreSQL or other
+store, a shared vault, and a later attempt's row take the store threads.
+
+Why: under load the hop was the hook's largest cost, not the governance. Measured in the
+real proxy at 32 connections (``bench/bench_gateway.py``'s LiteLLM rows and
+``bench/bench_litellm_hook.py``, py-spy on the hooked proxy against LiteLLM alone): with the
+authorisation and the pending row on a store thread and each completion on another, the hook
+cost ~1-1.5 ms of CPU per call - most of it handing the GIL between the threads and LiteLLM's
+busy loop, invisible in the hook's own frames, while its Python work was ~0.2 ms; on the
+loop, with no hop, the hook's cost is its work (~0.15-0.2 ms per call in process). A binding
+is verified once per token (:class:`~reasonwire.govern.verified.VerifiedBindings`; expiry and
+key checked on every call), and a route's profile is made once per registration.
 """
 
 from __future__ import annotations
@@ -125,7 +139,7 @@ class _Call:
     finished: bool = False
     rows: list[str] = field(default_factory=list)
     prepared: EvidenceRow | None = None
-    """The first attempt's ``pending`` row, its write started when the call was admitted;
+    """The first attempt's ``pending`` row, written when the call was admitted;
     None once an attempt took it (or the call never had one)."""
     completing: Future[None] | None = None
     """The completion of the last closed attempt's row, while on a store thread (None: none,
@@ -182,10 +196,9 @@ class Governor:
         self._calls: OrderedDict[str, _Call] = OrderedDict()
         self._profiles: dict[str, tuple[RouteRegistration, Profile]] = {}
         self._lock = threading.Lock()
-        # The authorisation (it may fix the conversation's effort in the store), the first
-        # attempt's pending row (written right after, on the same thread) and each later
-        # attempt's row run on these threads, never on the proxy's event loop and never
-        # queued behind LiteLLM's own use of the loop's default executor.
+        # Store work that may wait runs on these threads (see the module: what runs on the
+        # proxy's loop instead), never queued behind LiteLLM's own use of the loop's default
+        # executor.
         self.executor = ThreadPoolExecutor(4, thread_name_prefix="reasonwire-hook-store")
 
     # -- before the call ---------------------------------------------------------------
@@ -213,8 +226,8 @@ class Governor:
         """:meth:`pre_call` from the proxy's event loop, within the store budget: on a store
         thread, which answers as soon as the request is admitted and then writes the first
         attempt's pending row while LiteLLM goes on to its attempt (which waits for that
-        write: :meth:`aattempt_start`). Why: one thread hop per call instead of two, and the
-        commit overlaps LiteLLM's own work. A call the loop stops waiting for is not let out
+        write: :meth:`aattempt_start`): one thread hop per call, and the commit overlaps
+        LiteLLM's own work. A call the loop stops waiting for is not let out
         (:class:`_Ticket`).
 
         On the loop itself, no thread, when nothing of it may wait (:meth:`_admits_now`):
