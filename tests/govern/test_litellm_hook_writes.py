@@ -1,4 +1,6 @@
-"""The LiteLLM hook's evidence writes, kept off the proxy's event loop.
+"""The LiteLLM hook's evidence writes that go to its store threads (most stores here override
+their writes, which sends every write there; the writes made on the proxy's loop, and their
+way back to a thread: test_litellm_hook_on_loop.py).
 
 The first attempt's pending row is written when the hook admits a call (on the same store
 thread, right after answering the proxy) and waited for by the attempt: evidence first still

@@ -37,17 +37,32 @@ Evidence: one :class:`~reasonwire.govern.evidence.EvidenceRow` per refusal and o
 upstream attempt, committed as ``pending`` before the attempt is let out (a store that cannot
 commit it in time: 503, nothing sent) and completed when the attempt ends (LiteLLM's
 deployment hooks, or the end of the relayed stream). The first attempt's row is written when
-the call is admitted, on the same store thread, just after the proxy has its answer; the
-attempt waits for that write. A call that never gets an attempt (LiteLLM ends it first, the
-hook stops waiting, the call is forgotten) has that row closed ``refused`` with the reason,
-so no row stays ``pending`` for an attempt that never went out.
+the call is admitted; the attempt waits for that write. A call that never gets an attempt
+(LiteLLM ends it first, the hook stops waiting, the call is forgotten) has that row closed
+``refused`` with the reason, so no row stays ``pending`` for an attempt that never went out.
 
-Cost per call (the proxy pays it on every request): a binding is verified once per token
-(:class:`~reasonwire.govern.verified.VerifiedBindings`; expiry and key checked on every
-call); the authorisation and the first attempt's pending row are one hop to the hook's own
-store threads (a later attempt's row, one more). (Authorising on the proxy's event loop when
-no store is touched was measured slower in the real proxy under concurrent load,
-``bench/bench_litellm_hook.py``.)
+Where the work runs. With the SQLite store and the in-memory vault, a call on a conversation
+whose effort and intent are already fixed (cached: fixed once, they never change) is
+admitted on the proxy's event loop, and its rows - a refusal's, the first attempt's pending
+row, each completion - are committed there when SQLite can commit without waiting
+(:class:`~reasonwire.govern.evidence.NoWait`: the connection's lock free, SQLite's busy
+timeout 0). A write that would wait (the database locked by another process or a
+checkpoint) or fails writes nothing there and goes to the hook's own store threads, where it
+waits as any store write does; the rules are the same either way (the attempt is let out
+only once its row is committed, a store that cannot commit within the budget is a 503). The
+first call of a conversation (which fixes its effort in the store), a PostgreSQL or other
+store, a shared vault, and a later attempt's row take the store threads.
+
+Why: under load the hop was the hook's largest cost, not the governance. Measured in the
+real proxy at 32 connections (``bench/bench_gateway.py``'s LiteLLM rows and
+``bench/bench_litellm_hook.py``, py-spy on the hooked proxy against LiteLLM alone): with the
+authorisation and the pending row on a store thread and each completion on another, the
+hooked proxy spent ~1.0-1.6 ms more CPU per request than LiteLLM alone (~9-11 ms), of which
+the hook's own frames were under half a millisecond - the rest was the store threads and
+LiteLLM's busy loop handing the GIL to each other; on the loop, with no hop, ~0.4-0.5 ms
+more, the hook's own work (~0.2 ms per call in process, two SQLite commits included). A
+binding is verified once per token (:class:`~reasonwire.govern.verified.VerifiedBindings`;
+expiry and key checked on every call), and a route's profile is made once per registration.
 """
 
 from __future__ import annotations
@@ -74,7 +89,14 @@ from reasonwire.errors import (
 from reasonwire.govern.authority import policy_now, settle_effort
 from reasonwire.govern.binding import HEADER, KeyRing
 from reasonwire.govern.carry import ATTEMPT_HEADER, CONVERSATION_HEADER
-from reasonwire.govern.evidence import EvidenceRow, EvidenceStore, Outcome, fill_usage
+from reasonwire.govern.evidence import (
+    EvidenceRow,
+    EvidenceStore,
+    Outcome,
+    SQLiteStore,
+    fill_usage,
+    new_call_id,
+)
 from reasonwire.govern.litellm_fields import (
     CALL_ID_KEY,
     PROXY_REQUESTER_KEYS,
@@ -118,10 +140,11 @@ class _Call:
     finished: bool = False
     rows: list[str] = field(default_factory=list)
     prepared: EvidenceRow | None = None
-    """The first attempt's ``pending`` row, its write started when the call was admitted;
+    """The first attempt's ``pending`` row, written when the call was admitted;
     None once an attempt took it (or the call never had one)."""
     completing: Future[None] | None = None
-    """The completion of the last closed attempt's row (written on a store thread)."""
+    """The completion of the last closed attempt's row, while on a store thread (None: none,
+    or committed on the loop)."""
     ready: Future[None] = field(default_factory=Future)
     """The write of :attr:`prepared`: done when committed, or with the store's error. Never
     cancellable (it is marked running when made), so a waiter giving up cannot undo it."""
@@ -172,11 +195,11 @@ class Governor:
         self.dialect = get_dialect("chat")
         self.verified = VerifiedBindings(keys)
         self._calls: OrderedDict[str, _Call] = OrderedDict()
+        self._profiles: dict[str, tuple[RouteRegistration, Profile]] = {}
         self._lock = threading.Lock()
-        # The authorisation (it may fix the conversation's effort in the store), the first
-        # attempt's pending row (written right after, on the same thread) and each later
-        # attempt's row run on these threads, never on the proxy's event loop and never
-        # queued behind LiteLLM's own use of the loop's default executor.
+        # Store work that may wait runs on these threads (see the module: what runs on the
+        # proxy's loop instead), never queued behind LiteLLM's own use of the loop's default
+        # executor.
         self.executor = ThreadPoolExecutor(4, thread_name_prefix="reasonwire-hook-store")
 
     # -- before the call ---------------------------------------------------------------
@@ -204,9 +227,15 @@ class Governor:
         """:meth:`pre_call` from the proxy's event loop, within the store budget: on a store
         thread, which answers as soon as the request is admitted and then writes the first
         attempt's pending row while LiteLLM goes on to its attempt (which waits for that
-        write: :meth:`aattempt_start`). Why: one thread hop per call instead of two, and the
-        commit overlaps LiteLLM's own work. A call the loop stops waiting for is not let out
-        (:class:`_Ticket`)."""
+        write: :meth:`aattempt_start`): one thread hop per call, and the commit overlaps
+        LiteLLM's own work. A call the loop stops waiting for is not let out
+        (:class:`_Ticket`).
+
+        On the loop itself, no thread, when nothing of it may wait (:meth:`_admits_now`):
+        the request is admitted there and its first attempt's pending row goes into the loop
+        turn's group commit (:meth:`_prepare_now`)."""
+        if self._admits_now(data):
+            return await self._apre_call_now(data, call_type)
         loop = asyncio.get_running_loop()
         answer: asyncio.Future[JsonObject] = loop.create_future()
         ticket = _Ticket()
@@ -224,6 +253,49 @@ class Governor:
             if isinstance(exc, TimeoutError | StoreUnavailable):
                 raise _unavailable(self) from None
             raise
+
+    def _store_now(self) -> SQLiteStore | None:
+        """The evidence store, when its writes may run on the proxy's loop without ever
+        waiting (:class:`~reasonwire.govern.evidence.NoWait`: a write that would wait writes
+        nothing and takes a store thread instead); else None."""
+        store = self.store
+        return store if isinstance(store, SQLiteStore) and store.writes_now else None
+
+    def _admits_now(self, data: Mapping[str, JSON]) -> bool:
+        """Admitting ``data`` reads no store and waits for nothing: the store's writes never
+        wait, the vault is in memory, and the conversation's effort and intent are cached
+        (fixed once, they never change; the first call of a conversation fixes them on a
+        store thread)."""
+        store = self._store_now()
+        if store is None or not isinstance(self.vault, MemoryVault):
+            return False
+        conv = request_headers(data).get(CONVERSATION_HEADER)
+        return conv is not None and store.fixed(conv)
+
+    async def _apre_call_now(self, data: JsonObject, call_type: str) -> JsonObject:
+        """:meth:`apre_call` on the loop (:meth:`_admits_now`); a refusal's row is committed
+        before the refusal is answered (a store that cannot: 503)."""
+        t0 = time.perf_counter()
+        row = EvidenceRow(outcome="refused", conversation_id=None, dialect=self.dialect.name)
+        try:
+            out, call = self._admit(data, call_type, row, t0, None)
+        except PolicyRefusal as exc:
+            refusal = self._refusal(row, exc, t0)
+            if not _now(lambda store: store.record_now(row), self._store_now()):
+                await _bounded(self, self.store.record, row)
+            raise refusal from None
+        if call is not None and call.prepared is not None:
+            self._prepare_now(call, call.prepared)
+        return out
+
+    def _prepare_now(self, call: _Call, row: EvidenceRow) -> None:
+        """Commit the first attempt's pending row on the loop if that needs no waiting, else
+        leave it to a store thread (:meth:`_write_prepared`), for :meth:`aattempt_start` to
+        wait for (:attr:`_Call.ready` is set only once the row is committed)."""
+        if _now(lambda store: store.record_now(row), self._store_now()):
+            call.ready.set_result(None)
+        else:
+            self.executor.submit(self._write_prepared, call, row)
 
     def _admit_then_prepare(
         self,
@@ -256,13 +328,17 @@ class Governor:
 
     def refuse(self, row: EvidenceRow, exc: PolicyRefusal, t0: float) -> NoReturn:
         """Record the refused call's row and raise the refusal as :class:`HookRefused`."""
+        refusal = self._refusal(row, exc, t0)
+        self.store.record(row)
+        raise refusal from None
+
+    @staticmethod
+    def _refusal(row: EvidenceRow, exc: PolicyRefusal, t0: float) -> HookRefused:
+        """The refused call's row filled in (still to be recorded), and its refusal."""
         row.reason = exc.reason
         row.latency_ms = (time.perf_counter() - t0) * 1000
-        self.store.record(row)
         status = _STATUS.get(exc.reason, 403)
-        raise HookRefused(
-            status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}"
-        ) from None
+        return HookRefused(status, exc.reason, f"reasonwire refused: {exc.reason}: {exc.detail}")
 
     def _admit(
         self,
@@ -298,7 +374,7 @@ class Governor:
     @staticmethod
     def _attempt_row(call: _Call, number: int) -> EvidenceRow:
         """The ``pending`` row of the call's ``number``-th attempt (from 1)."""
-        row = replace(call.template, call_id=_new_id(), ts=time.time())
+        row = replace(call.template, call_id=new_call_id(), ts=time.time())
         row.outcome = "pending"  # committed before the attempt is sent (evidence first)
         row.attempt = (call.template.attempt or 1) + number - 1
         return row
@@ -356,9 +432,7 @@ class Governor:
         dropped = sorted(k for k in client if k not in shaped)
         if dropped:
             row.reason = "unknown fields dropped: " + ",".join(plain_name(k) for k in dropped)[:200]
-        fields = dict(route.profile_fields)
-        fields.setdefault("think_tags", True)  # cut unless the route says its model never does
-        profile = self.dialect.profile(route.profile, **fields)
+        profile = self._profile(route)
         body, removed = self.dialect.strip_controls(shaped, profile)
         fragment = route.levels[resolved]
         if self.dialect.is_non_escalating(removed) and not self.dialect.strip_controls(fragment)[1]:
@@ -374,6 +448,19 @@ class Governor:
         out = {k: v for k, v in data.items() if k not in client}
         out.update(body)
         return out, route, profile
+
+    def _profile(self, route: RouteRegistration) -> Profile:
+        """The route's profile, made once per registration (a route registered again gets
+        its own): ``<think>`` blocks cut unless the route says its model never writes them."""
+        known = self._profiles.get(route.route_id)
+        if known is not None and known[0] is route:
+            return known[1]
+        fields = dict(route.profile_fields)
+        fields.setdefault("think_tags", True)  # cut unless the route says its model never does
+        profile = self.dialect.profile(route.profile, **fields)
+        if len(self._profiles) < 1024:
+            self._profiles[route.route_id] = (route, profile)
+        return profile
 
     def _refuse_routing(
         self, data: Mapping[str, JSON], client: set[str], headers: Mapping[str, str]
@@ -553,8 +640,7 @@ class Governor:
             unsent.outcome, unsent.reason, unsent.status_code = "refused", reason, status
             unsent.latency_ms = (time.perf_counter() - call.t0) * 1000
             # a store down now leaves the row pending: "outcome never recorded", as documented
-            with contextlib.suppress(StoreUnavailable):
-                self.store.complete(unsent)
+            self._complete_soon(unsent)
 
         call.ready.add_done_callback(close)
 
@@ -579,7 +665,19 @@ class Governor:
         if here:
             self._complete(row)
         else:
-            call.completing = self.executor.submit(self._complete, row)
+            call.completing = self._complete_soon(row)
+
+    def _complete_soon(self, row: EvidenceRow) -> Future[None] | None:
+        """Complete ``row`` without waiting for it (:meth:`_complete`): on the proxy's loop
+        when SQLite can commit it there without waiting (None: done), else on a store thread
+        (the future says when it is done)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # a store thread, or no loop
+            return self.executor.submit(self._complete, row)
+        if _now(lambda store: store.complete_now(row), self._store_now()):
+            return None
+        return self.executor.submit(self._complete, row)
 
     def _complete(self, row: EvidenceRow) -> None:
         """Complete an attempt's row. Nobody waits for it: what the client gets does not
@@ -697,12 +795,6 @@ class Governor:
                 headers.clear()
 
 
-def _new_id() -> str:
-    import uuid
-
-    return uuid.uuid4().hex
-
-
 T = TypeVar("T")
 
 
@@ -714,6 +806,18 @@ def _unavailable(governor: Governor) -> HookRefused:
         "reasonwire refused: the evidence store cannot commit; nothing was sent upstream",
         {"Retry-After": str(governor.retry_after)},
     )
+
+
+def _now(write: Callable[[SQLiteStore], bool], store: SQLiteStore | None) -> bool:
+    """``write(store)`` committed on the caller's thread without waiting (True); False when
+    there is no such store or the write would wait or failed (nothing written: the caller
+    takes a store thread, where a failure is handled as on any write)."""
+    if store is None:
+        return False
+    try:
+        return write(store)
+    except StoreUnavailable:
+        return False
 
 
 def _settle(
