@@ -232,8 +232,8 @@ class Governor:
         (:class:`_Ticket`).
 
         On the loop itself, no thread, when nothing of it may wait (:meth:`_admits_now`):
-        the request is admitted there and its first attempt's pending row goes into the loop
-        turn's group commit (:meth:`_prepare_now`)."""
+        the request is admitted there and its first attempt's pending row committed there
+        when SQLite can without waiting (:meth:`_prepare_now`)."""
         if self._admits_now(data):
             return await self._apre_call_now(data, call_type)
         loop = asyncio.get_running_loop()
@@ -673,9 +673,11 @@ class Governor:
         (the future says when it is done)."""
         try:
             asyncio.get_running_loop()
-        except RuntimeError:  # a store thread, or no loop
-            return self.executor.submit(self._complete, row)
-        if _now(lambda store: store.complete_now(row), self._store_now()):
+        except RuntimeError:  # a store thread, or no loop: the store thread's way
+            store = None
+        else:
+            store = self._store_now()
+        if _now(lambda s: s.complete_now(row), store):
             return None
         return self.executor.submit(self._complete, row)
 
