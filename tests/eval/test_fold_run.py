@@ -29,6 +29,7 @@ from reasonwire.sim import SimServer
 from reasonwire.sim.behaviours import BEHAVIOURS
 from reasonwire.sim.tokens import count
 from reasonwire.wire.fold import FoldSettings
+from tests.eval.slim_oracle import rows_both_ways
 from tests.fold.test_trace import by_hand
 
 from .truth import VARIANT_KEYS, lane_behaviour
@@ -287,3 +288,13 @@ def test_the_report_command_writes_the_fold_section_as_the_whole_matrix_does(
     write_report(pieces)
     for name in ("matrix.json", "matrix.md", "report.html"):
         assert _stamped(pieces, name) == _stamped(out, name), name
+
+
+def test_the_fold_rows_of_the_slimmed_records_are_those_of_the_records_as_written(
+    fold_run: tuple[Path, Any],
+) -> None:
+    """The report's reader keeps only the fields a row reads (``_shards._READ``): the fold
+    rows, read from the fold step's own fields, are the same as from the whole records."""
+    slim, whole, _ = rows_both_ways(fold_run[0])
+    assert '"folded"' in whole
+    assert slim == whole

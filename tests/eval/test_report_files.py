@@ -28,6 +28,7 @@ from reasonwire.eval._report_files import write_report
 from reasonwire.eval._report_html import write_all
 from reasonwire.eval._shards import cut, owner, scan
 from reasonwire.wire.model import ABSENT
+from tests.eval.slim_oracle import rows_both_ways
 
 SHARES = (0.0, 0.05, 0.3, 0.45, 0.5, 0.7, 0.95, 1.0)
 """Where the first range ends, as a share of the file (the report uses FIRST_SHARE)."""
@@ -142,6 +143,8 @@ def test_each_key_gets_all_its_records_in_file_order_once(
     records, in file order; the keys come in file order after the targets."""
     monkeypatch.setattr(shards_mod, "FIRST_SHARE", share)
     monkeypatch.setattr(shards_mod, "_CHUNK", 777)  # lines cross chunk boundaries
+    for name in ("_READ", "_TURN1_READ"):  # the tag stays
+        monkeypatch.setattr(shards_mod, name, getattr(shards_mod, name) | {"seq"})
     calls, fid = hostile_dir / "calls.jsonl", _fid(hostile_dir)
     ref = _reference(calls, fid)
     targets = matrix_mod.plan(hostile_dir).targets
@@ -154,6 +157,54 @@ def test_each_key_gets_all_its_records_in_file_order_once(
     assert s.ncalls == sum(len(v) for v in ref.values())
     assert list(s.discovered) == list(ref)  # first records' order
     assert list(s.order) == [*targets, *(k for k in ref if k not in targets)]
+
+
+@pytest.fixture(scope="module")
+def reruns_dir(
+    sim_run: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The simulator run's records, after each of them again as another run's retry
+    (``attempt`` 2, a newer ``t``: two processes sharing ``--out``) whose text variants were
+    sent with other parameters (``params_sig``) and whose replays answered on another lane:
+    a variant is measured only against its baseline's parameters, and a mode that answered
+    off its lane says in how many attempts."""
+    src, _ = sim_run
+    out = tmp_path_factory.mktemp("reruns")
+    shutil.copy(src / "runs.jsonl", out / "runs.jsonl")
+    recs = [json.loads(x) for x in (src / "calls.jsonl").read_text().splitlines() if x.strip()]
+    again = []
+    for r in recs:
+        r = {**r, "attempt": 2, "t": float(r.get("t") or 0.0) + 1.0}
+        if r.get("step") == "text" and r.get("variant") != "none":
+            r["params_sig"] = '[["temperature"], [], []]'
+            r["billed_input"] = int(r.get("billed_input") or 0) + 1000
+        elif r.get("step") == "opaque" and r.get("position") != "turn1" and r.get("ok"):
+            # a mode of its own, answered on another lane than its turn 1's
+            r.update(variant="retried", t1_lane=r.get("t1_lane") or r["lane"], lane="other")
+        again.append(r)
+    (out / "calls.jsonl").write_text("".join(_dump(r) + "\n" for r in again + recs))
+    return out
+
+
+@pytest.mark.parametrize("which", ["hostile", "sim", "reruns", "v1"])
+def test_the_rows_of_the_slimmed_records_are_those_of_the_records_as_written(
+    hostile_dir: Path, sim_run: tuple[Path, dict[str, Any]], reruns_dir: Path, which: str
+) -> None:
+    """The reader keeps of each call record only the fields a row reads (memory: the report
+    bar): every (route, model)'s rows are the same as from the whole records (the hostile
+    lines, a simulator run of every behaviour, the same with later retries under other
+    parameters, records of the first record format)."""
+    src = {
+        "hostile": hostile_dir,
+        "sim": sim_run[0],
+        "reruns": reruns_dir,
+        "v1": Path(__file__).parent / "data" / "records-v1",
+    }
+    slim, whole, n = rows_both_ways(src[which])
+    assert n > 0 and '"verdict"' in whole
+    if which == "reruns":
+        assert "in 3 attempt(s)" in whole
+    assert slim == whole
 
 
 @pytest.mark.parametrize("share", SHARES)

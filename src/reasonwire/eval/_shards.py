@@ -35,15 +35,34 @@ import orjson
 
 from reasonwire.eval._records import parse_line
 from reasonwire.eval._rows import Rec
+from reasonwire.wire.model import JSON
 
 Key = tuple[str, str]
 """(route, model)."""
 R = TypeVar("R")
 
-_UNUSED = ("raw", "usage", "error_body", "key", "elapsed_s", "t", "T_source", "cost_estimate")
-"""Call-record keys the matrix never reads: dropped as records are loaded (memory)."""
-_UNUSED_TURN1 = tuple(k for k in _UNUSED if k != "t")
-"""A turn-1 record keeps ``t``: the newest capture is the one a row replays (``_rows``)."""
+_READ = frozenset(
+    ("step", "position", "variant", "wording", "extra", "attempt", "params_sig", "fix_notes",
+     "status", "ok", "lane", "billed_input", "reply", "error", "error_kind", "cost_usd",
+     "price", "t1_lane", "t1_run", "fold_id", "fold_mode", "fold")
+)  # fmt: skip
+"""The fields of a call record other than turn 1's that a row reads (:mod:`reasonwire.eval.
+_rows`, :mod:`reasonwire.eval._fold_rows`): such a record keeps only these, in a dict of its
+own, and each of its str and int values is one object per distinct value in the range
+(not floats: ``0.0 == -0.0 == 0`` would hand one for another; not bools, which equal 1 and 0).
+
+Why (the report bar, a million records in < 10 s): as parsed, a record is a dict of ~30
+fields, each string value an object of its own: 2.4 KB a record, 2.4 GB for the bench's
+million, and every new page of it is a page fault, which on the bench's VM cost 2-40 us
+(the host backs the guest's memory lazily: the same report read 9 s and 34 s on one day).
+Kept this way a record is ~0.8 KB (~20 fields of a few dozen distinct values: lanes, steps,
+wordings, replies); the rebuild and lookups cost ~2 us a record. A field a row starts to
+read must be added here: a test builds the rows of recorded runs from the records as read
+and from the records as written and compares them."""
+_TURN1_READ = _READ | {"run_id", "t", "effort", "response_id", "tool_calls", "carriers",
+                       "reasoning_excerpt"}  # fmt: skip
+"""What a row reads of a turn-1 record besides :data:`_READ`: the capture it replays (the
+newest by ``t``; its run, effort, response, tool calls, carriers and reasoning excerpt)."""
 _CHUNK = 8 << 20
 """Bytes read at a time (lines are split out of each chunk in C)."""
 
@@ -125,6 +144,8 @@ def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
     loads, decode_error = orjson.loads, orjson.JSONDecodeError
     spent = billed = 0.0
     ncalls = 0
+    values: dict[JSON, JSON] = {}  # one object per distinct str and int value read: _READ
+    shared = values.setdefault
     for raw in _lines(path, start, end):
         try:
             rec = loads(raw)
@@ -144,20 +165,12 @@ def read_range(path: Path, start: int, end: int, fid: str) -> Groups:
         spent += cost
         if get("cost_estimate") is False:
             billed += cost
-        pop = rec.pop
-        if get("position") != "turn1":
-            pop("raw", None)
-            pop("usage", None)
-            pop("error_body", None)
-            pop("key", None)
-            pop("elapsed_s", None)
-            pop("t", None)
-            pop("T_source", None)
-            pop("cost_estimate", None)
-            pop("carriers", None)
-        else:
-            for unused in _UNUSED_TURN1:
-                pop(unused, None)
+        keep = _READ if get("position") != "turn1" else _TURN1_READ
+        rec = {
+            f: shared(v, v) if v.__class__ is str or v.__class__ is int else v
+            for f, v in rec.items()
+            if f in keep
+        }
         group.append(rec)
         ncalls += 1
     g.spent, g.billed, g.ncalls = spent, billed, ncalls
