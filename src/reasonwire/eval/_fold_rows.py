@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from reasonwire.eval._rows import Rec
 from reasonwire.eval._variants import BASELINE, TEXT_VARIANTS
-from reasonwire.fold.trace import chars4
-from reasonwire.method.fixture import canary_hit
+from reasonwire.method.fixture import canary_hit, chars4
 from reasonwire.method.matrix import FoldRecall, FoldRow, FoldSetup, RowError
 from reasonwire.method.verdicts import Outcome, Thresholds
 from reasonwire.wire.model import JsonObject

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from reasonwire.errors import ConfigError
-from reasonwire.method.fixture import CANARY_SENTENCE, CANARY_WORDS, filler_sentences
+from reasonwire.method.fixture import CANARY_SENTENCE, CANARY_WORDS, chars4, filler_sentences
 from reasonwire.method.matrix import FoldCanary, FoldSetup
 from reasonwire.wire.fold import FoldSettings, fold_cuts, fold_text
 
@@ -97,11 +97,6 @@ class FoldTrace:
             T_folded=chars4(len(self.folded)),
             canaries=self.canaries,
         )
-
-
-def chars4(chars: int) -> int:
-    """Tokens of a text of ``chars`` characters by the chars/4 rule (the method's T rule)."""
-    return max(1, round(chars / 4))
 
 
 def kept_region(start: int, end: int, head: int, tail: int) -> Kept:

@@ -98,7 +98,12 @@ class SeededTrace:
     @property
     def trace_tokens_estimate(self) -> int:
         """T by the chars/4 rule (used where no tokenizer or count endpoint measures it)."""
-        return max(1, round(len(self.trace) / 4))
+        return chars4(len(self.trace))
+
+
+def chars4(chars: int) -> int:
+    """Tokens of a text of ``chars`` characters by the chars/4 rule (the method's T rule)."""
+    return max(1, round(chars / 4))
 
 
 def filler_sentences(rng: random.Random, words: int) -> list[str]:
@@ -138,5 +143,6 @@ __all__ = [
     "SeededTrace",
     "canary_hit",
     "canary_in",
+    "chars4",
     "filler_sentences",
 ]
