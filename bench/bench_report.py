@@ -14,8 +14,11 @@ Timed: the ``reasonwire eval report --out DIR`` command in a fresh process (impo
 stdout to /dev/null). Peer in the same run: a plain pass over the same ``calls.jsonl`` that
 only counts the lines ``json.loads`` parses (stdlib), i.e. the cost of reading the records
 once with nothing built. Printed: both times and their ratio, wall and CPU (user + sys; the
-report's CPU is both of its processes'). On a loaded machine the wall ratio swings with the
-load (a forked child shares its parent's scheduling group), the CPU ratio much less.
+report's CPU is both of its processes'). Then the page a user opens: headless Chromium
+loading ``report.html`` against loading an empty page, alternating, the median of each (the
+issue's bar: the page opens in under 2 s); skipped without Chromium. On a loaded machine
+the wall ratio swings with the load (a forked child shares its parent's scheduling group),
+the CPU ratio much less.
 
 Run: .venv/bin/python bench/bench_report.py [--records 1000000] [--keep DIR | --reuse DIR]
 """
@@ -26,6 +29,8 @@ import argparse
 import json
 import os
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,6 +40,8 @@ from typing import Any
 
 BAR_SECONDS = 10.0
 BAR_HTML_MB = 6.0
+BAR_OPEN_SECONDS = 2.0
+OPEN_ROUNDS = 3
 
 
 def seed_run(out: Path) -> None:
@@ -122,6 +129,29 @@ def time_report(out: Path) -> tuple[float, float]:
     return wall, cpu
 
 
+def chromium_open(page: Path, tmp: Path) -> tuple[float, float] | None:
+    """Median wall seconds of headless Chromium loading ``page`` and printing its DOM (the
+    page parsed, laid out and its scripts run), and of the same for an empty page (the
+    browser's own start and exit, in the same run): their difference is what a user waits
+    for the page. None without Chromium."""
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return None
+    empty = tmp / "empty.html"
+    empty.write_text("<!doctype html><title>empty</title>", encoding="utf-8")
+    flags = [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp / 'chromium-profile'}", "--window-size=1280,1000"]  # fmt: skip
+    times: dict[Path, list[float]] = {page: [], empty: []}
+    for _ in range(OPEN_ROUNDS):
+        for target in times:  # alternating: both see the same machine
+            t0 = time.perf_counter()
+            subprocess.run([*flags, "--dump-dom", target.resolve().as_uri()], check=True,
+                           capture_output=True, timeout=120)  # fmt: skip
+            times[target].append(time.perf_counter() - t0)
+    return statistics.median(times[page]), statistics.median(times[empty])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -153,6 +183,15 @@ def main() -> None:
               f"{BAR_HTML_MB:.0f} MB: {'PASS' if html_mb < BAR_HTML_MB else 'FAIL'}")  # fmt: skip
         print(f"         {report_cpu:.2f} s CPU (user+sys); load average "
               f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")  # fmt: skip
+        opened = chromium_open(out / "report.html", Path(tmp))
+        if opened is None:
+            print("open:    skipped (no chromium: apt-get install -y chromium)")
+        else:
+            page_s, empty_s = opened
+            print(f"open:    report.html in headless Chromium {page_s:.2f} s, an empty page "
+                  f"{empty_s:.2f} s (median of {OPEN_ROUNDS}): the page's own "
+                  f"{page_s - empty_s:.2f} s, bar < {BAR_OPEN_SECONDS:.0f} s: "
+                  f"{'PASS' if page_s - empty_s < BAR_OPEN_SECONDS else 'FAIL'}")  # fmt: skip
         print(f"peer:    {peer_s:.2f} s, {peer_cpu:.2f} s CPU  (stdlib json.loads line pass, "
               "nothing built)")  # fmt: skip
         print(f"ratio:   report / peer = {report_s / peer_s:.2f} (wall), "
