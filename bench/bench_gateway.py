@@ -10,7 +10,11 @@ with the ratios and the bars of issue 28.
 Processes (each its own, one worker): a minimal asyncio upstream answering a fixed chat
 completion (with ``reasoning_content`` and usage) or a fixed SSE stream; ``reasonwire gateway
 serve`` with a generated policy module and key; the replicas as a small Python script building
-``Gateway(store=SQLiteStore, vault=SQLiteVault)`` on the gateway's own HTTP/1.1 server; LiteLLM's proxy (its own venv,
+``Gateway(store=SQLiteStore, vault=SQLiteVault)`` on the gateway's own HTTP/1.1 server; a
+do-nothing HTTP/1.1 relay to the same upstream (:data:`RELAY`: the floor peer of the added
+latency and the TTFB delta, taking turns with the direct and gateway requests in the same run;
+Python on uvloop's event loop when installed, as the gateway's server runs, else asyncio's;
+uvloop and asyncio both set ``TCP_NODELAY`` on TCP sockets); LiteLLM's proxy (its own venv,
 default ~/.cache/reasonwire/litellm-venv from ``make lane-litellm``; ``--litellm PATH`` to its
 ``litellm`` executable). Servers under test run one at a time, but for the two LiteLLM proxies:
 both up, taking wrk rounds in turn (``LITELLM_ROUNDS``; the hook's figure is the median of the
@@ -92,6 +96,93 @@ except KeyboardInterrupt:  # the bench stops it with SIGINT
     pass
 """
 
+RELAY = r"""
+import asyncio, sys
+# A do-nothing HTTP/1.1 relay (the floor peer of the gateway's added latency): the client's
+# request bytes go upstream once the request is whole (the gateway also reads a request whole
+# before it sends it on), the upstream's response bytes go to the client as they arrive.
+# Framing only: the request's and the response's end by Content-Length or chunked coding.
+# Keep-alive upstream connections, one per request in flight (the sequential bench: one).
+UP = ("127.0.0.1", int(sys.argv[2]))
+IDLE = []
+def ended(buf, start):
+    # the end of the message whose body starts at buf[start:], or -1 (head already split)
+    head = buf[:start].lower()
+    i = head.find(b"\r\ncontent-length:")
+    if i >= 0:
+        n = int(head[i + 17:head.index(b"\r\n", i + 2)])
+        return start + n if len(buf) >= start + n else -1
+    if b"\r\ntransfer-encoding:" not in head:
+        return start  # no body (the bench's requests and answers always frame theirs)
+    pos = start
+    while True:  # chunked: size line, data, CRLF ... a 0 size, then the trailers' blank line
+        eol = buf.find(b"\r\n", pos)
+        if eol < 0:
+            return -1
+        size = int(buf[pos:eol].split(b";")[0], 16)
+        if size == 0:
+            end = buf.find(b"\r\n\r\n", eol)
+            return -1 if end < 0 else end + 4
+        pos = eol + 2 + size + 2
+        if pos > len(buf):
+            return -1
+class Up(asyncio.Protocol):
+    def connection_made(self, t): self.t, self.client, self.buf, self.start = t, None, b"", -1
+    def data_received(self, d):
+        self.client.t.write(d)
+        self.buf += d
+        if self.start < 0:
+            i = self.buf.find(b"\r\n\r\n")
+            if i < 0: return
+            self.start = i + 4
+        end = ended(self.buf, self.start)
+        if end >= 0:
+            self.buf, self.start, client, self.client = self.buf[end:], -1, self.client, None
+            IDLE.append(self)
+            client.done()
+    def connection_lost(self, exc):
+        if self in IDLE: IDLE.remove(self)
+        if self.client is not None: self.client.t.close()
+class Client(asyncio.Protocol):
+    def connection_made(self, t): self.t, self.buf, self.busy = t, b"", False
+    def data_received(self, d):
+        self.buf += d
+        if not self.busy: self.next()
+    def next(self):
+        i = self.buf.find(b"\r\n\r\n")
+        if i < 0: return
+        end = ended(self.buf, i + 4)
+        if end < 0: return
+        req, self.buf, self.busy = self.buf[:end], self.buf[end:], True
+        if IDLE:
+            self.send(IDLE.pop(), req)
+        else:
+            asyncio.ensure_future(self.connect(req))
+    async def connect(self, req):
+        _, up = await asyncio.get_running_loop().create_connection(Up, *UP)
+        self.send(up, req)
+    def send(self, up, req):
+        up.client = self
+        up.t.write(req)
+    def done(self):
+        self.busy = False
+        self.next()
+async def main():
+    srv = await asyncio.get_running_loop().create_server(Client, "127.0.0.1", int(sys.argv[1]))
+    print("ready", flush=True)
+    await srv.serve_forever()
+try:
+    import uvloop  # as the gateway's server: uvloop's loop when installed
+    new_loop = uvloop.new_event_loop
+except ModuleNotFoundError:
+    new_loop = None
+try:
+    with asyncio.Runner(loop_factory=new_loop) as runner:
+        runner.run(main())
+except KeyboardInterrupt:  # the bench stops it with SIGINT
+    pass
+"""
+
 POLICY = """
 import os
 from reasonwire.govern.policy import OrgPolicy
@@ -137,6 +228,12 @@ model_list:
       api_key: sk-bench-upstream-not-real
 """
 
+
+KEYS_SETTLED = 2.5
+"""Seconds after the key files are written before latencies are measured: for 2 s after a
+key file changed (``binding._RACY_NS``, the filesystem's timestamp granularity) the gateway
+compares the key directory's contents on every call instead of stat'ing it, ~60 us more a
+call (measured); a served gateway's keys are older than that."""
 
 WRK_TIMEOUT = ["--timeout", "10s"]
 """wrk counts a request slower than its 2 s default as an error, and the bench then drops the
@@ -211,6 +308,26 @@ def latencies(targets: list[tuple[str, dict[str, str]]], n: int, stream: bool) -
         for c in clients:
             c.close()
     return out
+
+
+def start_relay(tmp: Path, up_port: int) -> tuple[subprocess.Popen[bytes], str]:
+    """The do-nothing relay (:data:`RELAY`) to the bare upstream, in its own process: the
+    least a Python hop on asyncio adds here, measured beside the gateway."""
+    port = free_port()
+    (tmp / "relay.py").write_text(RELAY)
+    proc = subprocess.Popen([PY, str(tmp / "relay.py"), str(port), str(up_port)])
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, proc)
+    return proc, url
+
+
+def _floor(gateway: float, relay: float) -> str:
+    """The gateway's added milliseconds beside the relay's, and their ratio."""
+    ratio = f"{gateway / relay:.2f}x" if relay > 0 else "n/a"
+    return (
+        f"gateway {gateway:.3f} ms, do-nothing asyncio relay {relay:.3f} ms "
+        f"(the least any Python-on-asyncio hop adds here), ratio {ratio}"
+    )
 
 
 def pct(xs: list[float], p: float) -> float:
@@ -421,6 +538,7 @@ def main() -> None:
         ring = KeyRing.generate("bench")
         ring.save_dir(tmp / "keys")
         (tmp / "keys" / "bench.key.pem").unlink()  # the gateway holds the public key only
+        keys_written = time.monotonic()
         (tmp / "bench_policy.py").write_text(POLICY)
         (tmp / "replica.py").write_text(REPLICA)
         env = {
@@ -443,20 +561,33 @@ def main() -> None:
         token = bench_token(ring)
         gh = {"x-reasonwire-binding": token, "x-reasonwire-conversation": "bench-conv"}
 
-        pair = [(upstream + "/v1/chat/completions", {}), (gateway + "/v1/chat/completions", gh)]
-        direct, via = latencies(pair, args.requests, False)
-        d_s, v_s = latencies(pair, args.requests // 2, True)
+        relay_proc, relay = start_relay(tmp, up_port)
+        procs.append(relay_proc)
+        trio = [
+            (upstream + "/v1/chat/completions", {}),
+            (gateway + "/v1/chat/completions", gh),
+            (relay + "/v1/chat/completions", {}),
+        ]
+        time.sleep(max(0.0, keys_written + KEYS_SETTLED - time.monotonic()))
+        direct, via, hop = latencies(trio, args.requests, False)
+        d_s, v_s, h_s = latencies(trio, args.requests // 2, True)
+        stop([relay_proc])
+        procs.remove(relay_proc)
         add50, add99 = pct(via, 50) - pct(direct, 50), pct(via, 99) - pct(direct, 99)
         ttfb = pct(v_s, 50) - pct(d_s, 50)
+        floor50, floor_ttfb = pct(hop, 50) - pct(direct, 50), pct(h_s, 50) - pct(d_s, 50)
         print(f"non-streaming, {args.requests} sequential requests (ms):")
         print(f"  direct   p50 {pct(direct, 50):.3f}  p99 {pct(direct, 99):.3f}")
         print(f"  gateway  p50 {pct(via, 50):.3f}  p99 {pct(via, 99):.3f}")
+        print(f"  relay    p50 {pct(hop, 50):.3f}  p99 {pct(hop, 99):.3f}")
         print(f"  added    p50 {add50:.3f}  (bar <= 0.4 ms)  p99 {add99:.3f}  (bar < 5 ms)")
+        print(f"  added p50: {_floor(add50, floor50)}")
         print(f"stream time to first byte, {len(d_s)} requests (ms):")
         print(
             f"  direct p50 {pct(d_s, 50):.3f}  gateway p50 {pct(v_s, 50):.3f}  "
-            f"delta {ttfb:.3f}  (bar <= 0.4 ms)"
+            f"relay p50 {pct(h_s, 50):.3f}  delta {ttfb:.3f}  (bar <= 0.4 ms)"
         )
+        print(f"  TTFB delta p50: {_floor(ttfb, floor_ttfb)}")
 
         def ok(good: bool) -> str:
             return "ok" if good else "MISSED"
@@ -471,12 +602,16 @@ def main() -> None:
         rows.append(
             ("gateway x1 added latency p99", f"{add99:.3f} ms", f"bar < 5 ms: {ok(add99 < 5)}")
         )
+        rows.append(("do-nothing asyncio relay added p50 (floor peer)", f"{floor50:.3f} ms", ""))
         rows.append(
             (
                 "gateway x1 stream TTFB delta p50",
                 f"{ttfb:.3f} ms",
                 f"bar <= 0.4 ms: {ok(ttfb <= 0.4)}",
             )
+        )
+        rows.append(
+            ("do-nothing asyncio relay TTFB delta p50 (floor peer)", f"{floor_ttfb:.3f} ms", "")
         )
 
         if shutil.which("wrk") is None:
