@@ -211,9 +211,9 @@ def _write(out: Path, began: list[bool]) -> None:
     def finish(own: dict[Key, list[Rec]], order: dict[Key, str], shard: Shard) -> _Pieces:
         """Build the keys ``own``, write their ``matrix.json`` text in place (see the module
         docstring) and return the rest."""
-        # the first process frees its records as their rows are built, before the swap
-        # below; the second exits without freeing them (see FIRST_SHARE)
-        built = key_rows(own, order, p.ctx, free=shard.me == 0)
+        # each process frees its records as their rows are built, before the swap below
+        # (the rows reuse their memory: see FIRST_SHARE)
+        built = key_rows(own, order, p.ctx, free=True)
         texts = {k: _rows_json(built[k][0]) for k in order if k in built}
         sizes = {k: len(t) for k, t in texts.items()}
         names: dict[str, set[str]] = {}  # opaque pairs per dialect: matrix.md's columns
