@@ -1,12 +1,14 @@
 """Oracle for the report's slimmed call records: the rows (and fold rows) of every
 (route, model) built from the records as :func:`~reasonwire.eval._shards.read_range` keeps
 them, against the rows built from the records as written, read whole by stdlib
-``json.loads`` (apart from the reader under test). A field a row reads that the reader drops
+``json.loads`` (apart from the reader under test; the other report tests read the records
+as written through :func:`written_records` too). A field a row reads that the reader drops
 changes some row: the two sides then differ."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +16,24 @@ from reasonwire.eval._shards import read_range
 from reasonwire.eval.matrix import key_rows, plan
 
 
-def _written(calls: Path, fid: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """Every complete line's call record of fixture ``fid``, whole, per (route, model)."""
+def written_records(calls: Path, fid: str) -> Iterator[dict[str, Any]]:
+    """Every complete line's call record of fixture ``fid``, whole, in file order (a torn
+    last line is no record)."""
     raw = calls.read_bytes()
-    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for line in raw[: raw.rfind(b"\n") + 1].split(b"\n"):
         try:
             rec = json.loads(line)
         except ValueError:
             continue
         if isinstance(rec, dict) and rec.get("type") == "call" and rec.get("fixture_id") == fid:
-            out.setdefault((str(rec.get("route")), str(rec.get("model"))), []).append(rec)
+            yield rec
+
+
+def _written(calls: Path, fid: str) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """:func:`written_records` per (route, model), in file order."""
+    out: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for rec in written_records(calls, fid):
+        out.setdefault((str(rec.get("route")), str(rec.get("model"))), []).append(rec)
     return out
 
 

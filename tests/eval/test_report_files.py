@@ -28,7 +28,7 @@ from reasonwire.eval._report_files import write_report
 from reasonwire.eval._report_html import write_all
 from reasonwire.eval._shards import cut, owner, scan
 from reasonwire.wire.model import ABSENT
-from tests.eval.slim_oracle import rows_both_ways
+from tests.eval.slim_oracle import rows_both_ways, written_records
 
 SHARES = (0.0, 0.05, 0.3, 0.45, 0.5, 0.7, 0.95, 1.0)
 """Where the first range ends, as a share of the file (the report uses FIRST_SHARE)."""
@@ -100,16 +100,9 @@ def hostile_dir(
 def _reference(calls: Path, fid: str) -> dict[tuple[str, str], list[int]]:
     """Every call record's ``seq`` per (route, model) in file order, by stdlib json.loads over
     the complete lines (written apart from the reader under test)."""
-    raw = calls.read_bytes()
-    complete = raw[: raw.rfind(b"\n") + 1]  # a torn last line is no record
     out: dict[tuple[str, str], list[int]] = {}
-    for line in complete.split(b"\n"):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("type") == "call" and rec.get("fixture_id") == fid:
-            out.setdefault((str(rec.get("route")), str(rec.get("model"))), []).append(rec["seq"])
+    for rec in written_records(calls, fid):
+        out.setdefault((str(rec.get("route")), str(rec.get("model"))), []).append(rec["seq"])
     return out
 
 
@@ -431,19 +424,13 @@ def test_an_opaque_position_reads_only_its_last_wording() -> None:
 def _sums(calls: Path, fid: str) -> tuple[float, float, int]:
     """The fixture's call records' cost, billed cost (``cost_estimate`` false) and count, by
     stdlib json.loads over the complete lines (as :func:`_reference` reads them)."""
-    raw = calls.read_bytes()
     spent = billed = 0.0
     n = 0
-    for line in raw[: raw.rfind(b"\n") + 1].split(b"\n"):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict) and rec.get("type") == "call" and rec.get("fixture_id") == fid:
-            cost = float(rec.get("cost_usd") or 0.0)
-            spent += cost
-            billed += cost if rec.get("cost_estimate") is False else 0.0
-            n += 1
+    for rec in written_records(calls, fid):
+        cost = float(rec.get("cost_usd") or 0.0)
+        spent += cost
+        billed += cost if rec.get("cost_estimate") is False else 0.0
+        n += 1
     return spent, billed, n
 
 
