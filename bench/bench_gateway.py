@@ -410,6 +410,44 @@ def per_request(
     return (after - before) / (rate * seconds) * 1e6
 
 
+ALONE_SECONDS = 5
+"""Seconds of each wrk run of :func:`_alone_vs_together`."""
+
+
+def _alone_vs_together(
+    servers: list[tuple[str, int, str, dict[str, str], float | None]], tmp: Path
+) -> dict[str, float]:
+    """CPU per request of each server with one wrk connection (a request at a time: the
+    server waits, idle, between them) against 32 (``together``: measured already, or here),
+    printed with the ratio; the ratios by name (empty when a figure is missing).
+
+    Why: the sequential figures above (added latency, TTFB delta) are what a request costs
+    when it arrives alone. On some machines that is several times what the same request costs
+    amid others (every process woken for each request resumes with cold caches and branch
+    predictors; on this bench's VM 3-6x, the bare upstream worst): that multiplier is the
+    machine's, and it applies to the gateway's work and the relay's alike."""
+    out: dict[str, float] = {}
+    print(f"CPU per request, wrk 1 connection vs 32 ({ALONE_SECONDS} s each, us):")
+    for name, pid, url, headers, together in servers:
+        target = [(url + "/v1/chat/completions", headers)]
+        if together is None:
+            c0 = cpu_seconds(pid)
+            rate = wrk_many(target, ALONE_SECONDS, 32, tmp)
+            together = per_request(c0, cpu_seconds(pid), rate, ALONE_SECONDS)
+        c0 = cpu_seconds(pid)
+        rate = wrk_many(target, ALONE_SECONDS, 1, tmp)
+        one = per_request(c0, cpu_seconds(pid), rate, ALONE_SECONDS)
+        if one is None or not together or not rate:
+            print(f"  {name:17s} not measured")
+            continue
+        out[name] = one / together
+        print(
+            f"  {name:17s} {one:6.0f} one at a time ({1e3 / rate:.3f} ms a request), "
+            f"{together:5.0f} amid 32: {one / together:.1f}x"
+        )
+    return out if len(out) == len(servers) else {}
+
+
 def stop(procs: list[subprocess.Popen[bytes]]) -> None:
     for p in reversed(procs):
         if p.poll() is None:
@@ -571,8 +609,6 @@ def main() -> None:
         time.sleep(max(0.0, keys_written + KEYS_SETTLED - time.monotonic()))
         direct, via, hop = latencies(trio, args.requests, False)
         d_s, v_s, h_s = latencies(trio, args.requests // 2, True)
-        stop([relay_proc])
-        procs.remove(relay_proc)
         add50, add99 = pct(via, 50) - pct(direct, 50), pct(via, 99) - pct(direct, 99)
         ttfb = pct(v_s, 50) - pct(d_s, 50)
         floor50, floor_ttfb = pct(hop, 50) - pct(direct, 50), pct(h_s, 50) - pct(d_s, 50)
@@ -637,8 +673,27 @@ def main() -> None:
             rows.append(
                 ("ratio gateway CPU / bare upstream CPU", f"{cpu['x1'] / cpu['bare']:.1f}x", "")
             )
-        stop([gw_proc])  # one gateway at a time on this host
+        alone = _alone_vs_together(
+            [
+                ("bare upstream", up_proc.pid, upstream, {}, cpu["bare"]),
+                ("do-nothing relay", relay_proc.pid, relay, {}, None),
+                ("gateway x1", gw_proc.pid, gateway, gh, cpu["x1"]),
+            ],
+            tmp,
+        )
+        if alone:
+            rows.append(
+                (
+                    "gateway x1 CPU per request, 1 connection / 32",
+                    f"{alone['gateway x1']:.1f}x",
+                    f"bare upstream {alone['bare upstream']:.1f}x, "
+                    f"relay {alone['do-nothing relay']:.1f}x: what this machine charges a "
+                    "request served alone",
+                )
+            )
+        stop([gw_proc, relay_proc])  # one gateway at a time on this host
         procs.remove(gw_proc)
+        procs.remove(relay_proc)
 
         # replicas sharing one SQLite evidence store and one SQLite vault file: one and two
         # unpinned, then one and two each pinned to its own core (taskset)
