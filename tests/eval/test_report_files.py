@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ import reasonwire.eval._shards as shards_mod
 import reasonwire.eval.matrix as matrix_mod
 from reasonwire.eval._report_files import write_report
 from reasonwire.eval._report_html import write_all
-from reasonwire.eval._shards import cut, owner, scan
+from reasonwire.eval._shards import cut, owner, read_range, scan
 from reasonwire.wire.model import ABSENT
 from tests.eval.slim_oracle import rows_both_ways, written_records
 
@@ -198,6 +199,35 @@ def test_the_rows_of_the_slimmed_records_are_those_of_the_records_as_written(
     if which == "reruns":
         assert "in 3 attempt(s)" in whole
     assert slim == whole
+
+
+@pytest.mark.skipif(
+    sys.implementation.name != "cpython" or sys.version_info[:2] != (3, 11),
+    reason="the layout of CPython 3.11's key-sharing instance dicts",
+)
+def test_the_slimmed_records_share_one_key_table(
+    sim_run: tuple[Path, dict[str, Any]], tmp_path: Path
+) -> None:
+    """The reader keeps each record as a key-sharing dict (``_shards._Kept``: the report's
+    memory), whatever the order of the record's fields: each is smaller than the same record
+    as a plain dict, all have one size (the key table holds every field from the first
+    record on), and an empty ``fix_notes`` is the empty tuple. (That the rows stay the
+    same is the oracle's test above.)"""
+    src = sim_run[0]
+    lines = [json.loads(x) for x in (src / "calls.jsonl").read_text().splitlines() if x]
+    # every other record with its fields in the reverse order
+    flipped = [dict(reversed(r.items())) if i % 2 else r for i, r in enumerate(lines)]
+    calls = tmp_path / "calls.jsonl"
+    calls.write_text("".join(json.dumps(r) + "\n" for r in flipped))
+    fid = str(lines[0]["fixture_id"])
+    recs = [r for rs in read_range(calls, 0, calls.stat().st_size, fid).recs.values() for r in rs]
+    assert len(recs) == sum(r.get("type") == "call" for r in lines) > 100
+    bigger = [r for r in recs if sys.getsizeof(r) >= sys.getsizeof(dict(r))]
+    assert bigger == []
+    # one key table holding every field from the first record on: one values size for all
+    assert len({sys.getsizeof(r) for r in recs}) == 1
+    empty = [r for r in recs if "fix_notes" in r and not r["fix_notes"]]
+    assert empty and all(r["fix_notes"] == () for r in empty)
 
 
 @pytest.mark.parametrize("share", SHARES)
