@@ -80,11 +80,16 @@ class _Kept:
     differs, and on an interpreter without key sharing it is an ordinary dict."""
 
 
-_KEYS = _Kept()
+def _primed() -> _Kept:
+    keys = _Kept()
+    for name in sorted(_TURN1_READ):
+        setattr(keys, name, None)
+    return keys
+
+
+_KEYS = _primed()
 """Every field a record may keep, set once in a fixed order: the shared key table holds
 them all from the start (a record's own fields in any order then fit it)."""
-for _field in sorted(_TURN1_READ):
-    setattr(_KEYS, _field, None)
 _CHUNK = 8 << 20
 """Bytes read at a time (lines are split out of each chunk in C)."""
 
