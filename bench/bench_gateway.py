@@ -410,6 +410,16 @@ def per_request(
     return (after - before) / (rate * seconds) * 1e6
 
 
+def wrk_cpu(
+    pid: int, url: str, headers: dict[str, str], seconds: int, conns: int, tmp: Path
+) -> tuple[float | None, float | None]:
+    """req/s of one wrk run of ``conns`` connections on ``url``, and process ``pid``'s CPU
+    microseconds per request over it (None for what could not be measured)."""
+    c0 = cpu_seconds(pid)
+    rate = wrk_many([(url, headers)], seconds, conns, tmp)
+    return rate, per_request(c0, cpu_seconds(pid), rate, seconds)
+
+
 ALONE_SECONDS = 5
 """Seconds of each wrk run of :func:`_alone_vs_together`."""
 
@@ -424,19 +434,15 @@ def _alone_vs_together(
     Why: the sequential figures above (added latency, TTFB delta) are what a request costs
     when it arrives alone. On some machines that is several times what the same request costs
     amid others (every process woken for each request resumes with cold caches and branch
-    predictors; on this bench's VM 3-6x, the bare upstream worst): that multiplier is the
+    predictors; on this bench's VM 3-7x, the bare upstream worst): that multiplier is the
     machine's, and it applies to the gateway's work and the relay's alike."""
     out: dict[str, float] = {}
     print(f"CPU per request, wrk 1 connection vs 32 ({ALONE_SECONDS} s each, us):")
     for name, pid, url, headers, together in servers:
-        target = [(url + "/v1/chat/completions", headers)]
+        url += "/v1/chat/completions"
         if together is None:
-            c0 = cpu_seconds(pid)
-            rate = wrk_many(target, ALONE_SECONDS, 32, tmp)
-            together = per_request(c0, cpu_seconds(pid), rate, ALONE_SECONDS)
-        c0 = cpu_seconds(pid)
-        rate = wrk_many(target, ALONE_SECONDS, 1, tmp)
-        one = per_request(c0, cpu_seconds(pid), rate, ALONE_SECONDS)
+            _, together = wrk_cpu(pid, url, headers, ALONE_SECONDS, 32, tmp)
+        rate, one = wrk_cpu(pid, url, headers, ALONE_SECONDS, 1, tmp)
         if one is None or not together or not rate:
             print(f"  {name:17s} not measured")
             continue
@@ -656,13 +662,13 @@ def main() -> None:
             return
         print(f"throughput, wrk 32 connections {args.seconds}s (req/s):")
         up_proc = procs[0]
-        c0 = cpu_seconds(up_proc.pid)
-        tput["bare"] = wrk(upstream + "/v1/chat/completions", {}, args.seconds, tmp)
-        cpu["bare"] = per_request(c0, cpu_seconds(up_proc.pid), tput["bare"], args.seconds)
+        tput["bare"], cpu["bare"] = wrk_cpu(
+            up_proc.pid, upstream + "/v1/chat/completions", {}, args.seconds, 32, tmp
+        )
         print(f"  bare upstream                    {tput['bare'] or 0:,.0f}")
-        c0 = cpu_seconds(gw_proc.pid)
-        tput["x1"] = wrk(gateway + "/v1/chat/completions", gh, args.seconds, tmp)
-        cpu["x1"] = per_request(c0, cpu_seconds(gw_proc.pid), tput["x1"], args.seconds)
+        tput["x1"], cpu["x1"] = wrk_cpu(
+            gw_proc.pid, gateway + "/v1/chat/completions", gh, args.seconds, 32, tmp
+        )
         print(f"  reasonwire gateway x1            {tput['x1'] or 0:,.0f}")
         if cpu["bare"] and cpu["x1"]:
             print(
